@@ -1,0 +1,23 @@
+// Package buildinfo holds the version stamped into the binaries at link time
+// (make build sets Version with -ldflags -X).
+package buildinfo
+
+import "runtime/debug"
+
+// Version is set by the linker; "dev" for plain `go build`.
+var Version = "dev" //nolint:gochecknoglobals // set once by the linker, never written at run time
+
+// String returns the version and, when known, the VCS revision.
+func String() string {
+	if Version != "dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return Version
+}
