@@ -1,0 +1,151 @@
+package inventory
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// validInventory is a small self-consistent node: two NVLinked GPUs under one
+// PCIe switch, one NVSwitch, one HCA with one port.
+func validInventory() *ginv1.NodeInventory {
+	return &ginv1.NodeInventory{
+		NodeName: "node001",
+		Host:     &ginv1.Host{Hostname: "node001", MachineId: "m-1", NumaNodes: []*ginv1.NumaNode{{Id: 0, CpuList: "0-7"}}},
+		PcieBridges: []*ginv1.PcieBridge{
+			{Id: "pci0000:00", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE, NumaNode: 0},
+			{Id: "0000:01:00.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, ParentId: "pci0000:00", Link: &ginv1.PcieLink{Generation: 5, Width: 16}},
+		},
+		Nvswitches: []*ginv1.NvSwitch{{Id: "0000:80:00.0", PciBusId: "0000:80:00.0", LinkCount: 64}},
+		Gpus: []*ginv1.Gpu{
+			{Uuid: "GPU-a", Index: 0, PciBusId: "0000:02:00.0", PcieParentId: "0000:01:00.0", Nvlinks: []*ginv1.NvLink{
+				{Index: 0, Version: 4, RemoteType: ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_GPU, RemotePciBusId: "0000:03:00.0"},
+				{Index: 1, Version: 4, RemoteType: ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_SWITCH, RemotePciBusId: "0000:80:00.0"},
+			}},
+			{Uuid: "GPU-b", Index: 1, PciBusId: "0000:03:00.0", PcieParentId: "0000:01:00.0"},
+		},
+		Hcas: []*ginv1.Hca{{Name: "mlx5_0", PciBusId: "0000:04:00.0", PcieParentId: "0000:01:00.0", Ports: []*ginv1.HcaPort{{Port: 1, PortGuid: "0x1"}}}},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("x", MaxStringLen+1)
+	tests := []struct {
+		name   string
+		mutate func(*ginv1.NodeInventory)
+		field  string // expected violating field; "" means valid
+	}{
+		{"valid", func(*ginv1.NodeInventory) {}, ""},
+		{"empty node name", func(i *ginv1.NodeInventory) { i.NodeName = "" }, "node_name"},
+		{"bad node name", func(i *ginv1.NodeInventory) { i.NodeName = "node 1" }, "node_name"},
+		{"duplicate GPU UUID", func(i *ginv1.NodeInventory) { i.Gpus[1].Uuid = "GPU-a" }, "gpus[1].uuid"},
+		{"empty GPU UUID", func(i *ginv1.NodeInventory) { i.Gpus[0].Uuid = "" }, "gpus[0].uuid"},
+		{"duplicate GPU index", func(i *ginv1.NodeInventory) { i.Gpus[1].Index = 0 }, "gpus[1].index"},
+		{"duplicate PCI bus id", func(i *ginv1.NodeInventory) { i.Hcas[0].PciBusId = "0000:02:00.0" }, "hcas[0].pci_bus_id"},
+		{"NVLink to missing GPU", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[0].RemotePciBusId = "0000:99:00.0" }, "gpus[0].nvlinks[0].remote_pci_bus_id"},
+		{"NVLink to itself", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[0].RemotePciBusId = "0000:02:00.0" }, "gpus[0].nvlinks[0].remote_pci_bus_id"},
+		{"NVLink to missing switch", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].RemotePciBusId = "0000:81:00.0" }, "gpus[0].nvlinks[1].remote_pci_bus_id"},
+		{"NVLink to off-node switch", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].RemotePciBusId = "" }, ""},
+		{"duplicate NVLink index", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].Index = 0 }, "gpus[0].nvlinks[1].index"},
+		{"too many GPUs", func(i *ginv1.NodeInventory) {
+			for k := 0; k < MaxGPUs; k++ {
+				i.Gpus = append(i.Gpus, &ginv1.Gpu{Uuid: "x", Index: uint32(100 + k)})
+			}
+		}, "gpus"},
+		{"too many NVLinks", func(i *ginv1.NodeInventory) {
+			for k := 0; k <= MaxNVLinksPerGPU; k++ {
+				i.Gpus[1].Nvlinks = append(i.Gpus[1].Nvlinks, &ginv1.NvLink{Index: uint32(k)})
+			}
+		}, "gpus[1].nvlinks"},
+		{"dangling PCIe parent", func(i *ginv1.NodeInventory) { i.Gpus[1].PcieParentId = "0000:77:00.0" }, "gpus[1].pcie_parent_id"},
+		{"PCIe cycle", func(i *ginv1.NodeInventory) {
+			i.PcieBridges = append(i.PcieBridges,
+				&ginv1.PcieBridge{Id: "a", ParentId: "b"}, &ginv1.PcieBridge{Id: "b", ParentId: "a"})
+		}, "pcie_bridges[2].parent_id"},
+		{"host bridge with parent", func(i *ginv1.NodeInventory) { i.PcieBridges[0].ParentId = "0000:01:00.0" }, "pcie_bridges[0].parent_id"},
+		{"bad PCIe width", func(i *ginv1.NodeInventory) { i.PcieBridges[1].Link.Width = 3 }, "pcie_bridges[1].link.width"},
+		{"duplicate HCA", func(i *ginv1.NodeInventory) { i.Hcas = append(i.Hcas, &ginv1.Hca{Name: "mlx5_0"}) }, "hcas[1].name"},
+		{"port zero", func(i *ginv1.NodeInventory) { i.Hcas[0].Ports[0].Port = 0 }, "hcas[0].ports[0].port"},
+		{"too many GIDs", func(i *ginv1.NodeInventory) { i.Hcas[0].Ports[0].Gids = make([]string, MaxGIDsPerPort+1) }, "hcas[0].ports[0].gids"},
+		{"string too long", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = long }, "gpus[0].model"},
+		{"duplicate NUMA node", func(i *ginv1.NodeInventory) { i.Host.NumaNodes = append(i.Host.NumaNodes, &ginv1.NumaNode{Id: 0}) }, "host.numa_nodes[1].id"},
+		{"neighbor without HCA", func(i *ginv1.NodeInventory) {
+			i.FabricNeighbors = []*ginv1.FabricNeighbor{{SwitchGuid: "0x2"}}
+		}, "fabric_neighbors[0].hca"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := validInventory()
+			tc.mutate(inv)
+			err := Validate(inv)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate() = %v, want *ValidationError on %s", err, tc.field)
+			}
+			for _, v := range ve.Violations {
+				if v.Field == tc.field {
+					return
+				}
+			}
+			t.Fatalf("violations %+v do not name %q", ve.Violations, tc.field)
+		})
+	}
+}
+
+func TestValidateNil(t *testing.T) {
+	if err := Validate(nil); err == nil {
+		t.Fatal("Validate(nil) = nil, want error")
+	}
+}
+
+func TestContentHashIgnoresGenerationAndTime(t *testing.T) {
+	a := validInventory()
+	b := proto.CloneOf(a)
+	b.Generation = 7
+	ha, err := ContentHash(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := ContentHash(b)
+	if ha != hb {
+		t.Fatalf("hash changed with generation: %s vs %s", ha, hb)
+	}
+	b.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
+	hc, _ := ContentHash(b)
+	if hc == ha {
+		t.Fatal("hash did not change when a link went down")
+	}
+	if b.Generation != 7 {
+		t.Fatal("ContentHash modified its input")
+	}
+}
+
+func FuzzValidate(f *testing.F) {
+	seed, _ := proto.Marshal(validInventory())
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inv := &ginv1.NodeInventory{}
+		if proto.Unmarshal(b, inv) != nil {
+			return
+		}
+		err := Validate(inv)
+		var ve *ValidationError
+		if err != nil && (!errors.As(err, &ve) || len(ve.Violations) == 0) {
+			t.Fatalf("error without violations: %v", err)
+		}
+		if _, err := ContentHash(inv); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
