@@ -53,7 +53,7 @@ func Expand(expr string) ([]string, error) {
 		}
 		total += it.count // it.count <= MaxHosts+1, so no overflow
 		if total > MaxHosts {
-			return nil, it.errorf(it.off, "expands to more than %d hosts", MaxHosts)
+			return nil, it.tooMany()
 		}
 		items = append(items, it)
 		if end == len(expr) {
@@ -100,6 +100,10 @@ type item struct {
 
 func (it *item) errorf(off int, format string, args ...any) *Error {
 	return &Error{Item: it.text, Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (it *item) tooMany() *Error {
+	return it.errorf(it.off, "expands to more than %d hosts", MaxHosts)
 }
 
 // expand calls emit with every name of the item, leftmost group slowest.
@@ -193,6 +197,9 @@ func parseItem(expr string, start, end int) (item, error) {
 			}
 			it.segs = append(it.segs, segment{ranges: ranges})
 			it.count = min(it.count*size, MaxHosts+1) // both factors <= MaxHosts+1
+			if it.count > MaxHosts {
+				return it, it.tooMany()
+			}
 			if err := addLen(width); err != nil {
 				return it, err
 			}
@@ -240,6 +247,9 @@ func parseGroup(it *item, expr string, open, end int) (ranges []numRange, size u
 		return v, j - i, j, nil
 	}
 
+	if strings.IndexByte(expr[open:end], ']') < 0 {
+		return nil, 0, 0, 0, it.errorf(open, "unmatched '['")
+	}
 	i := open + 1
 	for {
 		loOff := i
@@ -265,6 +275,9 @@ func parseGroup(it *item, expr string, open, end int) (ranges []numRange, size u
 			n = MaxHosts
 		}
 		size = min(size+n+1, MaxHosts+1)
+		if size > MaxHosts {
+			return nil, 0, 0, 0, it.tooMany()
+		}
 
 		if i == end {
 			return nil, 0, 0, 0, it.errorf(open, "unmatched '['")
