@@ -1,0 +1,109 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	hraft "github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// ErrUnknownCommand is the result of an entry this binary cannot interpret.
+var ErrUnknownCommand = errors.New("unknown command type (written by a newer version?)")
+
+// ApplyResponse is what FSM.Apply returns for each entry (the future's
+// Response()).
+type ApplyResponse struct {
+	Result state.Result
+	Err    error
+}
+
+// FSM applies log entries to a state.Store.
+type FSM struct {
+	store *state.Store
+	log   *slog.Logger
+}
+
+// NewFSM returns an FSM writing to store.
+func NewFSM(store *state.Store, log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{store: store, log: log}
+}
+
+var _ hraft.FSM = (*FSM)(nil)
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *hraft.Log) any {
+	if l.Type != hraft.LogCommand {
+		f.store.SetIndex(l.Index)
+		return nil
+	}
+	cmd := &statev1.Command{}
+	if err := proto.Unmarshal(l.Data, cmd); err != nil {
+		f.store.SetIndex(l.Index)
+		f.log.Error("raft entry is not a command; skipped", "index", l.Index, "err", err)
+		return &ApplyResponse{Result: state.Result{Index: l.Index}, Err: fmt.Errorf("entry %d: %w", l.Index, err)}
+	}
+	res, err := f.applyCommand(l.Index, cmd)
+	return &ApplyResponse{Result: res, Err: err}
+}
+
+func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, error) {
+	switch c := cmd.GetCommand().(type) {
+	case *statev1.Command_PutInventory:
+		return f.store.PutInventory(index, c.PutInventory)
+	case *statev1.Command_SetNodeState:
+		return f.store.SetNodeState(index, c.SetNodeState)
+	case *statev1.Command_ImportFabric:
+		return f.store.ImportFabric(index, c.ImportFabric)
+	default:
+		f.store.SetIndex(index)
+		f.log.Warn("raft entry has a command this version does not know; skipped", "index", index)
+		return state.Result{Index: index}, ErrUnknownCommand
+	}
+}
+
+// Snapshot implements raft.FSM. It captures the state now (cheaply: records
+// are immutable) and serialises it in Persist, off the FSM goroutine.
+func (f *FSM) Snapshot() (hraft.FSMSnapshot, error) {
+	return &fsmSnapshot{snap: f.store.Snapshot()}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	snap, err := ReadSnapshot(rc)
+	if err != nil {
+		f.log.Error("raft snapshot rejected", "err", err)
+		return err
+	}
+	// The index the snapshot was taken at is the largest node/fabric index it
+	// holds; raft sets the true one as entries after it are applied.
+	var idx uint64
+	for _, n := range snap.GetNodes() {
+		idx = max(idx, n.GetUpdatedIndex())
+	}
+	idx = max(idx, snap.GetFabricIndex())
+	return f.store.Restore(idx, snap)
+}
+
+type fsmSnapshot struct {
+	snap *statev1.Snapshot
+}
+
+func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
+	if err := WriteSnapshot(sink, s.snap); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

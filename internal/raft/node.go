@@ -1,0 +1,304 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"google.golang.org/protobuf/proto"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// Config opens a Node.
+type Config struct {
+	// ID is this server's Raft id (stable across restarts).
+	ID string
+	// Bind is the Raft TCP address ("127.0.0.1:7000"; port 0 picks one).
+	Bind string
+	// Advertise is the address peers dial; defaults to the bound address.
+	Advertise string
+	// DataDir holds the log (wal/), the stable store and snapshots.
+	DataDir string
+	// Bootstrap makes a fresh data directory a single-voter cluster.
+	Bootstrap bool
+	// Fast uses short timeouts (dev cluster, tests on loopback).
+	Fast   bool
+	Logger *slog.Logger
+}
+
+// Errors of Apply.
+var (
+	// ErrNotLeader: this server is not the leader; NotLeaderError carries a hint.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrShutdown: the node is shutting down.
+	ErrShutdown = errors.New("raft is shutting down")
+	// ErrOutcomeUnknown: leadership was lost while the entry was in flight;
+	// it may or may not commit. Commands are idempotent: retry.
+	ErrOutcomeUnknown = errors.New("write outcome unknown (leadership lost); retry")
+)
+
+// NotLeaderError says who the leader is, when known.
+type NotLeaderError struct {
+	LeaderID, LeaderAddr string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderID == "" {
+		return "not the leader; no leader known"
+	}
+	return fmt.Sprintf("not the leader; leader is %s at %s", e.LeaderID, e.LeaderAddr)
+}
+
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// Node is one Raft server with its FSM and stores.
+type Node struct {
+	cfg       Config
+	raft      *hraft.Raft
+	transport *hraft.NetworkTransport
+	logs      *wal.WAL
+	store     *state.Store
+	log       *slog.Logger
+}
+
+// Open opens (or creates) the data directory and starts Raft.
+func Open(cfg Config, store *state.Store) (*Node, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("raft: server id is empty")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("raft: data dir is empty")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	walDir := filepath.Join(cfg.DataDir, "wal")
+	if err := os.MkdirAll(walDir, 0o750); err != nil {
+		return nil, fmt.Errorf("raft: data dir: %w", err)
+	}
+	logs, err := wal.Open(walDir)
+	if err != nil {
+		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
+	if err != nil {
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+	}
+	var adv net.Addr
+	if cfg.Advertise != "" {
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
+			_ = logs.Close()
+			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
+		}
+	}
+	trans, err := hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
+	if err != nil {
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
+	}
+	rc := hraft.DefaultConfig()
+	rc.LocalID = hraft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.SnapshotThreshold = 8192
+	if cfg.Fast {
+		rc.HeartbeatTimeout = 200 * time.Millisecond
+		rc.ElectionTimeout = 200 * time.Millisecond
+		rc.LeaderLeaseTimeout = 100 * time.Millisecond
+		rc.CommitTimeout = 5 * time.Millisecond
+	}
+	fsm := NewFSM(store, log)
+	if cfg.Bootstrap {
+		has, err := hraft.HasExistingState(logs, logs, snaps)
+		if err != nil {
+			_ = trans.Close()
+			_ = logs.Close()
+			return nil, fmt.Errorf("raft: inspect data dir: %w", err)
+		}
+		if !has {
+			conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
+			if err := hraft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
+				_ = trans.Close()
+				_ = logs.Close()
+				return nil, fmt.Errorf("raft: bootstrap: %w", err)
+			}
+			log.Info("bootstrapped a new single-voter cluster", "id", cfg.ID, "raft_addr", trans.LocalAddr())
+		}
+	}
+	r, err := hraft.NewRaft(rc, fsm, logs, logs, snaps, trans)
+	if err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft: start: %w", err)
+	}
+	return &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log}, nil
+}
+
+// Apply proposes cmd and waits until it is applied, or ctx ends.
+func (n *Node) Apply(ctx context.Context, cmd *statev1.Command) (state.Result, error) {
+	b, err := proto.Marshal(cmd)
+	if err != nil {
+		return state.Result{}, fmt.Errorf("raft: marshal command: %w", err)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return state.Result{}, context.DeadlineExceeded
+		}
+	}
+	f := n.raft.Apply(b, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return state.Result{}, fmt.Errorf("raft apply: %w (outcome unknown)", ctx.Err())
+	case err := <-done:
+		switch {
+		case err == nil:
+		case errors.Is(err, hraft.ErrNotLeader):
+			return state.Result{}, n.notLeader()
+		case errors.Is(err, hraft.ErrLeadershipLost), errors.Is(err, hraft.ErrLeadershipTransferInProgress):
+			return state.Result{}, ErrOutcomeUnknown
+		case errors.Is(err, hraft.ErrRaftShutdown):
+			return state.Result{}, ErrShutdown
+		case errors.Is(err, hraft.ErrEnqueueTimeout):
+			return state.Result{}, fmt.Errorf("raft apply: %w", context.DeadlineExceeded)
+		default:
+			return state.Result{}, fmt.Errorf("raft apply: %w", err)
+		}
+	}
+	resp, ok := f.Response().(*ApplyResponse)
+	if !ok {
+		return state.Result{}, fmt.Errorf("raft apply: unexpected FSM response %T", f.Response())
+	}
+	return resp.Result, resp.Err
+}
+
+func (n *Node) notLeader() error {
+	addr, id := n.raft.LeaderWithID()
+	return &NotLeaderError{LeaderID: string(id), LeaderAddr: string(addr)}
+}
+
+// IsLeader reports whether this server is the leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == hraft.Leader }
+
+// LeaderCh delivers leadership changes (true: became leader).
+func (n *Node) LeaderCh() <-chan bool { return n.raft.LeaderCh() }
+
+// Leader returns the leader's id and Raft address ("" when unknown).
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// VerifyLeader confirms leadership with a quorum and waits for every
+// committed entry to be applied (a consistent read may follow).
+func (n *Node) VerifyLeader(ctx context.Context) error {
+	if err := waitFuture(ctx, n.raft.VerifyLeader()); err != nil {
+		if errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) {
+			return n.notLeader()
+		}
+		return fmt.Errorf("raft: verify leader: %w", err)
+	}
+	if err := waitFuture(ctx, n.raft.Barrier(5*time.Second)); err != nil {
+		return fmt.Errorf("raft: barrier: %w", err)
+	}
+	return nil
+}
+
+// WaitLeader blocks until some server is the leader or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if id, _ := n.Leader(); id != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("raft: waiting for a leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Barrier waits until every entry committed before it is applied on the
+// leader (a new leader calls it before serving consistent reads).
+func (n *Node) Barrier(ctx context.Context) error {
+	return waitFuture(ctx, n.raft.Barrier(30*time.Second))
+}
+
+func waitFuture(ctx context.Context, f hraft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-done:
+		return err
+	}
+}
+
+// Stats is a snapshot of Raft's counters.
+type Stats struct {
+	State                           string
+	Term, CommitIndex, AppliedIndex uint64
+	LastContact                     time.Duration // 0 on the leader or when never contacted
+	Members                         []Member
+}
+
+// Member is one server of the configuration.
+type Member struct {
+	ID, Address string
+	Voter       bool
+}
+
+// Stats returns Raft's state and configuration.
+func (n *Node) Stats() Stats {
+	s := Stats{State: n.raft.State().String(), AppliedIndex: n.raft.AppliedIndex(), CommitIndex: n.raft.CommitIndex(), Term: termOf(n.raft)}
+	if n.raft.State() != hraft.Leader {
+		if lc := n.raft.LastContact(); !lc.IsZero() {
+			s.LastContact = time.Since(lc)
+		}
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			s.Members = append(s.Members, Member{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == hraft.Voter})
+		}
+	}
+	return s
+}
+
+func termOf(r *hraft.Raft) uint64 {
+	var t uint64
+	_, _ = fmt.Sscan(r.Stats()["term"], &t)
+	return t
+}
+
+// ID is this server's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr is the Raft address peers use.
+func (n *Node) Addr() string { return string(n.transport.LocalAddr()) }
+
+// Shutdown stops Raft and closes the stores.
+func (n *Node) Shutdown() error {
+	err := n.raft.Shutdown().Error()
+	if cerr := n.logs.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

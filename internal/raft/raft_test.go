@@ -1,0 +1,183 @@
+package raft
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+func inv(name string, gen uint64) *ginv1.NodeInventory {
+	return &ginv1.NodeInventory{NodeName: name, Generation: gen, Host: &ginv1.Host{MachineId: "m-" + name},
+		Gpus: []*ginv1.Gpu{{Uuid: "GPU-" + name, Index: 0, Model: "m"}}}
+}
+
+func put(name string, gen uint64, hash string) *statev1.Command {
+	return &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{Inventory: inv(name, gen), ContentHash: hash}}}
+}
+
+func entry(t *testing.T, index uint64, cmd *statev1.Command) *hraft.Log {
+	t.Helper()
+	b, err := proto.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hraft.Log{Index: index, Type: hraft.LogCommand, Data: b}
+}
+
+func TestFSMApplyIsIdempotentAndOrdered(t *testing.T) {
+	tests := []struct {
+		name    string
+		cmd     *statev1.Command
+		wantErr error
+		changed bool
+	}{
+		{"first inventory", put("n1", 1, "h1"), nil, true},
+		{"same entry again", put("n1", 1, "h1"), nil, false},
+		{"generation reused", put("n1", 1, "other"), state.ErrGenerationReused, false},
+		{"next generation", put("n1", 2, "h2"), nil, true},
+		{"stale generation", put("n1", 1, "h1"), state.ErrStaleGeneration, false},
+		{"down", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "n1", State: ginv1.NodeState_NODE_STATE_DOWN}}}, nil, true},
+		{"down again", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "n1", State: ginv1.NodeState_NODE_STATE_DOWN}}}, nil, false},
+		{"state of unknown node", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "zz", State: ginv1.NodeState_NODE_STATE_DOWN}}}, state.ErrUnknownNode, false},
+		{"unknown command (newer version)", &statev1.Command{}, ErrUnknownCommand, false},
+	}
+	store := state.New(nil)
+	f := NewFSM(store, nil)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := uint64(i + 1)
+			resp, ok := f.Apply(entry(t, idx, tc.cmd)).(*ApplyResponse)
+			if !ok {
+				t.Fatal("Apply did not return *ApplyResponse")
+			}
+			if !errors.Is(resp.Err, tc.wantErr) || (tc.wantErr == nil && resp.Err != nil) {
+				t.Fatalf("err = %v, want %v", resp.Err, tc.wantErr)
+			}
+			if resp.Result.Changed != tc.changed {
+				t.Fatalf("changed = %v, want %v", resp.Result.Changed, tc.changed)
+			}
+			if store.Index() != idx {
+				t.Fatalf("store index = %d, want %d", store.Index(), idx)
+			}
+		})
+	}
+	rec, _ := store.Node("n1")
+	if rec.GetInventory().GetGeneration() != 2 || rec.GetState() != ginv1.NodeState_NODE_STATE_DOWN {
+		t.Fatalf("record = %v", rec)
+	}
+}
+
+func TestFSMGarbageEntryIsSkipped(t *testing.T) {
+	store := state.New(nil)
+	f := NewFSM(store, nil)
+	resp := f.Apply(&hraft.Log{Index: 7, Type: hraft.LogCommand, Data: []byte{0xff, 0xff, 0xff}}).(*ApplyResponse)
+	if resp.Err == nil || store.Index() != 7 || store.View().Len() != 0 {
+		t.Fatalf("garbage entry: err %v, index %d, nodes %d", resp.Err, store.Index(), store.View().Len())
+	}
+}
+
+func TestSnapshotRoundTripAndCorruption(t *testing.T) {
+	store := state.New(nil)
+	f := NewFSM(store, nil)
+	for i, n := range []string{"a", "b", "c"} {
+		f.Apply(entry(t, uint64(i+1), put(n, 1, "h-"+n)))
+	}
+	var buf bytes.Buffer
+	if err := WriteSnapshot(&buf, store.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+
+	restored := state.New(nil)
+	if err := NewFSM(restored, nil).Restore(nopCloser{bytes.NewReader(good)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := restored.View().NodeNames(); len(got) != 3 || !proto.Equal(restored.Snapshot(), store.Snapshot()) {
+		t.Fatalf("restored nodes %v differ from the original", got)
+	}
+
+	corruptions := map[string][]byte{
+		"truncated": good[:len(good)-3],
+		"bad magic": append([]byte("XXXXXXXX"), good[8:]...),
+		"flipped":   flip(good, len(good)-1),
+		"empty":     {},
+		"huge length": func() []byte {
+			b := bytes.Clone(good)
+			b[8] = 0x7f
+			return b
+		}(),
+	}
+	for name, b := range corruptions {
+		t.Run(name, func(t *testing.T) {
+			s := state.New(nil)
+			err := NewFSM(s, nil).Restore(nopCloser{bytes.NewReader(b)})
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("err = %v, want ErrCorruptSnapshot", err)
+			}
+			if s.View().Len() != 0 {
+				t.Fatal("a corrupt snapshot changed the state")
+			}
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0x01
+	return c
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// A node restarted from its data directory has every committed write.
+func TestNodeRestartKeepsCommittedWrites(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*Node, *state.Store) {
+		t.Helper()
+		st := state.New(nil)
+		n, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: dir, Bootstrap: true, Fast: true}, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for !n.IsLeader() {
+			select {
+			case <-ctx.Done():
+				t.Fatal("no leader")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return n, st
+	}
+	n, _ := open()
+	ctx := context.Background()
+	for i, name := range []string{"x1", "x2"} {
+		res, err := n.Apply(ctx, put(name, 1, "h"))
+		if err != nil || !res.Changed {
+			t.Fatalf("apply %d: %v %v", i, res, err)
+		}
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	n2, st2 := open()
+	defer n2.Shutdown()
+	if err := n2.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st2.View().NodeNames(); len(got) != 2 {
+		t.Fatalf("after restart nodes = %v, want x1 x2", got)
+	}
+}
