@@ -91,7 +91,11 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	level := hclog.Warn
+	if cfg.Fast {
+		level = hclog.Error // elections on loopback are routine, not news
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
 	if err != nil {
 		_ = logs.Close()

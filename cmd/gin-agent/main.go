@@ -1,0 +1,336 @@
+// Command gin-agent discovers a node's GPUs, NVLinks, PCIe layout and RDMA
+// ports and keeps them current on the gin-master leader over gRPC.
+//
+// It is a thin main: flags and environment → agent.Config → agent.Run.
+// `gin-agent --once -o json` prints what it discovered and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/discovery"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/masteraddr"
+)
+
+// envHeartbeat is the environment variable for --heartbeat-interval.
+const envHeartbeat = "GIN_HEARTBEAT_INTERVAL"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the agent or the discovery failed
+	exitUsage = 2 // bad flags, values or environment
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run is main without the process: it returns the exit code. SIGINT and
+// SIGTERM end the agent cleanly.
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr, getenv)
+}
+
+// usageError is a bad flag, value or environment variable (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// options are the raw flag values.
+type options struct {
+	source            string
+	master            string
+	nodeName          string
+	heartbeatInterval time.Duration
+	collectInterval   time.Duration
+	once              bool
+	output            string
+	logLevel          string
+}
+
+// settings are the validated options with the environment applied.
+type settings struct {
+	options
+	masters  []string // only resolved when not --once
+	logLevel slog.Level
+}
+
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cmd := newCommand(getenv, stdout, stderr, execute)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if _, ok := errors.AsType[usageError](err); ok {
+		fmt.Fprintf(stderr, "gin-agent: %v\nRun 'gin-agent --help' for usage.\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "gin-agent: %v\n", err)
+	return exitError
+}
+
+// execute does what the validated settings ask for.
+func execute(ctx context.Context, s settings, stdout, stderr io.Writer) error {
+	if s.once {
+		return runOnce(ctx, s, stdout)
+	}
+	return runAgent(ctx, s, stderr)
+}
+
+// newCommand builds the command; exec runs with the validated settings.
+func newCommand(getenv func(string) string, stdout, stderr io.Writer,
+	exec func(context.Context, settings, io.Writer, io.Writer) error,
+) *cobra.Command {
+	var o options
+	host, _ := os.Hostname()
+	cmd := &cobra.Command{
+		Use:   "gin-agent",
+		Short: "Discover this node's GPU topology and keep it current on the GIN master",
+		Long: `gin-agent discovers this node's GPUs, NVLinks, NVSwitches, PCIe layout and
+InfiniBand/RoCE ports, and streams the inventory to the gin-master leader over
+gRPC: a full inventory when the master's copy differs, then a heartbeat every
+heartbeat interval and the new inventory as soon as a collection sees a change.
+It follows leader hints and fails over between the masters in --master.
+
+With --once it collects once, prints the inventory and exits; no master is
+needed.
+
+The connection to the master is not encrypted yet (mTLS comes later).
+
+Environment:
+  GIN_MASTER_HOST         master list, used when --master is not given
+  GIN_HEARTBEAT_INTERVAL  heartbeat interval, used when --heartbeat-interval is
+                          not given: a Go duration ("10s") or plain seconds ("10")
+
+Exit status: 0 on success or a clean shutdown (SIGINT/SIGTERM), 1 when
+discovery or the agent fails, 2 for bad flags, values or environment.`,
+		Example: `  gin-agent --once -o json --source auto | jq '.gpus | length'
+  gin-agent --master gin-m1,gin-m2:5000,[fd00::3]:5000
+  GIN_MASTER_HOST=gin-m1 gin-agent --source file:/var/lib/gin/inventory.json`,
+		Version:       buildinfo.String(),
+		Args:          noArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := resolve(cmd, o, getenv)
+			if err != nil {
+				return err
+			}
+			return exec(cmd.Context(), s, stdout, stderr)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetVersionTemplate("gin-agent {{.Version}}\n")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	f := cmd.Flags()
+	f.SortFlags = false
+	simHelp := "simulated hardware"
+	if p := sim.Profiles(); len(p) > 0 {
+		simHelp += ": " + strings.Join(p, ", ")
+	}
+	f.StringVar(&o.source, "source", "auto",
+		"inventory source: auto (this node's hardware through the NVIDIA driver), sim:<profile> ("+simHelp+
+			"), or file:<path> (an inventory saved with --once -o json)")
+	f.StringVar(&o.master, "master", "",
+		"comma-separated master list, host[:port] or [IPv6]:port, port "+strconv.Itoa(masteraddr.DefaultPort)+
+			" when omitted (default: $"+masteraddr.EnvVar+", else "+masteraddr.DefaultMaster+")")
+	f.StringVar(&o.nodeName, "node-name", host, "name the node is reported under")
+	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", 0,
+		"how often to send a heartbeat (default: $"+envHeartbeat+", else "+agent.DefaultHeartbeatInterval.String()+"); the master may override it")
+	f.DurationVar(&o.collectInterval, "collect-interval", 0,
+		"how often to re-read the source to detect hardware changes (default: the heartbeat interval)")
+	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table or json (protobuf JSON, field names as in the .proto)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
+	// Cobra's help and version flags, declared here so their help text is ours.
+	f.BoolP("help", "h", false, "show this help and exit")
+	f.Bool("version", false, "print the version and exit")
+	return cmd
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q (gin-agent takes flags only)", args[0])
+	}
+	return nil
+}
+
+// resolve validates the flags and applies the environment.
+func resolve(cmd *cobra.Command, o options, getenv func(string) string) (settings, error) {
+	s := settings{options: o}
+	if err := checkSource(o.source); err != nil {
+		return s, err
+	}
+	if strings.TrimSpace(o.nodeName) == "" {
+		return s, usagef("--node-name is empty (and the host name is unknown)")
+	}
+	if !cmd.Flags().Changed("heartbeat-interval") {
+		s.heartbeatInterval = agent.DefaultHeartbeatInterval
+		if v := strings.TrimSpace(getenv(envHeartbeat)); v != "" {
+			d, err := parseInterval(v)
+			if err != nil {
+				return s, usagef("%s=%q: %v", envHeartbeat, v, err)
+			}
+			s.heartbeatInterval = d
+		}
+	} else if s.heartbeatInterval <= 0 {
+		return s, usagef("--heartbeat-interval %s: must be positive", s.heartbeatInterval)
+	}
+	if s.collectInterval < 0 {
+		return s, usagef("--collect-interval %s: must not be negative", s.collectInterval)
+	}
+	switch o.output {
+	case "table", "json":
+	default:
+		return s, usagef("--output %q: want table or json", o.output)
+	}
+	if cmd.Flags().Changed("output") && !o.once {
+		return s, usagef("--output applies to --once only")
+	}
+	switch strings.ToLower(o.logLevel) {
+	case "debug":
+		s.logLevel = slog.LevelDebug
+	case "info":
+		s.logLevel = slog.LevelInfo
+	case "warn", "warning":
+		s.logLevel = slog.LevelWarn
+	case "error":
+		s.logLevel = slog.LevelError
+	default:
+		return s, usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if !o.once {
+		masters, err := masteraddr.FromEnv(o.master, getenv)
+		if err != nil {
+			return s, usageError{err}
+		}
+		s.masters = masters
+	}
+	return s, nil
+}
+
+// checkSource validates the --source syntax; whether the source works is
+// found out when it is opened.
+func checkSource(spec string) error {
+	kind, arg, hasArg := strings.Cut(spec, ":")
+	switch kind {
+	case "auto":
+		if hasArg {
+			return usagef("--source %q: auto takes no argument", spec)
+		}
+	case "sim":
+		if arg == "" {
+			return usagef("--source %q: want sim:<profile>", spec)
+		}
+		if p := sim.Profiles(); len(p) > 0 && !slices.Contains(p, arg) {
+			return usagef("--source %q: unknown profile %q (one of %s)", spec, arg, strings.Join(p, ", "))
+		}
+	case "file":
+		if arg == "" {
+			return usagef("--source %q: want file:<path>", spec)
+		}
+	default:
+		return usagef("--source %q: want auto, sim:<profile> or file:<path>", spec)
+	}
+	return nil
+}
+
+// parseInterval reads a Go duration ("10s", "1m30s") or plain seconds ("10", "2.5").
+func parseInterval(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, errors.New("want a duration such as 10s or plain seconds such as 10")
+		}
+		if secs > (24 * time.Hour).Seconds() {
+			return 0, errors.New("more than 24h")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return d, nil
+}
+
+// openSource opens the discovery source; its error is printed as it is.
+func openSource(s settings) (discovery.Source, error) {
+	src, err := discovery.Open(s.source, discovery.Options{NodeName: s.nodeName})
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// runOnce collects once and prints the inventory.
+func runOnce(ctx context.Context, s settings, stdout io.Writer) error {
+	src, err := openSource(s)
+	if err != nil {
+		return err
+	}
+	inv, err := src.Collect(ctx)
+	if err != nil {
+		return fmt.Errorf("collect from %s: %w", src.Name(), err)
+	}
+	if s.output == "json" {
+		return writeJSON(stdout, inv)
+	}
+	return writeTable(stdout, inv)
+}
+
+// runAgent runs the agent until ctx is done.
+func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
+	src, err := openSource(s)
+	if err != nil {
+		return err
+	}
+	log.Warn("connection to the master is NOT encrypted (insecure transport); mTLS is not implemented yet",
+		slog.Any("masters", s.masters))
+	err = agent.Run(ctx, agent.Config{
+		NodeName:          s.nodeName,
+		Masters:           s.masters,
+		HeartbeatInterval: s.heartbeatInterval,
+		CollectInterval:   s.collectInterval,
+		Source:            src,
+		Logger:            log,
+		DialOptions:       []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		Version:           buildinfo.String(),
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}

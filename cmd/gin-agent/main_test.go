@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+const testInventory = "file:testdata/inventory.json"
+
+// env returns a getenv over m.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// runArgs runs the command line with the environment m.
+func runArgs(t *testing.T, m map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runContext(context.Background(), args, &out, &errb, env(m))
+	return code, out.String(), errb.String()
+}
+
+func TestBadFlagsExit2(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"unknown flag", []string{"--bogus"}, nil, "unknown flag: --bogus"},
+		{"positional argument", []string{"run"}, nil, `unexpected argument "run"`},
+		{"bad output", []string{"--once", "-o", "yaml"}, nil, `--output "yaml"`},
+		{"output without once", []string{"-o", "json", "--source", testInventory}, nil, "--once only"},
+		{"bad heartbeat flag", []string{"--heartbeat-interval", "soon"}, nil, "heartbeat-interval"},
+		{"zero heartbeat flag", []string{"--heartbeat-interval", "0s"}, nil, "must be positive"},
+		{"bad heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "often"}, "GIN_HEARTBEAT_INTERVAL"},
+		{"negative heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "-5"}, "must be positive"},
+		{"negative collect interval", []string{"--collect-interval", "-1s"}, nil, "--collect-interval"},
+		{"unknown source kind", []string{"--source", "nvml"}, nil, `--source "nvml"`},
+		{"sim without profile", []string{"--source", "sim:"}, nil, "sim:<profile>"},
+		{"file without path", []string{"--source", "file:"}, nil, "file:<path>"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"bad master flag", []string{"--source", testInventory, "--master", "host:99999"}, nil, "--master"},
+		{"bad master env", []string{"--source", testInventory}, map[string]string{"GIN_MASTER_HOST": "[::1"}, "GIN_MASTER_HOST"},
+		{"empty node name", []string{"--node-name", " "}, nil, "--node-name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runArgs(t, tc.env, tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.wantErr) || !strings.HasPrefix(stderr, "gin-agent: ") {
+				t.Errorf("stderr = %q, want a gin-agent: line containing %q", stderr, tc.wantErr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+func TestAutoWithoutDriverPrintsDiscoveryError(t *testing.T) {
+	for _, args := range [][]string{{"--once"}, {"--source", "auto", "--master", "127.0.0.1:1"}} {
+		code, _, stderr := runArgs(t, nil, args...)
+		if code != exitError {
+			t.Errorf("%v: exit code = %d, want %d", args, code, exitError)
+		}
+		if !strings.Contains(stderr, "no hardware discovery available") || strings.Contains(stderr, "--help") {
+			t.Errorf("%v: stderr = %q, want the discovery error alone", args, stderr)
+		}
+	}
+}
+
+func TestOnceJSON(t *testing.T) {
+	code, stdout, stderr := runArgs(t, nil, "--once", "-o", "json", "--source", testInventory, "--node-name", "gpu-node-17")
+	if code != exitOK {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	if gpus, ok := doc["gpus"].([]any); !ok || len(gpus) != 2 {
+		t.Errorf(".gpus = %v, want 2 GPUs", doc["gpus"])
+	}
+	if doc["node_name"] != "gpu-node-17" {
+		t.Errorf(".node_name = %v, want the --node-name", doc["node_name"])
+	}
+	if _, ok := doc["generation"]; ok {
+		t.Error(".generation present; the agent leaves it unassigned (0, omitted)")
+	}
+	// Proto field names, not lowerCamelCase.
+	if !strings.Contains(stdout, `"pci_bus_id"`) || strings.Contains(stdout, `"pciBusId"`) {
+		t.Error("output does not use the .proto field names")
+	}
+	if !strings.Contains(stdout, "\n  \"") {
+		t.Error("output is not multi-line")
+	}
+
+	// Stable output, and a saved inventory can be replayed through file:.
+	code2, stdout2, _ := runArgs(t, nil, "--once", "-o", "json", "--source", testInventory, "--node-name", "gpu-node-17")
+	if code2 != exitOK || stdout2 != stdout {
+		t.Error("two runs printed different JSON")
+	}
+}
+
+func TestOnceTable(t *testing.T) {
+	code, stdout, stderr := runArgs(t, nil, "--once", "--source", testInventory, "--node-name", "gpu-node-17")
+	if code != exitOK {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"gpu-node-17", "GPUs: 2", "NVIDIA H100 80GB HBM3", "0000:18:00.0", "1/2", "2/2",
+		"HCAs: 1", "mlx5_0", "ACTIVE", "LINK_UP", "400 Gb/s", "INFINIBAND",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestOnceMissingFileExits1(t *testing.T) {
+	code, _, stderr := runArgs(t, nil, "--once", "--source", "file:testdata/nope.json")
+	if code != exitError || !strings.Contains(stderr, "nope.json") {
+		t.Errorf("exit code %d, stderr %q; want 1 naming the file", code, stderr)
+	}
+}
+
+func TestHelpTellsEveryFlagAndEnv(t *testing.T) {
+	code, stdout, _ := runArgs(t, nil, "--help")
+	if code != exitOK {
+		t.Fatalf("exit code = %d", code)
+	}
+	for _, want := range []string{
+		"--source", "auto", "sim:<profile>", "file:<path>", "--master", "GIN_MASTER_HOST", "127.0.0.1:5000",
+		"--node-name", "--heartbeat-interval", "GIN_HEARTBEAT_INTERVAL", "5s", "--collect-interval",
+		"--once", "-o, --output", "table or json", "--log-level", "--version", "not encrypted",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runArgs(t, nil, "--version")
+	if code != exitOK || !strings.HasPrefix(stdout, "gin-agent ") {
+		t.Errorf("exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestSettingsFromFlagsAndEnv(t *testing.T) {
+	tests := []struct {
+		name          string
+		args          []string
+		env           map[string]string
+		wantHeartbeat time.Duration
+		wantCollect   time.Duration
+		wantMasters   []string
+	}{
+		{"defaults", nil, nil, 5 * time.Second, 0, []string{"127.0.0.1:5000"}},
+		{"env seconds", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "10"}, 10 * time.Second, 0, []string{"127.0.0.1:5000"}},
+		{"env fractional seconds", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "2.5"}, 2500 * time.Millisecond, 0, []string{"127.0.0.1:5000"}},
+		{"env duration", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "1m"}, time.Minute, 0, []string{"127.0.0.1:5000"}},
+		{"flag beats env", []string{"--heartbeat-interval", "3s"}, map[string]string{"GIN_HEARTBEAT_INTERVAL": "10"}, 3 * time.Second, 0, []string{"127.0.0.1:5000"}},
+		{"collect interval", []string{"--collect-interval", "1s"}, nil, 5 * time.Second, time.Second, []string{"127.0.0.1:5000"}},
+		{"master env", nil, map[string]string{"GIN_MASTER_HOST": "m1,[fd00::2]:6000"}, 5 * time.Second, 0, []string{"m1:5000", "[fd00::2]:6000"}},
+		{"master flag beats env", []string{"--master", "m9"}, map[string]string{"GIN_MASTER_HOST": "m1"}, 5 * time.Second, 0, []string{"m9:5000"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got settings
+			exec := func(_ context.Context, s settings, _, _ io.Writer) error { got = s; return nil }
+			var out, errb bytes.Buffer
+			cmd := newCommand(env(tc.env), &out, &errb, exec)
+			cmd.SetArgs(append([]string{"--source", testInventory}, tc.args...))
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if got.heartbeatInterval != tc.wantHeartbeat || got.collectInterval != tc.wantCollect ||
+				strings.Join(got.masters, ",") != strings.Join(tc.wantMasters, ",") {
+				t.Errorf("heartbeat %s collect %s masters %v; want %s %s %v",
+					got.heartbeatInterval, got.collectInterval, got.masters, tc.wantHeartbeat, tc.wantCollect, tc.wantMasters)
+			}
+		})
+	}
+}
+
+// master is a minimal AgentService: it acknowledges the hello (holding
+// nothing) and the first inventory, and reports it.
+type master struct {
+	ginv1.UnimplementedAgentServiceServer
+	got chan *ginv1.NodeInventory
+}
+
+func (m *master) Session(stream ginv1.AgentService_SessionServer) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	if err := stream.Send(&ginv1.SessionResponse{Msg: &ginv1.SessionResponse_HelloAck{HelloAck: &ginv1.HelloAck{}}}); err != nil {
+		return err
+	}
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if inv := req.GetInventory(); inv != nil {
+			select {
+			case m.got <- inv:
+			default:
+			}
+			if err := stream.Send(&ginv1.SessionResponse{Msg: &ginv1.SessionResponse_InventoryAck{
+				InventoryAck: &ginv1.InventoryAck{AcceptedGeneration: inv.GetGeneration()},
+			}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &master{got: make(chan *ginv1.NodeInventory, 1)}
+	srv := grpc.NewServer()
+	ginv1.RegisterAgentServiceServer(srv, m)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--heartbeat-interval", "50ms"},
+			&out, &errb, env(map[string]string{"GIN_MASTER_HOST": lis.Addr().String()}))
+	}()
+	select {
+	case inv := <-m.got:
+		if inv.GetNodeName() != "gpu-node-17" || inv.GetGeneration() != 1 || len(inv.GetGpus()) != 2 {
+			t.Errorf("master got node %q generation %d with %d GPUs", inv.GetNodeName(), inv.GetGeneration(), len(inv.GetGpus()))
+		}
+	case code := <-done:
+		t.Fatalf("gin-agent exited %d before reporting; stderr:\n%s", code, errb.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("master received no inventory; stderr:\n%s", errb.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code after cancel = %d, want 0", code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("gin-agent did not stop after cancel")
+	}
+	if !strings.Contains(errb.String(), "NOT encrypted") {
+		t.Errorf("no insecure-transport warning in the logs:\n%s", errb.String())
+	}
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,181 @@
+// Command gin-master is GIN's replicated topology service: it receives
+// inventories from gin-agents, replicates them with Raft, keeps the cluster's
+// topology graph and answers ginctl, schedulers and the NCCL tuner plugin.
+// `gin-master --dev` runs a whole simulated cluster on loopback.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/devcluster"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/master"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	nodeID, bind, advertise, raftBind, dataDir string
+	bootstrap                                  bool
+	heartbeat                                  time.Duration
+	missed                                     int
+	logLevel                                   string
+	dev                                        bool
+	devAgents                                  int
+	devProfile, devFabric                      string
+}
+
+// exitUsage is the exit code for bad flags.
+const exitUsage = 2
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var o options
+	hostname, _ := os.Hostname()
+	code := 0
+	cmd := &cobra.Command{
+		Use:   "gin-master",
+		Short: "GIN master: the cluster's replicated GPU topology service",
+		Long: `gin-master receives node inventories from gin-agents over gRPC, replicates them
+with Raft (hashicorp/raft, log in <data-dir>/wal, snapshots in <data-dir>/snapshots),
+builds the cluster's topology graph and answers ginctl and the NCCL tuner plugin.
+
+A fresh --data-dir is bootstrapped as a single-voter cluster (--bootstrap).
+
+--dev starts a complete cluster in this process on loopback instead: a master on
+127.0.0.1:5000 (or --bind) with its data in a temporary directory, and
+--dev-agents simulated nodes of --dev-profile on a simulated leaf/spine fabric.
+Then try: ginctl nodes; ginctl topo -m`,
+		Example: `  gin-master --dev
+  gin-master --dev --dev-agents 18 --dev-profile gb200-nvl72
+  gin-master --node-id m1 --bind :5000 --raft-bind :5001 --data-dir /var/lib/gin-master`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(stderr, o.logLevel)
+			if err != nil {
+				code = exitUsage
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if o.dev {
+				return runDev(ctx, cmd, o, log, stdout)
+			}
+			return runServer(ctx, o, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
+	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
+	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address)")
+	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
+	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
+	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state")
+	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
+	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&o.dev, "dev", false, "run a complete simulated cluster on loopback (master + agents)")
+	f.IntVar(&o.devAgents, "dev-agents", 4, fmt.Sprintf("with --dev: number of simulated nodes (1..%d)", devcluster.MaxAgents))
+	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
+	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
+	cmd.Version = buildinfo.String()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		code = exitUsage
+		return err
+	})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintf(stderr, "gin-master: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+		return code
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runServer(ctx context.Context, o options, log *slog.Logger) error {
+	if o.nodeID == "" {
+		return errors.New("--node-id is empty and the host name is unknown")
+	}
+	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	s, err := master.New(master.Config{
+		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, DataDir: o.dataDir,
+		Bootstrap: o.bootstrap, HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Warn("gRPC is not encrypted (mTLS is not configured)")
+	err = s.Serve(ctx)
+	if cerr := s.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger, stdout io.Writer) error {
+	spec, err := sim.ParseFabricSpec(o.devFabric)
+	if err != nil {
+		return fmt.Errorf("--dev-fabric: %w", err)
+	}
+	bind := o.bind
+	if !cmd.Flags().Changed("bind") {
+		bind = "127.0.0.1:5000"
+	}
+	dataDir := ""
+	if cmd.Flags().Changed("data-dir") {
+		dataDir = o.dataDir
+	}
+	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
+	c, done, err := devcluster.Start(ctx, devcluster.Config{
+		Bind: bind, Agents: o.devAgents, Profile: o.devProfile, Fabric: spec,
+		HeartbeatInterval: o.heartbeat, DataDir: dataDir, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	addr := c.Master.Addr()
+	fmt.Fprintf(stdout, `GIN dev cluster is up: master %s, %d simulated %s nodes (%s), fabric %s
+Raft data: %s
+Try:
+  ginctl --master %s nodes
+  ginctl --master %s topo -m
+Press Ctrl-C to stop.
+`, addr, len(c.Nodes), o.devProfile, strings.Join(abbrev(c.Nodes), ","), spec, c.DataDir(), addr, addr)
+	return <-done
+}
+
+func abbrev(names []string) []string {
+	if len(names) <= 4 {
+		return names
+	}
+	return []string{names[0], "...", names[len(names)-1]}
+}

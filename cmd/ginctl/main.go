@@ -1,0 +1,161 @@
+// Command ginctl is the command line of GIN for operators and ML engineers:
+// it lists the cluster's nodes, prints the cluster-wide `nvidia-smi topo -m`
+// matrix, the path between two GPUs, and watches changes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/ginclient"
+	"github.com/gin-topology/gin/internal/masteraddr"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// Exit codes.
+const (
+	exitErr   = 1
+	exitUsage = 2
+)
+
+// app holds the global flags and the streams of one invocation.
+type app struct {
+	master      string
+	output      string
+	consistent  bool
+	timeout     time.Duration
+	stdout      io.Writer
+	getenv      func(string) string
+	usageFailed bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdout: stdout, getenv: getenv}
+	root := &cobra.Command{
+		Use:   "ginctl",
+		Short: "Query GIN, the cluster-wide GPU topology service",
+		Long: `ginctl asks the gin-masters about the cluster's GPU topology.
+
+The master list comes from --master, else GIN_MASTER_HOST, else 127.0.0.1:5000:
+comma-separated host[:port] entries, IPv6 as [addr]:port, default port 5000.
+Reads are answered by any master (add --consistent to require the leader).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       buildinfo.String(),
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if a.output != "table" && a.output != "json" {
+				a.usageFailed = true
+				return fmt.Errorf("-o %q: want table or json", a.output)
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.master, "master", "", "master list host[:port],... (default $GIN_MASTER_HOST, else 127.0.0.1:5000)")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
+	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
+	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		a.usageFailed = true
+		return err
+	})
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "ginctl: %s\n", describe(err))
+		if a.usageFailed || isUsage(err) {
+			return exitUsage
+		}
+		return exitErr
+	}
+	return 0
+}
+
+// usageError marks bad arguments.
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// describe turns a gRPC status into a one-line message for people.
+func describe(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err.Error()
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return fmt.Sprintf("cannot reach a master: %s (is gin-master running? set --master or GIN_MASTER_HOST)", st.Message())
+	case codes.DeadlineExceeded:
+		return "the master did not answer in time (--timeout): " + st.Message()
+	default:
+		return fmt.Sprintf("%s (%s)", st.Message(), st.Code())
+	}
+}
+
+func (a *app) client() (*ginclient.Client, error) {
+	masters, err := masteraddr.FromEnv(a.master, a.getenv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return ginclient.New(masters)
+}
+
+func (a *app) consistency() ginv1.ReadConsistency {
+	if a.consistent {
+		return ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT
+	}
+	return ginv1.ReadConsistency_READ_CONSISTENCY_ANY
+}
+
+// withTopology runs fn against the masters with the request deadline.
+func (a *app) withTopology(ctx context.Context, fn func(context.Context, ginv1.TopologyServiceClient) error) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return c.Topology(ctx, func(tc ginv1.TopologyServiceClient) error { return fn(ctx, tc) })
+}
+
+var (
+	protoJSON     = protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}
+	protoJSONLine = protojson.MarshalOptions{UseProtoNames: true}
+)
+
+// printJSON writes v (a proto message or a plain value) as indented JSON.
+func (a *app) printJSON(v any) error {
+	if m, ok := v.(proto.Message); ok {
+		b, err := protoJSON.Marshal(m)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(a.stdout, string(b))
+		return err
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

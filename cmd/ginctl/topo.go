@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/render"
+)
+
+func (a *app) topoCmd() *cobra.Command {
+	var (
+		matrix, bw, noNICs bool
+		nodes              string
+	)
+	cmd := &cobra.Command{
+		Use:   "topo -m",
+		Short: "Print the cluster-wide nvidia-smi topo -m matrix",
+		Long: `Print the connection matrix between the GPUs (and NICs) of the selected nodes, as
+nvidia-smi topo -m prints it for one node: X, NV#, PIX, PXB, PHB, NODE, SYS inside
+a node, plus MNNVL (same multi-node NVLink clique) and NET# (over the scale-out
+network through # switches) across nodes. --bw prints the bottleneck bandwidth
+in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !matrix {
+				return usageError{fmt.Errorf("topo needs -m (the matrix)")}
+			}
+			var resp *ginv1.GetMatrixResponse
+			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
+				resp, err = tc.GetMatrix(ctx, &ginv1.GetMatrixRequest{Nodes: nodes, IncludeNics: !noNICs, Consistency: a.consistency()})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			return render.TopoMatrix(a.stdout, resp, bw)
+		},
+	}
+	cmd.Flags().BoolVarP(&matrix, "matrix", "m", false, "print the connection matrix")
+	cmd.Flags().BoolVar(&bw, "bw", false, "print bottleneck bandwidth (GB/s per direction) instead of classes")
+	cmd.Flags().BoolVar(&noNICs, "no-nics", false, "leave NIC rows and columns out")
+	cmd.Flags().StringVar(&nodes, "nodes", "", "only these nodes (Slurm hostlist: node[001-004,010])")
+	return cmd
+}
+
+func (a *app) pathCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "path GPU_A GPU_B",
+		Short: "Show the path between two GPUs",
+		Long: `Show the path between two GPUs anywhere in the cluster: its class, NVLinks or
+switch hops, bottleneck bandwidth, oversubscription and the NICs it uses.
+A GPU is named by UUID or as NODE/GPU<index> (node001/GPU3).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.GetPathResponse
+			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
+				resp, err = tc.GetPath(ctx, &ginv1.GetPathRequest{FromGpu: args[0], ToGpu: args[1], Consistency: a.consistency()})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			p := resp.GetPath()
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "Class:\t%s\n", p.GetLabel())
+			fmt.Fprintf(tw, "Bottleneck:\t%.1f GB/s per direction\n", float64(p.GetBottleneckMbPerS())/1000)
+			if p.GetNvlinkCount() > 0 {
+				fmt.Fprintf(tw, "NVLinks:\t%d\n", p.GetNvlinkCount())
+			}
+			if p.GetClass() == ginv1.PathClass_PATH_CLASS_NET {
+				fmt.Fprintf(tw, "Switch hops:\t%d\n", p.GetSwitchHops())
+				fmt.Fprintf(tw, "Oversubscription:\t%.2g:1\n", p.GetOversubscription())
+				fmt.Fprintf(tw, "NICs:\t%s -> %s (GPUDirect RDMA: %v)\n", p.GetFromNic(), p.GetToNic(), p.GetGpudirect())
+			}
+			if p.GetNote() != "" {
+				fmt.Fprintf(tw, "Note:\t%s\n", p.GetNote())
+			}
+			var hops []string
+			for _, h := range p.GetHops() {
+				hops = append(hops, h.GetKind()+":"+h.GetId())
+			}
+			if len(hops) > 0 {
+				fmt.Fprintf(tw, "Hops:\t%s\n", strings.Join(hops, " -> "))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) watchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "watch",
+		Short: "Stream changes: node inventories, node states, fabric imports",
+		Long:  "Stream changes as they are committed, one line each (-o json: one JSON object per line), until interrupted.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return c.Topology(cmd.Context(), func(tc ginv1.TopologyServiceClient) error {
+				st, err := tc.Watch(cmd.Context(), &ginv1.WatchRequest{})
+				if err != nil {
+					return err
+				}
+				for {
+					ev, err := st.Recv()
+					if err != nil {
+						if cmd.Context().Err() != nil {
+							return nil
+						}
+						return err
+					}
+					if a.output == "json" {
+						b, _ := protoJSONLine.Marshal(ev)
+						fmt.Fprintln(a.stdout, string(b))
+						continue
+					}
+					kind := strings.ToLower(strings.TrimPrefix(ev.GetKind().String(), "WATCH_EVENT_KIND_"))
+					if n := ev.GetNode(); n != nil {
+						fmt.Fprintf(a.stdout, "%d\t%s\t%s\t%s\tgeneration %d\n", ev.GetIndex(), kind, n.GetName(), stateName(n.GetState()), n.GetGeneration())
+					} else {
+						fmt.Fprintf(a.stdout, "%d\t%s\n", ev.GetIndex(), kind)
+					}
+				}
+			})
+		},
+	}
+}
+
+func (a *app) clusterCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the Raft cluster as the answering master sees it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			var resp *ginv1.GetClusterInfoResponse
+			if err := c.Admin(ctx, func(ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			fmt.Fprintf(a.stdout, "server %s: %s, term %d, commit %d, applied %d, leader %s (%s)\n", resp.GetServerId(), resp.GetRaftState(),
+				resp.GetTerm(), resp.GetCommitIndex(), resp.GetAppliedIndex(), dash(resp.GetLeaderId()), dash(resp.GetLeaderAddress()))
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tVOTER\tLEADER")
+			for _, m := range resp.GetMembers() {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\n", m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader())
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binaries builds gin-master, gin-agent and ginctl once into a temp dir.
+func binaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/gin-master", "./cmd/gin-agent", "./cmd/ginctl")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+var upRE = regexp.MustCompile(`GIN dev cluster is up: master (\S+),`)
+
+func startDev(t *testing.T, bin string, args ...string) (addr string, cmd *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(filepath.Join(bin, "gin-master"), append([]string{"--dev", "--bind", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := upRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		close(found)
+	}()
+	select {
+	case a, ok := <-found:
+		if !ok {
+			t.Fatalf("gin-master --dev exited before it was up:\n%s", stderr)
+		}
+		return a, cmd, stderr
+	case <-time.After(120 * time.Second):
+		t.Fatalf("gin-master --dev not up within 120 s:\n%s", stderr)
+	}
+	return "", nil, nil
+}
+
+func runTool(t *testing.T, bin, tool string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, tool), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String() + errb.String(), err
+	}
+	return out.String(), nil
+}
+
+type node struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	GPUs  int    `json:"gpus"`
+}
+
+func nodes(t *testing.T, bin, addr string) []node {
+	t.Helper()
+	out, err := runTool(t, bin, "ginctl", "--master", addr, "nodes", "-o", "json")
+	if err != nil {
+		t.Fatalf("ginctl nodes -o json: %v\n%s", err, out)
+	}
+	var ns []node
+	if err := json.Unmarshal([]byte(out), &ns); err != nil {
+		t.Fatalf("ginctl nodes -o json is not a JSON array: %v\n%s", err, out)
+	}
+	return ns
+}
+
+// waitFor polls cond every 100 ms until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestDevClusterEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := binaries(t)
+	addr, master, stderr := startDev(t, bin, "--heartbeat-interval", "1s")
+
+	ns := nodes(t, bin, addr)
+	if len(ns) != 4 {
+		t.Fatalf("ginctl nodes: %d nodes, want 4: %+v", len(ns), ns)
+	}
+	for _, n := range ns {
+		if n.State != "up" || n.GPUs != 8 {
+			t.Errorf("node %+v: want state up with 8 GPUs", n)
+		}
+	}
+
+	out, err := runTool(t, bin, "ginctl", "--master", addr, "topo", "-m")
+	if err != nil {
+		t.Fatalf("ginctl topo -m: %v\n%s", err, out)
+	}
+	for _, want := range []string{"node001/GPU0", "NV18", "NET1", "NET3", "PXB", "SYS", "Legend:", "NIC Legend:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ginctl topo -m lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runTool(t, bin, "ginctl", "--master", addr, "topo", "-m", "--nodes", "node[001-002]", "--no-nics")
+	if err != nil || strings.Contains(out, "node003") || strings.Contains(out, "NIC") {
+		t.Errorf("topo -m --nodes node[001-002] --no-nics: err %v\n%s", err, out)
+	}
+	if out, err = runTool(t, bin, "ginctl", "--master", addr, "topo", "-m", "--nodes", "node[001-"); err == nil {
+		t.Errorf("a bad hostlist was accepted:\n%s", out)
+	} else if !strings.Contains(out, "InvalidArgument") {
+		t.Errorf("a bad hostlist: want InvalidArgument, got:\n%s", out)
+	}
+
+	out, err = runTool(t, bin, "ginctl", "--master", addr, "path", "node001/GPU0", "node004/GPU0", "-o", "json")
+	if err != nil {
+		t.Fatalf("ginctl path: %v\n%s", err, out)
+	}
+	var path struct {
+		Path struct {
+			Class      string `json:"class"`
+			SwitchHops int    `json:"switch_hops"`
+		} `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(out), &path); err != nil || path.Path.Class != "PATH_CLASS_NET" || path.Path.SwitchHops != 3 {
+		t.Errorf("path node001/GPU0 -> node004/GPU0: want NET over 3 switches, got %s (%v)", out, err)
+	}
+
+	out, err = runTool(t, bin, "gin-agent", "--once", "-o", "json", "--source", "sim:dgx-h100")
+	if err != nil {
+		t.Fatalf("gin-agent --once: %v\n%s", err, out)
+	}
+	var inv struct {
+		GPUs []json.RawMessage `json:"gpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &inv); err != nil || len(inv.GPUs) != 8 {
+		t.Errorf("gin-agent --once -o json: want .gpus | length == 8, got %d (%v)", len(inv.GPUs), err)
+	}
+
+	// A separate agent process joins, then dies: its node goes down.
+	agent := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:pcie-8gpu", "--master", addr,
+		"--node-name", "extra01", "--heartbeat-interval", "1s")
+	var agentErr bytes.Buffer
+	agent.Stderr = &agentErr
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	state := func(name string) string {
+		for _, n := range nodes(t, bin, addr) {
+			if n.Name == name {
+				return n.State
+			}
+		}
+		return ""
+	}
+	waitFor(t, "extra01 to register", 60*time.Second, func() bool { return state("extra01") == "up" })
+	_ = agent.Process.Kill()
+	_ = agent.Wait()
+	waitFor(t, "extra01 to be marked down", 60*time.Second, func() bool { return state("extra01") == "down" })
+	if s := state("node001"); s != "up" {
+		t.Errorf("node001 is %q after another node died, want up", s)
+	}
+
+	// A planned shutdown is clean.
+	if err := master.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- master.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("gin-master --dev exit after SIGTERM: %v\n%s", err, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("gin-master --dev did not stop within 30 s of SIGTERM")
+	}
+}

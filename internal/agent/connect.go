@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// connectLoop keeps a session open to some master until ctx is done:
+// it follows leader hints, rotates through the candidates on failure, and
+// waits between attempts.
+func (a *Agent) connectLoop(ctx context.Context) {
+	// A session needs an inventory for its Hello.
+	select {
+	case <-ctx.Done():
+		return
+	case <-a.first:
+	}
+
+	bo := newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd)
+	idx := 0
+	redirects := 0 // consecutive redirects without an established session
+	attempts := uint64(0)
+	everConnected := false
+	reportedDown := false
+
+	for {
+		addr, i := a.candidate(idx)
+		idx = i
+		if attempts > 0 {
+			a.mu.Lock()
+			a.status.Reconnects++
+			a.mu.Unlock()
+		}
+		attempts++
+
+		out := a.session(ctx, addr)
+		a.setDisconnected()
+		if ctx.Err() != nil {
+			return
+		}
+		log := a.log.With(slog.String("master", addr))
+
+		switch {
+		case out.established:
+			everConnected = true
+			redirects = 0
+			if time.Since(out.establishedAt) > a.heartbeatInterval() {
+				bo.reset()
+			}
+			gen, _ := a.acked()
+			if out.hint != "" {
+				reportedDown = false
+				log.Info("leaving master for the leader it named", slog.String("leader_hint", out.hint), slog.Uint64("generation", gen))
+			} else {
+				reportedDown = true
+				a.recordError(out.err)
+				if rejected(out.code) {
+					break // logged below, loudly
+				}
+				log.Warn("disconnected from master; collection continues, reconnecting", slog.Uint64("generation", gen), slog.Any("err", out.err))
+			}
+		case out.hint != "":
+			log.Debug("master named another leader", slog.String("leader_hint", out.hint))
+		case !reportedDown:
+			reportedDown = true
+			a.recordError(out.err)
+			if everConnected {
+				log.Warn("cannot reach a master; collection continues, retrying", slog.Any("err", out.err))
+			} else {
+				log.Warn("no master reachable yet; collection continues, retrying", slog.Any("err", out.err))
+			}
+		default:
+			a.recordError(out.err)
+			log.Debug("session attempt failed", slog.Any("err", out.err))
+		}
+
+		var wait time.Duration
+		switch {
+		case out.hint != "":
+			idx = a.addCandidate(out.hint)
+			redirects++
+			// Hints are followed at once, unless masters keep pointing at
+			// each other (an election in progress): then back off.
+			if redirects > a.numCandidates() {
+				wait = bo.next()
+			}
+		case rejected(out.code):
+			gen, _ := a.acked()
+			wait = bo.saturate()
+			log.Error("master REJECTED this agent; fix the node, its inventory or its identity; retrying later",
+				slog.String("code", out.code.String()),
+				slog.String("reason", statusMessage(out.err)),
+				slog.Any("fields", badFields(out.err)),
+				slog.Uint64("generation", gen), slog.Duration("retry_in", wait), slog.Any("err", out.err))
+			// Stay with this master: it is the leader that judged the inventory.
+		default:
+			// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
+			// other failure: the next master, after a jittered wait.
+			idx++
+			wait = bo.next()
+		}
+		if wait > 0 && !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// rejected reports whether a stream ended because the master refused this
+// agent's inventory (INVALID_ARGUMENT names the field) or identity (the node
+// name is registered to another machine, or the credentials are refused):
+// retrying soon cannot help, but the node may change, so the agent retries
+// after the maximum backoff.
+func rejected(c codes.Code) bool {
+	switch c {
+	case codes.InvalidArgument, codes.AlreadyExists, codes.PermissionDenied, codes.Unauthenticated:
+		return true
+	}
+	return false
+}
+
+// statusMessage is the message of the gRPC status in err's chain, or
+// err's text when there is none.
+func statusMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
+}
+
+// badFields lists the fields named by the BadRequest details of the gRPC
+// status in err's chain.
+func badFields(err error) []string {
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var fields []string
+	for _, d := range se.GRPCStatus().Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField()+": "+v.GetDescription())
+			}
+		}
+	}
+	return fields
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

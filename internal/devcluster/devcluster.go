@@ -1,0 +1,208 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/master"
+)
+
+// MaxAgents bounds --dev-agents: every agent is a goroutine and a stream.
+const MaxAgents = 2048
+
+// Config describes the dev cluster.
+type Config struct {
+	// Bind is the master's gRPC address (default 127.0.0.1:5000).
+	Bind string
+	// Agents is the number of simulated nodes (default 4).
+	Agents int
+	// Profile is the simulated node profile (default dgx-h100).
+	Profile string
+	// Fabric is the simulated scale-out network.
+	Fabric sim.FabricSpec
+	// HeartbeatInterval of the agents (default 5s).
+	HeartbeatInterval time.Duration
+	// DataDir keeps the Raft data; empty means a temporary directory that is
+	// removed on exit.
+	DataDir string
+	Logger  *slog.Logger
+}
+
+// NodeName is the name of the i-th simulated node (0-based): node001, ...
+func NodeName(i int) string { return fmt.Sprintf("node%03d", i+1) }
+
+// Cluster is a running dev cluster.
+type Cluster struct {
+	Master  *master.Server
+	Sources map[string]*sim.Source
+	Nodes   []string
+	dataDir string
+	tempDir bool
+}
+
+// Start brings the cluster up and returns once every agent's inventory is
+// committed. Stop it by cancelling ctx and calling Wait.
+func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
+	if cfg.Bind == "" {
+		cfg.Bind = "127.0.0.1:5000"
+	}
+	if cfg.Agents == 0 {
+		cfg.Agents = 4
+	}
+	if cfg.Agents < 0 || cfg.Agents > MaxAgents {
+		return nil, nil, fmt.Errorf("dev cluster: --dev-agents %d: want 1..%d", cfg.Agents, MaxAgents)
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = "dgx-h100"
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = agent.DefaultHeartbeatInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if (cfg.Fabric == sim.FabricSpec{}) {
+		cfg.Fabric = sim.DefaultFabricSpec()
+	}
+	c := &Cluster{Sources: map[string]*sim.Source{}, dataDir: cfg.DataDir}
+	if c.dataDir == "" {
+		d, err := os.MkdirTemp("", "gin-dev-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("dev cluster: temp dir: %w", err)
+		}
+		c.dataDir, c.tempDir = d, true
+	}
+
+	// The simulated nodes and their fabric.
+	fnodes := make([]sim.FabricNode, cfg.Agents)
+	for i := range fnodes {
+		fnodes[i] = sim.FabricNode{Name: NodeName(i), Profile: cfg.Profile, Index: i}
+		c.Nodes = append(c.Nodes, NodeName(i))
+	}
+	fabric, neighbors, err := sim.BuildFabric(cfg.Fabric, "dev", fnodes)
+	if err != nil {
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: fabric: %w", err)
+	}
+	for i, name := range c.Nodes {
+		src, err := sim.NewSource(cfg.Profile, sim.NodeOptions{NodeName: name, Index: i, Cluster: "dev", Neighbors: neighbors[name]})
+		if err != nil {
+			c.cleanup()
+			return nil, nil, fmt.Errorf("dev cluster: --dev-profile: %w", err)
+		}
+		c.Sources[name] = src
+	}
+
+	m, err := master.New(master.Config{
+		ID: "dev-master", Bind: cfg.Bind, RaftBind: "127.0.0.1:0", DataDir: c.dataDir, Bootstrap: true,
+		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, Logger: cfg.Logger.With("component", "master"),
+	})
+	if err != nil {
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: %w", err)
+	}
+	c.Master = m
+	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- m.Serve(ctx) }()
+
+	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := m.WaitReady(readyCtx); err != nil {
+		_ = m.Close()
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: %w", err)
+	}
+	conn, err := grpc.NewClient(m.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		_ = m.Close()
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: dial master: %w", err)
+	}
+	defer conn.Close()
+	if _, err := ginv1.NewAdminServiceClient(conn).ImportFabric(readyCtx, &ginv1.ImportFabricRequest{Fabric: fabric}); err != nil {
+		_ = m.Close()
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: import fabric: %w", err)
+	}
+
+	for _, name := range c.Nodes {
+		a, err := agent.New(agent.Config{
+			NodeName: name, Masters: []string{m.Addr()}, HeartbeatInterval: cfg.HeartbeatInterval,
+			Source: c.Sources[name], Logger: cfg.Logger.With("component", "agent"),
+			DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+			Version:     buildinfo.String(),
+		})
+		if err != nil {
+			_ = m.Close()
+			c.cleanup()
+			return nil, nil, fmt.Errorf("dev cluster: agent %s: %w", name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				cfg.Logger.Warn("agent stopped", "node", name, "err", err)
+			}
+		}()
+	}
+	if err := waitRegistered(readyCtx, ginv1.NewTopologyServiceClient(conn), len(c.Nodes)); err != nil {
+		_ = m.Close()
+		wg.Wait()
+		c.cleanup()
+		return nil, nil, fmt.Errorf("dev cluster: %w", err)
+	}
+	go func() {
+		err := <-serveErr
+		wg.Wait()
+		if cerr := m.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		c.cleanup()
+		done <- err
+	}()
+	return c, done, nil
+}
+
+// waitRegistered polls until n nodes are registered.
+func waitRegistered(ctx context.Context, cl ginv1.TopologyServiceClient, n int) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		resp, err := cl.ListNodes(ctx, &ginv1.ListNodesRequest{})
+		if err == nil && len(resp.GetNodes()) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			got := 0
+			if resp != nil {
+				got = len(resp.GetNodes())
+			}
+			return fmt.Errorf("waiting for %d agents to register (%d did): %w", n, got, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// DataDir is where the Raft data lives.
+func (c *Cluster) DataDir() string { return c.dataDir }
+
+func (c *Cluster) cleanup() {
+	if c.tempDir {
+		_ = os.RemoveAll(c.dataDir)
+	}
+}

@@ -1,0 +1,326 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// Per-node limits (the master enforces the same ones; the graph checks them
+// again so that no input can make it allocate without bound).
+const (
+	maxGPUs          = 64
+	maxNVLinksPerGPU = 64
+	maxNVSwitches    = 64
+	maxBridges       = 1024
+	maxHCAs          = 64
+	maxPortsPerHCA   = 16
+)
+
+// node is one node's structure, built once per inventory and never changed.
+type node struct {
+	name        string
+	verts       []vertex // PCIe bridges
+	gpus        []gpu    // by NVML index, ascending
+	hcas        []hca    // by name, natural order (NIC0, NIC1, ...)
+	ports       []port   // every HCA port, HCA order then port number
+	computePort []int    // indices into ports: compute ports in rail order
+	nv          []nvPair
+	numaCPUs    map[int32]string
+	numaSocket  map[int32]uint32
+	interSocket uint64
+	info        NodeInfo // LeafSwitch is filled at query time (the fabric may change)
+}
+
+// gpu is one GPU of a node.
+type gpu struct {
+	uuid     string
+	index    uint32
+	pci      string
+	dev      pcieDev
+	swUp     int      // UP NVLinks to a switch (local or off-node)
+	switches []string // switches reached by UP links, sorted
+	linkMBps uint64   // smallest per-link bandwidth of its UP NVLinks
+	domain   string   // "<cluster_uuid>.<clique_id>" when in a COMPLETED MNNVL clique
+	near     int      // nearest compute port (index into ports), -1 none
+	nearCls  Class
+	nearMBps uint64 // PCIe bandwidth GPU↔nearest NIC
+}
+
+// hca is one HCA (PCI function) of a node.
+type hca struct {
+	name  string
+	dev   pcieDev
+	role  ginv1.HcaRole
+	ports []int // indices into node.ports
+}
+
+// port is one HCA port.
+type port struct {
+	hca      int
+	id       string // "mlx5_0/1"
+	nic      string // "node001/mlx5_0"
+	num      uint32
+	guid     string // normalised: 16 lower-case hex digits
+	guidN    uint64 // guid as a number, when it is 16 hex digits
+	hasGUIDN bool
+	active   bool
+	rateMBps uint64
+	nbr      string // normalised GUID of the switch the inventory says the port is cabled to
+	nbrMBps  uint64
+}
+
+// normGUID normalises a GUID ("0x0002C903004F1A2B", "0002:c903:004f:1a2b") to
+// 16 lower-case hex digits; other strings are returned lower-cased.
+func normGUID(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimPrefix(s, "0x")
+	s = strings.ReplaceAll(s, ":", "")
+	if len(s) < 16 && s != "" {
+		s = strings.Repeat("0", 16-len(s)) + s
+	}
+	return s
+}
+
+// guidNumber parses a normalised GUID; ok is false for other identities
+// (LLDP chassis ids).
+func guidNumber(g string) (uint64, bool) {
+	if len(g) != 16 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(g, 16, 64)
+	return v, err == nil
+}
+
+func normPCI(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// buildNode validates one inventory and builds its structure. Errors name
+// the offending field.
+func buildNode(inv *ginv1.NodeInventory) (*node, error) {
+	if inv == nil {
+		return nil, errors.New("inventory is nil")
+	}
+	if inv.NodeName == "" {
+		return nil, errors.New("node_name: empty")
+	}
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("node %s: "+format, append([]any{inv.NodeName}, a...)...)
+	}
+	switch {
+	case len(inv.Gpus) > maxGPUs:
+		return nil, fail("gpus: %d, at most %d", len(inv.Gpus), maxGPUs)
+	case len(inv.Nvswitches) > maxNVSwitches:
+		return nil, fail("nvswitches: %d, at most %d", len(inv.Nvswitches), maxNVSwitches)
+	case len(inv.PcieBridges) > maxBridges:
+		return nil, fail("pcie_bridges: %d, at most %d", len(inv.PcieBridges), maxBridges)
+	case len(inv.Hcas) > maxHCAs:
+		return nil, fail("hcas: %d, at most %d", len(inv.Hcas), maxHCAs)
+	}
+	n := &node{name: inv.NodeName, numaCPUs: map[int32]string{}, numaSocket: map[int32]uint32{}}
+	if h := inv.Host; h != nil {
+		n.interSocket = h.InterSocketMbPerS
+		for i, nn := range h.NumaNodes {
+			if nn == nil {
+				return nil, fail("host.numa_nodes[%d]: null", i)
+			}
+			n.numaCPUs[int32(nn.Id)] = nn.CpuList
+			n.numaSocket[int32(nn.Id)] = nn.Socket
+		}
+	}
+	byID, err := n.buildPCIe(inv.PcieBridges)
+	if err != nil {
+		return nil, fail("%w", err)
+	}
+	if err := n.buildGPUs(inv.Gpus, byID); err != nil {
+		return nil, fail("%w", err)
+	}
+	if err := n.buildHCAs(inv.Hcas, byID, inv.FabricNeighbors); err != nil {
+		return nil, fail("%w", err)
+	}
+	if err := n.buildNVLinks(inv.Gpus); err != nil {
+		return nil, fail("%w", err)
+	}
+	n.pickNearestPorts()
+	n.summarise(inv)
+	return n, nil
+}
+
+// gpuSlot finds a GPU by NVML index: directly when indices are dense (as
+// they always are on real nodes), else by binary search (gpus are sorted).
+func (n *node) gpuSlot(idx uint32) (int, bool) {
+	if int64(idx) < int64(len(n.gpus)) && n.gpus[idx].index == idx {
+		return int(idx), true
+	}
+	i := sort.Search(len(n.gpus), func(i int) bool { return n.gpus[i].index >= idx })
+	return i, i < len(n.gpus) && n.gpus[i].index == idx
+}
+
+// buildGPUs indexes the GPUs by NVML index.
+func (n *node) buildGPUs(gs []*ginv1.Gpu, byID map[string]int) error {
+	seenIndex := make(map[uint32]int, len(gs))
+	seenPCI := map[string]int{}
+	order := make([]int, 0, len(gs))
+	for i, g := range gs {
+		if g == nil {
+			return fmt.Errorf("gpus[%d]: null", i)
+		}
+		if j, dup := seenIndex[g.Index]; dup {
+			return fmt.Errorf("gpus[%d].index: %d is also gpus[%d]", i, g.Index, j)
+		}
+		seenIndex[g.Index] = i
+		if p := normPCI(g.PciBusId); p != "" {
+			if j, dup := seenPCI[p]; dup {
+				return fmt.Errorf("gpus[%d].pci_bus_id: %q is also gpus[%d]", i, g.PciBusId, j)
+			}
+			seenPCI[p] = i
+		}
+		if len(g.Nvlinks) > maxNVLinksPerGPU {
+			return fmt.Errorf("gpus[%d].nvlinks: %d, at most %d", i, len(g.Nvlinks), maxNVLinksPerGPU)
+		}
+		order = append(order, i)
+	}
+	sort.Slice(order, func(a, b int) bool { return gs[order[a]].Index < gs[order[b]].Index })
+	n.gpus = make([]gpu, len(gs))
+	for k, i := range order {
+		g := gs[i]
+		dev, err := n.device(g.PcieParentId, g.PcieLink, g.NumaNode, byID)
+		if err != nil {
+			return fmt.Errorf("gpus[%d].pcie_parent_id: %w", i, err)
+		}
+		n.gpus[k] = gpu{uuid: g.Uuid, index: g.Index, pci: normPCI(g.PciBusId), dev: dev, near: -1}
+		if f := g.Fabric; f != nil && f.State == ginv1.FabricState_FABRIC_STATE_COMPLETED && f.ClusterUuid != "" {
+			n.gpus[k].domain = fmt.Sprintf("%s.%d", f.ClusterUuid, f.CliqueId)
+		}
+	}
+	return nil
+}
+
+// buildHCAs indexes HCAs (natural name order) and their ports.
+func (n *node) buildHCAs(hs []*ginv1.Hca, byID map[string]int, nbrs []*ginv1.FabricNeighbor) error {
+	type nbrKey struct {
+		hca  string
+		port uint32
+	}
+	nbr := make(map[nbrKey]*ginv1.FabricNeighbor, len(nbrs))
+	for i, f := range nbrs {
+		if f == nil {
+			return fmt.Errorf("fabric_neighbors[%d]: null", i)
+		}
+		nbr[nbrKey{f.Hca, f.Port}] = f
+	}
+	order := make([]int, 0, len(hs))
+	seen := map[string]int{}
+	for i, h := range hs {
+		if h == nil {
+			return fmt.Errorf("hcas[%d]: null", i)
+		}
+		if h.Name == "" {
+			return fmt.Errorf("hcas[%d].name: empty", i)
+		}
+		if j, dup := seen[h.Name]; dup {
+			return fmt.Errorf("hcas[%d].name: %q is also hcas[%d]", i, h.Name, j)
+		}
+		seen[h.Name] = i
+		if len(h.Ports) > maxPortsPerHCA {
+			return fmt.Errorf("hcas[%d].ports: %d, at most %d", i, len(h.Ports), maxPortsPerHCA)
+		}
+		order = append(order, i)
+	}
+	sort.Slice(order, func(a, b int) bool { return naturalLess(hs[order[a]].Name, hs[order[b]].Name) })
+	n.hcas = make([]hca, len(hs))
+	for k, i := range order {
+		h := hs[i]
+		dev, err := n.device(h.PcieParentId, h.PcieLink, h.NumaNode, byID)
+		if err != nil {
+			return fmt.Errorf("hcas[%d].pcie_parent_id: %w", i, err)
+		}
+		n.hcas[k] = hca{name: h.Name, dev: dev, role: h.Role}
+		seenPort := map[uint32]bool{}
+		for j, p := range h.Ports {
+			if p == nil {
+				return fmt.Errorf("hcas[%d].ports[%d]: null", i, j)
+			}
+			if seenPort[p.Port] {
+				return fmt.Errorf("hcas[%d].ports[%d].port: %d used twice", i, j, p.Port)
+			}
+			seenPort[p.Port] = true
+			pt := port{
+				hca: k, num: p.Port, guid: normGUID(p.PortGuid),
+				id:       fmt.Sprintf("%s/%d", h.Name, p.Port),
+				nic:      n.name + "/" + h.Name,
+				active:   p.State == ginv1.PortState_PORT_STATE_ACTIVE,
+				rateMBps: uint64(p.RateGbps) * 125,
+			}
+			pt.guidN, pt.hasGUIDN = guidNumber(pt.guid)
+			if f := nbr[nbrKey{h.Name, p.Port}]; f != nil {
+				pt.nbr = normGUID(f.SwitchGuid)
+				pt.nbrMBps = uint64(f.RateGbps) * 125
+			}
+			n.hcas[k].ports = append(n.hcas[k].ports, len(n.ports))
+			n.ports = append(n.ports, pt)
+		}
+	}
+	// Compute ports in rail order; without any COMPUTE HCA fall back to HCAs
+	// of unspecified role (never storage).
+	for _, role := range []ginv1.HcaRole{ginv1.HcaRole_HCA_ROLE_COMPUTE, ginv1.HcaRole_HCA_ROLE_UNSPECIFIED} {
+		for _, h := range n.hcas {
+			if h.role == role {
+				n.computePort = append(n.computePort, h.ports...)
+			}
+		}
+		if len(n.computePort) > 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// pickNearestPorts precomputes every GPU's nearest compute port: ACTIVE ports
+// first, then the best PCIe class, then the lowest HCA (rail order).
+func (n *node) pickNearestPorts() {
+	for gi := range n.gpus {
+		g := &n.gpus[gi]
+		best, bestActive, bestCls := -1, false, ClassUnknown
+		var bestMBps uint64
+		for _, pi := range n.computePort {
+			p := &n.ports[pi]
+			cls, mbps := n.pcieClass(g.dev, n.hcas[p.hca].dev)
+			if best >= 0 && (bestActive && !p.active || bestActive == p.active && cls >= bestCls) {
+				continue
+			}
+			best, bestActive, bestCls, bestMBps = pi, p.active, cls, mbps
+		}
+		g.near, g.nearCls, g.nearMBps = best, bestCls, bestMBps
+	}
+}
+
+// summarise fills the node's NodeInfo (except LeafSwitch).
+func (n *node) summarise(inv *ginv1.NodeInventory) {
+	for _, g := range n.gpus {
+		if g.domain != "" {
+			n.info.NVLinkDomain = g.domain
+			break
+		}
+	}
+	for _, g := range inv.Gpus {
+		for _, l := range g.Nvlinks {
+			if l == nil {
+				continue
+			}
+			n.info.NVLinksTotal++
+			if l.State == ginv1.LinkState_LINK_STATE_UP {
+				n.info.NVLinksUp++
+			}
+		}
+	}
+	for _, pi := range n.computePort {
+		n.info.ComputePortsTotal++
+		if n.ports[pi].active {
+			n.info.ComputePortsUp++
+		}
+	}
+}

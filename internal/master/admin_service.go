@@ -1,0 +1,64 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// Limits of a fabric import.
+const (
+	maxFabricSwitches = 200_000
+	maxFabricLinks    = 4_000_000
+)
+
+var errResourceExhausted = errors.New("resource exhausted")
+
+type adminService struct {
+	ginv1.UnimplementedAdminServiceServer
+	s *Server
+}
+
+func (a *adminService) ImportFabric(ctx context.Context, req *ginv1.ImportFabricRequest) (*ginv1.ImportFabricResponse, error) {
+	idx, err := a.s.importFabric(ctx, req.GetFabric())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &ginv1.ImportFabricResponse{Index: idx, Switches: uint32(len(req.GetFabric().GetSwitches())), Links: uint32(len(req.GetFabric().GetLinks()))}, nil
+}
+
+func (s *Server) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uint64, error) {
+	switch {
+	case f == nil:
+		return 0, invalidf("fabric", "is missing")
+	case len(f.GetSwitches()) > maxFabricSwitches:
+		return 0, invalidf("fabric.switches", "%d switches, more than %d", len(f.GetSwitches()), maxFabricSwitches)
+	case len(f.GetLinks()) > maxFabricLinks:
+		return 0, invalidf("fabric.links", "%d links, more than %d", len(f.GetLinks()), maxFabricLinks)
+	}
+	if _, err := s.store.Graph().WithFabric(f); err != nil {
+		return 0, invalidf("fabric", "%v", err)
+	}
+	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_ImportFabric{ImportFabric: &statev1.ImportFabric{Fabric: f}}})
+	if err != nil {
+		return 0, fmt.Errorf("fabric import: %w", err)
+	}
+	s.log.Info("fabric imported", "source", f.GetSource(), "switches", len(f.GetSwitches()), "links", len(f.GetLinks()), "index", res.Index)
+	return res.Index, nil
+}
+
+func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
+	st := a.s.node.Stats()
+	lid, _ := a.s.node.Leader()
+	resp := &ginv1.GetClusterInfoResponse{
+		ServerId: a.s.cfg.ID, RaftState: st.State, Term: st.Term, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, LeaderId: lid, LeaderAddress: a.s.leaderHint(),
+	}
+	for _, m := range st.Members {
+		resp.Members = append(resp.Members, &ginv1.Member{Id: m.ID, Address: m.Address, Voter: m.Voter, Leader: m.ID == lid})
+	}
+	return resp, nil
+}

@@ -1,0 +1,201 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+type agentService struct {
+	ginv1.UnimplementedAgentServiceServer
+	s *Server
+}
+
+// Session implements the agent stream (protocol in api/proto/gin/v1/agent.proto).
+func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
+	err := a.session(stream)
+	if err != nil && !errors.Is(err, io.EOF) && status.Code(err) != codes.Canceled {
+		a.s.log.Warn("agent session ended", "err", err)
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return toStatus(err)
+}
+
+func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	hello := first.GetHello()
+	if hello == nil {
+		return invalidf("hello", "the first message of a session must be a hello")
+	}
+	name := hello.GetNodeName()
+	if err := inventory.ValidNodeName(name); err != nil {
+		return invalidf("hello.node_name", "%v", err)
+	}
+	if len(hello.GetMachineId()) > inventory.MaxStringLen || len(hello.GetInventoryHash()) > 128 || len(hello.GetAgentVersion()) > inventory.MaxStringLen {
+		return invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)
+	}
+	log := a.s.log.With("node", name)
+	if !a.s.node.IsLeader() {
+		_ = stream.Send(a.s.response(nil))
+		return a.s.notLeaderErr()
+	}
+	rec, known := a.s.store.Node(name)
+	if known {
+		held := rec.GetInventory().GetHost().GetMachineId()
+		if held != "" && hello.GetMachineId() != "" && held != hello.GetMachineId() {
+			log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId())
+			return status.Errorf(codes.AlreadyExists, "node %q is registered to machine %q; this agent is machine %q", name, held, hello.GetMachineId())
+		}
+	}
+	ack := &ginv1.HelloAck{}
+	if known {
+		ack.HeldGeneration = rec.GetInventory().GetGeneration()
+		ack.InSync = rec.GetContentHash() == hello.GetInventoryHash()
+	}
+	resp := a.s.response(nil)
+	resp.Msg = &ginv1.SessionResponse_HelloAck{HelloAck: ack}
+	if err := stream.Send(resp); err != nil {
+		return err
+	}
+	log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion())
+	a.s.sessions.add(name)
+	defer a.s.sessions.remove(name)
+	a.s.live.seen(ctx, name)
+
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch m := req.GetMsg().(type) {
+		case *ginv1.SessionRequest_Heartbeat:
+			a.s.live.seen(ctx, name)
+			r := a.s.response(nil)
+			r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
+			if err := stream.Send(r); err != nil {
+				return err
+			}
+		case *ginv1.SessionRequest_Inventory:
+			if err := a.putInventory(ctx, stream, log, name, hello.GetMachineId(), m.Inventory); err != nil {
+				return err
+			}
+		case *ginv1.SessionRequest_Delta:
+			rec, ok := a.s.store.Node(name)
+			if !ok {
+				return invalidf("delta", "the master holds no inventory for %q to apply a delta to; send a full inventory", name)
+			}
+			inv, err := inventory.ApplyDelta(rec.GetInventory(), m.Delta)
+			if err != nil {
+				return status.Errorf(codes.FailedPrecondition, "delta: %v", err)
+			}
+			if err := a.putInventory(ctx, stream, log, name, hello.GetMachineId(), inv); err != nil {
+				return err
+			}
+		case *ginv1.SessionRequest_FabricScan:
+			if _, err := a.s.importFabric(ctx, m.FabricScan); err != nil {
+				return err
+			}
+		case *ginv1.SessionRequest_Hello:
+			return invalidf("hello", "a session sends hello only once")
+		default:
+			return invalidf("msg", "empty or unknown session message")
+		}
+	}
+}
+
+func (a *agentService) putInventory(ctx context.Context, stream ginv1.AgentService_SessionServer, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory) error {
+	if inv.GetNodeName() != name {
+		return invalidf("inventory.node_name", "%q does not match the session's node %q", inv.GetNodeName(), name)
+	}
+	if m := inv.GetHost().GetMachineId(); m != "" && machineID != "" && m != machineID {
+		return invalidf("inventory.host.machine_id", "%q does not match the session's machine %q", m, machineID)
+	}
+	res, err := a.s.putInventory(ctx, inv)
+	if err != nil {
+		log.Warn("inventory rejected", "generation", inv.GetGeneration(), "err", err)
+		return err
+	}
+	log.Info("inventory committed", "generation", res.Generation, "index", res.Index, "changed", res.Changed)
+	r := a.s.response(nil)
+	r.Msg = &ginv1.SessionResponse_InventoryAck{InventoryAck: &ginv1.InventoryAck{AcceptedGeneration: res.Generation, Index: res.Index}}
+	return stream.Send(r)
+}
+
+// response starts a SessionResponse with the fields every response carries.
+func (s *Server) response(_ error) *ginv1.SessionResponse {
+	return &ginv1.SessionResponse{LeaderHint: s.leaderHint(), HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval)}
+}
+
+// putInventory validates an inventory at the edge and commits it.
+func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (resultWithGen, error) {
+	if err := inventory.Validate(inv); err != nil {
+		return resultWithGen{}, err
+	}
+	if _, err := s.store.Graph().WithNode(inv); err != nil {
+		return resultWithGen{}, invalidf("inventory", "%v", err)
+	}
+	hash, err := inventory.ContentHash(inv)
+	if err != nil {
+		return resultWithGen{}, err
+	}
+	// Answer what the FSM would answer without writing a log entry: a
+	// duplicate is already committed, a stale generation is refused. The FSM
+	// checks again, in log order.
+	if rec, ok := s.store.Node(inv.GetNodeName()); ok {
+		held := rec.GetInventory().GetGeneration()
+		if pm, nm := rec.GetInventory().GetHost().GetMachineId(), inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
+			return resultWithGen{}, fmt.Errorf("%w: node %q is machine %q, not %q", state.ErrIdentityConflict, inv.GetNodeName(), pm, nm)
+		}
+		switch {
+		case inv.GetGeneration() == held && rec.GetContentHash() == hash:
+			return resultWithGen{Index: rec.GetUpdatedIndex(), Generation: held}, nil
+		case inv.GetGeneration() == held:
+			return resultWithGen{}, fmt.Errorf("%w: node %q generation %d", state.ErrGenerationReused, inv.GetNodeName(), held)
+		case inv.GetGeneration() < held:
+			return resultWithGen{}, fmt.Errorf("%w: node %q holds generation %d, got %d", state.ErrStaleGeneration, inv.GetNodeName(), held, inv.GetGeneration())
+		}
+	}
+	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
+		Inventory: inv, ContentHash: hash, At: timestamppb.Now(),
+	}}})
+	if err != nil {
+		return resultWithGen{}, err
+	}
+	return resultWithGen{Index: res.Index, Generation: res.Generation, Changed: res.Changed}, nil
+}
+
+type resultWithGen struct {
+	Index, Generation uint64
+	Changed           bool
+}
+
+func (s *Server) setNodeState(ctx context.Context, node string, st ginv1.NodeState, reason string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{
+		NodeName: node, State: st, Reason: reason, At: timestamppb.Now(),
+	}}})
+	if err != nil {
+		return fmt.Errorf("set %s %s: %w", node, st, err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/inventory"
+	ginraft "github.com/gin-topology/gin/internal/raft"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// LeaderHintKey is the trailer/header key carrying the leader's client address.
+const LeaderHintKey = "gin-leader-hint"
+
+// badRequest is an invalid request field found at the edge.
+type badRequest struct {
+	field, msg string
+}
+
+func (e *badRequest) Error() string { return fmt.Sprintf("%s: %s", e.field, e.msg) }
+
+func invalidf(field, format string, args ...any) error {
+	return &badRequest{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// notFound is a lookup of something that does not exist.
+type notFound struct{ what string }
+
+func (e *notFound) Error() string { return e.what + " not found" }
+
+// toStatus maps an internal error to the gRPC status clients see. It is the
+// only place where that mapping is decided.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var (
+		ve *inventory.ValidationError
+		br *badRequest
+		nf *notFound
+		nl *ginraft.NotLeaderError
+	)
+	switch {
+	case errors.As(err, &ve):
+		st := status.New(codes.InvalidArgument, err.Error())
+		d := &errdetails.BadRequest{}
+		for _, v := range ve.Violations {
+			d.FieldViolations = append(d.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description})
+		}
+		if wd, derr := st.WithDetails(d); derr == nil {
+			st = wd
+		}
+		return st.Err()
+	case errors.As(err, &br):
+		st := status.New(codes.InvalidArgument, err.Error())
+		if wd, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: br.field, Description: br.msg}}}); derr == nil {
+			st = wd
+		}
+		return st.Err()
+	case errors.As(err, &nf), errors.Is(err, state.ErrUnknownNode):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.As(err, &nl):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, state.ErrIdentityConflict):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, errResourceExhausted):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	default:
+		return status.Error(codes.Internal, err.Error())
+	}
+}

@@ -1,0 +1,118 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// liveness tracks heartbeats in the leader's memory only. A node becomes
+// DOWN through one Raft entry after `missed` intervals without a heartbeat,
+// and UP again through one entry when it is heard from. Every election
+// re-arms all timers with a full grace period, so a new leader does not mark
+// the whole cluster down before agents have reattached.
+type liveness struct {
+	interval time.Duration
+	missed   int
+	store    *state.Store
+	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu       sync.Mutex
+	lastSeen map[string]time.Time
+	armedAt  time.Time
+	pending  map[string]bool // a state change is being proposed
+}
+
+func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
+	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
+	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
+		lastSeen: map[string]time.Time{}, pending: map[string]bool{}}
+}
+
+// rearm restarts every timer (called when this server becomes leader).
+func (l *liveness) rearm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeen = map[string]time.Time{}
+	l.armedAt = l.now()
+}
+
+// seen records a sign of life and, when the node is recorded DOWN, brings it
+// back UP.
+func (l *liveness) seen(ctx context.Context, node string) {
+	l.mu.Lock()
+	l.lastSeen[node] = l.now()
+	l.mu.Unlock()
+	if rec, ok := l.store.Node(node); ok && rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN {
+		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed")
+	}
+}
+
+func (l *liveness) propose(ctx context.Context, node string, st ginv1.NodeState, reason string) {
+	l.mu.Lock()
+	if l.pending[node] {
+		l.mu.Unlock()
+		return
+	}
+	l.pending[node] = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.pending, node)
+		l.mu.Unlock()
+	}()
+	if err := l.setState(ctx, node, st, reason); err != nil {
+		l.log.Warn("node state change not committed", "node", node, "state", st, "err", err)
+		return
+	}
+	l.log.Info("node state changed", "node", node, "state", st, "reason", reason)
+}
+
+// check marks DOWN every UP node not heard from within missed intervals.
+func (l *liveness) check(ctx context.Context) {
+	limit := time.Duration(l.missed) * l.interval
+	now := l.now()
+	view := l.store.View()
+	var down []string
+	l.mu.Lock()
+	for _, name := range view.NodeNames() {
+		rec, _ := view.Node(name)
+		if rec.GetState() != ginv1.NodeState_NODE_STATE_UP {
+			continue
+		}
+		last, ok := l.lastSeen[name]
+		if !ok {
+			last = l.armedAt
+		}
+		if now.Sub(last) > limit {
+			down = append(down, name)
+		}
+	}
+	l.mu.Unlock()
+	for _, n := range down {
+		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_DOWN, fmt.Sprintf("missed %d heartbeats (%s)", l.missed, limit))
+	}
+}
+
+// run checks every half interval while isLeader says so.
+func (l *liveness) run(ctx context.Context, isLeader func() bool) {
+	t := time.NewTicker(l.interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if isLeader() {
+				l.check(ctx)
+			}
+		}
+	}
+}

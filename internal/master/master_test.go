@@ -1,0 +1,330 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/inventory"
+)
+
+// startServer runs a single-voter master on loopback with a real Raft data dir.
+func startServer(t *testing.T, hb time.Duration) (*Server, *grpc.ClientConn) {
+	t.Helper()
+	s, err := New(Config{ID: "m1", Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
+		Bootstrap: true, FastRaft: true, HeartbeatInterval: hb, MissedHeartbeats: 3,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		_ = s.Close()
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := s.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	for !s.node.IsLeader() {
+		select {
+		case <-wctx.Done():
+			t.Fatal("no leadership")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return s, conn
+}
+
+func simInventory(t *testing.T, profile, node string) *ginv1.NodeInventory {
+	t.Helper()
+	src, err := sim.NewSource(profile, sim.NodeOptions{NodeName: node, Cluster: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := src.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+type session struct {
+	t      *testing.T
+	stream ginv1.AgentService_SessionClient
+}
+
+func openSession(t *testing.T, conn *grpc.ClientConn, inv *ginv1.NodeInventory) (*session, *ginv1.HelloAck) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	st, err := ginv1.NewAgentServiceClient(conn).Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := inventory.ContentHash(inv)
+	if err := st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{
+		NodeName: inv.GetNodeName(), MachineId: inv.GetHost().GetMachineId(), InventoryHash: hash}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := st.Recv()
+	if err != nil {
+		return &session{t: t, stream: st}, nil
+	}
+	if resp.GetLeaderHint() != "" && resp.GetHeartbeatInterval().AsDuration() <= 0 {
+		t.Errorf("response without heartbeat interval: %v", resp)
+	}
+	return &session{t: t, stream: st}, resp.GetHelloAck()
+}
+
+func (s *session) send(inv *ginv1.NodeInventory) (*ginv1.InventoryAck, error) {
+	s.t.Helper()
+	if err := s.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: inv}}); err != nil && !errors.Is(err, io.EOF) {
+		s.t.Fatal(err)
+	}
+	resp, err := s.stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetInventoryAck(), nil
+}
+
+func TestSessionRegistersAndResyncsByGeneration(t *testing.T) {
+	s, conn := startServer(t, time.Second)
+	inv := simInventory(t, "dgx-h100", "node001")
+
+	sess, ack := openSession(t, conn, inv)
+	if ack == nil || ack.GetHeldGeneration() != 0 || ack.GetInSync() {
+		t.Fatalf("first hello ack = %v, want held 0, not in sync", ack)
+	}
+	inv.Generation = 1
+	iack, err := sess.send(inv)
+	if err != nil || iack.GetAcceptedGeneration() != 1 || iack.GetIndex() == 0 {
+		t.Fatalf("inventory ack = %v, %v; want generation 1 with an index", iack, err)
+	}
+	_ = sess.stream.CloseSend()
+
+	// Reconnect with the same content: nothing needs to be sent.
+	_, ack = openSession(t, conn, inv)
+	if ack == nil || ack.GetHeldGeneration() != 1 || !ack.GetInSync() {
+		t.Fatalf("reconnect hello ack = %v, want held 1, in sync", ack)
+	}
+
+	// The same entry applied again (an agent retrying after an unknown
+	// outcome) is a no-op.
+	before := s.store.Index()
+	sess2, _ := openSession(t, conn, inv)
+	iack, err = sess2.send(inv)
+	if err != nil || iack.GetAcceptedGeneration() != 1 {
+		t.Fatalf("re-sent generation 1: %v, %v", iack, err)
+	}
+	rec, _ := s.store.Node("node001")
+	if rec.GetUpdatedIndex() > before {
+		t.Errorf("duplicate inventory changed the record (updated index %d > %d)", rec.GetUpdatedIndex(), before)
+	}
+
+	// A changed node at the next generation is taken.
+	changed := proto.CloneOf(inv)
+	changed.Generation = 2
+	changed.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
+	sess3, ack := openSession(t, conn, changed)
+	if ack.GetInSync() {
+		t.Fatal("changed content reported in sync")
+	}
+	if iack, err = sess3.send(changed); err != nil || iack.GetAcceptedGeneration() != 2 {
+		t.Fatalf("generation 2: %v, %v", iack, err)
+	}
+
+	resp, err := ginv1.NewTopologyServiceClient(conn).ListNodes(context.Background(), &ginv1.ListNodesRequest{})
+	if err != nil || len(resp.GetNodes()) != 1 {
+		t.Fatalf("ListNodes = %v, %v", resp, err)
+	}
+	n := resp.GetNodes()[0]
+	if n.GetGeneration() != 2 || n.GetState() != ginv1.NodeState_NODE_STATE_UP || n.GetNvlinksUp() != n.GetNvlinksTotal()-1 {
+		t.Errorf("node summary = %v; want generation 2, up, one NVLink down", n)
+	}
+	if resp.GetRead().GetIndex() == 0 || resp.GetRead().GetServedBy() != "m1" || !resp.GetRead().GetLeader() {
+		t.Errorf("read info = %v", resp.GetRead())
+	}
+}
+
+func TestBadInventoryIsRejectedAndChangesNothing(t *testing.T) {
+	s, conn := startServer(t, time.Second)
+	good := simInventory(t, "dgx-h100", "node001")
+	good.Generation = 1
+	sess, _ := openSession(t, conn, good)
+	if _, err := sess.send(good); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := s.store.Node("node001")
+
+	tests := []struct {
+		name   string
+		mutate func(*ginv1.NodeInventory)
+		code   codes.Code
+		field  string
+	}{
+		{"two GPUs with one UUID", func(i *ginv1.NodeInventory) { i.Gpus[1].Uuid = i.Gpus[0].Uuid }, codes.InvalidArgument, "gpus[1].uuid"},
+		{"NVLink to a GPU that does not exist", func(i *ginv1.NodeInventory) {
+			i.Gpus[0].Nvlinks[0].RemoteType = ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_GPU
+			i.Gpus[0].Nvlinks[0].RemotePciBusId = "0000:ee:00.0"
+		}, codes.InvalidArgument, "gpus[0].nvlinks[0].remote_pci_bus_id"},
+		{"too many GPUs", func(i *ginv1.NodeInventory) {
+			for k := 0; k < inventory.MaxGPUs; k++ {
+				g := proto.CloneOf(i.Gpus[0])
+				g.Uuid, g.Index, g.PciBusId, g.Nvlinks = g.Uuid+"x"+string(rune('a'+k%26))+string(rune('a'+k/26)), uint32(100+k), "", nil
+				i.Gpus = append(i.Gpus, g)
+			}
+		}, codes.InvalidArgument, "gpus"},
+		{"stale generation with other content", func(i *ginv1.NodeInventory) {
+			i.Generation = 1
+			i.Gpus[0].Model = "something else"
+		}, codes.FailedPrecondition, ""},
+		{"inventory for another node", func(i *ginv1.NodeInventory) { i.NodeName = "node002" }, codes.InvalidArgument, "inventory.node_name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := proto.CloneOf(good)
+			bad.Generation = 2
+			tc.mutate(bad)
+			before := s.store.Index()
+			sess, _ := openSession(t, conn, good)
+			_, err := sess.send(bad)
+			st := status.Convert(err)
+			if st.Code() != tc.code {
+				t.Fatalf("code = %v (%v), want %v", st.Code(), err, tc.code)
+			}
+			if tc.field != "" {
+				found := false
+				for _, d := range st.Details() {
+					if br, ok := d.(*errdetails.BadRequest); ok {
+						for _, fv := range br.GetFieldViolations() {
+							found = found || fv.GetField() == tc.field
+						}
+					}
+				}
+				if !found {
+					t.Errorf("status %v does not name field %q", st, tc.field)
+				}
+			}
+			rec, _ := s.store.Node("node001")
+			if !proto.Equal(rec, held) || s.store.Index() != before {
+				t.Errorf("state changed after a rejected inventory (index %d -> %d)", before, s.store.Index())
+			}
+		})
+	}
+
+	t.Run("empty node name", func(t *testing.T) {
+		inv := proto.CloneOf(good)
+		inv.NodeName = ""
+		sess, ack := openSession(t, conn, inv)
+		if ack != nil {
+			t.Fatalf("hello with an empty node name was acked: %v", ack)
+		}
+		_, err := sess.stream.Recv()
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("code = %v, want InvalidArgument", err)
+		}
+	})
+	t.Run("name claimed by another machine", func(t *testing.T) {
+		inv := proto.CloneOf(good)
+		inv.Host.MachineId = "another-machine"
+		sess, ack := openSession(t, conn, inv)
+		if ack != nil {
+			t.Fatalf("hello from another machine was acked: %v", ack)
+		}
+		_, err := sess.stream.Recv()
+		if status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("code = %v, want AlreadyExists", err)
+		}
+	})
+}
+
+func TestMissedHeartbeatsMarkNodeDownAndBackUp(t *testing.T) {
+	s, conn := startServer(t, 50*time.Millisecond)
+	inv := simInventory(t, "rtx3090-nvlink-pair", "ws01")
+	inv.Generation = 1
+	sess, _ := openSession(t, conn, inv)
+	if _, err := sess.send(inv); err != nil {
+		t.Fatal(err)
+	}
+	waitState := func(want ginv1.NodeState) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			rec, _ := s.store.Node("ws01")
+			if rec.GetState() == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node state %v, want %v", rec.GetState(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitState(ginv1.NodeState_NODE_STATE_DOWN) // no heartbeats are sent
+	rec, _ := s.store.Node("ws01")
+	if rec.GetStateReason() == "" {
+		t.Error("down without a reason")
+	}
+	if err := sess.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: 1, Generation: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(ginv1.NodeState_NODE_STATE_UP)
+}
+
+func TestReadsRejectBadSelectors(t *testing.T) {
+	_, conn := startServer(t, time.Second)
+	tc := ginv1.NewTopologyServiceClient(conn)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() error
+		code codes.Code
+	}{
+		{"bad hostlist", func() error {
+			_, err := tc.ListNodes(ctx, &ginv1.ListNodesRequest{Nodes: "node[1-"})
+			return err
+		}, codes.InvalidArgument},
+		{"unknown node", func() error {
+			_, err := tc.GetMatrix(ctx, &ginv1.GetMatrixRequest{Nodes: "nope[1-2]"})
+			return err
+		}, codes.NotFound},
+		{"unknown GPU", func() error {
+			_, err := tc.GetPath(ctx, &ginv1.GetPathRequest{FromGpu: "x/GPU0", ToGpu: "y/GPU1"})
+			return err
+		}, codes.NotFound},
+		{"consistent read on the leader", func() error {
+			_, err := tc.ListNodes(ctx, &ginv1.ListNodesRequest{Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT})
+			return err
+		}, codes.OK},
+	}
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			if got := status.Code(c.call()); got != c.code {
+				t.Fatalf("code = %v, want %v", got, c.code)
+			}
+		})
+	}
+}

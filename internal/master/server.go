@@ -1,0 +1,238 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	ginraft "github.com/gin-topology/gin/internal/raft"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// MaxMessageBytes bounds every gRPC message the master receives.
+const MaxMessageBytes = 8 << 20
+
+// Config configures one master server.
+type Config struct {
+	// ID is the Raft server id.
+	ID string
+	// Bind is the client and agent gRPC address (":5000").
+	Bind string
+	// Advertise is the gRPC address given to clients as leader hint; defaults
+	// to the bound address.
+	Advertise string
+	// RaftBind is the Raft TCP address.
+	RaftBind string
+	// DataDir holds the Raft log and snapshots.
+	DataDir string
+	// Bootstrap makes a fresh data directory a single-voter cluster.
+	Bootstrap bool
+	// FastRaft uses short Raft timeouts (dev cluster and tests on loopback).
+	FastRaft bool
+	// HeartbeatInterval is what agents are told to use (default 5s).
+	HeartbeatInterval time.Duration
+	// MissedHeartbeats before a node is marked down (default 3).
+	MissedHeartbeats int
+	Logger           *slog.Logger
+}
+
+// Server is one gin-master: Raft node, state and gRPC services.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *state.Store
+	node     *ginraft.Node
+	grpc     *grpc.Server
+	health   *health.Server
+	lis      net.Listener
+	live     *liveness
+	sessions sessions
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New opens the data directory, starts Raft and binds the gRPC listener.
+// Serve must be called to answer requests.
+func New(cfg Config) (*Server, error) {
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 5 * time.Second
+	}
+	if cfg.MissedHeartbeats <= 0 {
+		cfg.MissedHeartbeats = 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := cfg.Logger.With("server", cfg.ID)
+	lis, err := net.Listen("tcp", cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("master: listen on %s: %w", cfg.Bind, err)
+	}
+	if cfg.Advertise == "" {
+		cfg.Advertise = lis.Addr().String()
+	}
+	store := state.New(log)
+	node, err := ginraft.Open(ginraft.Config{
+		ID: cfg.ID, Bind: cfg.RaftBind, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap, Fast: cfg.FastRaft, Logger: log,
+	}, store)
+	if err != nil {
+		_ = lis.Close()
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer()}
+	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxConcurrentStreams(1<<20),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	)
+	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	ginv1.RegisterTopologyServiceServer(s.grpc, &topologyService{s: s})
+	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	return s, nil
+}
+
+// Addr is the bound gRPC address.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// RaftAddr is the Raft address.
+func (s *Server) RaftAddr() string { return s.node.Addr() }
+
+// Serve answers requests until ctx ends or Close is called.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.watchLeadership(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.live.run(ctx, s.node.IsLeader)
+	}()
+	go func() {
+		<-ctx.Done()
+		s.grpc.GracefulStop()
+	}()
+	s.log.Info("gin-master serving", "grpc", s.Addr(), "raft", s.RaftAddr(), "data_dir", s.cfg.DataDir)
+	if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("master: serve: %w", err)
+	}
+	return nil
+}
+
+// watchLeadership re-arms liveness timers and flips health on leadership
+// changes. A new leader first applies a barrier so it serves from a state
+// that includes every committed entry.
+func (s *Server) watchLeadership(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	serving := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case isLeader := <-s.node.LeaderCh():
+			if isLeader {
+				if err := s.node.Barrier(ctx); err != nil {
+					s.log.Warn("barrier after election failed", "err", err)
+				}
+				s.live.rearm()
+				s.log.Info("became leader; liveness timers re-armed")
+			}
+		case <-t.C:
+		}
+		id, _ := s.node.Leader()
+		if now := id != ""; now != serving {
+			serving = now
+			st := healthpb.HealthCheckResponse_NOT_SERVING
+			if serving {
+				st = healthpb.HealthCheckResponse_SERVING
+			}
+			s.health.SetServingStatus("", st)
+		}
+	}
+}
+
+// WaitReady blocks until the cluster has a leader and this server can serve.
+func (s *Server) WaitReady(ctx context.Context) error { return s.node.WaitLeader(ctx) }
+
+// Close stops serving and shuts Raft down.
+func (s *Server) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.grpc.Stop()
+	s.wg.Wait()
+	return s.node.Shutdown()
+}
+
+// apply proposes a command on the leader.
+func (s *Server) apply(ctx context.Context, cmd *statev1.Command) (state.Result, error) {
+	if !s.node.IsLeader() {
+		return state.Result{}, s.notLeaderErr()
+	}
+	return s.node.Apply(ctx, cmd)
+}
+
+// leaderHint is the client address of the leader, when this server knows it.
+func (s *Server) leaderHint() string {
+	if s.node.IsLeader() {
+		return s.cfg.Advertise
+	}
+	// Followers learn the leader's client address from replicated membership
+	// metadata (issue: replication); until then they name no address.
+	return ""
+}
+
+func (s *Server) notLeaderErr() error {
+	id, addr := s.node.Leader()
+	return &ginraft.NotLeaderError{LeaderID: id, LeaderAddr: addr}
+}
+
+// ConnectedAgents is how many agent sessions this server holds.
+func (s *Server) ConnectedAgents() int { return s.sessions.count() }
+
+// sessions counts open agent streams per node.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *sessions) add(n string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[n]++
+}
+
+func (c *sessions) remove(n string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[n]--; c.m[n] <= 0 {
+		delete(c.m, n)
+	}
+}
+
+func (c *sessions) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}

@@ -1,0 +1,200 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+type topologyService struct {
+	ginv1.UnimplementedTopologyServiceServer
+	s *Server
+}
+
+// maxGPURef bounds a GPU reference ("node/GPU3" or a UUID).
+const maxGPURef = 512
+
+// read prepares a read: a CONSISTENT one is served by a verified leader only.
+func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View, *ginv1.ReadInfo, error) {
+	switch c {
+	case ginv1.ReadConsistency_READ_CONSISTENCY_UNSPECIFIED, ginv1.ReadConsistency_READ_CONSISTENCY_ANY:
+	case ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT:
+		if !s.node.IsLeader() {
+			return state.View{}, nil, s.notLeaderErr()
+		}
+		if err := s.node.VerifyLeader(ctx); err != nil {
+			return state.View{}, nil, err
+		}
+	default:
+		return state.View{}, nil, invalidf("consistency", "unknown read consistency %d", c)
+	}
+	v := s.store.View()
+	st := s.node.Stats()
+	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(st.LastContact)}, nil
+}
+
+// selectNodes expands a hostlist against the view; empty selects all nodes.
+func selectNodes(v state.View, expr string) ([]string, error) {
+	if expr == "" {
+		return v.NodeNames(), nil
+	}
+	names, err := hostlist.Expand(expr)
+	if err != nil {
+		return nil, invalidf("nodes", "%v", err)
+	}
+	var missing []string
+	for _, n := range names {
+		if _, ok := v.Node(n); !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &notFound{what: fmt.Sprintf("node(s) %s", hostlist.Compress(missing))}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func summary(g *graph.Graph, rec *statev1.NodeRecord) *ginv1.NodeSummary {
+	inv := rec.GetInventory()
+	s := &ginv1.NodeSummary{
+		Name:           inv.GetNodeName(),
+		State:          rec.GetState(),
+		StateReason:    rec.GetStateReason(),
+		Generation:     inv.GetGeneration(),
+		SystemModel:    inv.GetHost().GetSystemModel(),
+		GpuCount:       uint32(len(inv.GetGpus())),
+		StateChangedAt: rec.GetStateChangedAt(),
+		UpdatedIndex:   rec.GetUpdatedIndex(),
+	}
+	if len(inv.GetGpus()) > 0 {
+		s.GpuModel = inv.GetGpus()[0].GetModel()
+	}
+	if info, ok := g.NodeInfo(inv.GetNodeName()); ok {
+		s.NvlinkDomain = info.NVLinkDomain
+		s.LeafSwitch = info.LeafSwitch
+		s.NvlinksUp, s.NvlinksTotal = uint32(info.NVLinksUp), uint32(info.NVLinksTotal)
+		s.ComputePortsUp, s.ComputePortsTotal = uint32(info.ComputePortsUp), uint32(info.ComputePortsTotal)
+	}
+	return s
+}
+
+func (t *topologyService) ListNodes(ctx context.Context, req *ginv1.ListNodesRequest) (*ginv1.ListNodesResponse, error) {
+	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	names, err := selectNodes(v, req.GetNodes())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &ginv1.ListNodesResponse{Read: ri}
+	for _, n := range names {
+		rec, _ := v.Node(n)
+		resp.Nodes = append(resp.Nodes, summary(v.Graph, rec))
+	}
+	return resp, nil
+}
+
+func (t *topologyService) GetNode(ctx context.Context, req *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error) {
+	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	rec, ok := v.Node(req.GetName())
+	if !ok {
+		return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", req.GetName())})
+	}
+	return &ginv1.GetNodeResponse{Summary: summary(v.Graph, rec), Inventory: rec.GetInventory(), Read: ri}, nil
+}
+
+func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphRequest) (*ginv1.GetGraphResponse, error) {
+	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	names, err := selectNodes(v, req.GetNodes())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &ginv1.GetGraphResponse{Fabric: v.Fabric, Read: ri}
+	for _, n := range names {
+		rec, _ := v.Node(n)
+		resp.Inventories = append(resp.Inventories, rec.GetInventory())
+		resp.Nodes = append(resp.Nodes, summary(v.Graph, rec))
+	}
+	return resp, nil
+}
+
+func (t *topologyService) GetPath(ctx context.Context, req *ginv1.GetPathRequest) (*ginv1.GetPathResponse, error) {
+	if len(req.GetFromGpu()) > maxGPURef || len(req.GetToGpu()) > maxGPURef {
+		return nil, toStatus(invalidf("from_gpu", "GPU reference longer than %d bytes", maxGPURef))
+	}
+	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	a, err := v.Graph.ResolveGPU(req.GetFromGpu())
+	if err != nil {
+		return nil, toStatus(&notFound{what: fmt.Sprintf("from_gpu: %v", err)})
+	}
+	b, err := v.Graph.ResolveGPU(req.GetToGpu())
+	if err != nil {
+		return nil, toStatus(&notFound{what: fmt.Sprintf("to_gpu: %v", err)})
+	}
+	p, err := v.Graph.Path(a, b)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &ginv1.GetPathResponse{Path: graph.PathToProto(p), Read: ri}, nil
+}
+
+func (t *topologyService) GetMatrix(ctx context.Context, req *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error) {
+	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	names, err := selectNodes(v, req.GetNodes())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := v.Graph.Matrix(names, req.GetIncludeNics())
+	if err != nil {
+		return nil, toStatus(invalidf("nodes", "%v", err))
+	}
+	devs, cells := graph.MatrixToProto(m)
+	return &ginv1.GetMatrixResponse{Devices: devs, Cells: cells, Read: ri}, nil
+}
+
+func (t *topologyService) Watch(_ *ginv1.WatchRequest, stream ginv1.TopologyService_WatchServer) error {
+	ch, cancel := t.s.store.Watch()
+	defer cancel()
+	ctx := stream.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-ch:
+			if !ok {
+				return toStatus(fmt.Errorf("%w: watcher fell behind; re-read the state and watch again", errResourceExhausted))
+			}
+			resp := &ginv1.WatchResponse{Index: e.Index, Kind: e.Kind}
+			if e.Node != "" {
+				if rec, ok := t.s.store.Node(e.Node); ok {
+					resp.Node = summary(t.s.store.Graph(), rec)
+				}
+			}
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+		}
+	}
+}
