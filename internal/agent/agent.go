@@ -296,6 +296,15 @@ func (a *Agent) setHeartbeatInterval(d time.Duration) (time.Duration, bool) {
 	return d, true
 }
 
+// Inventory returns the last successfully collected inventory (nil before
+// the first collection). Callers must not modify it.
+func (a *Agent) Inventory() *ginv1.NodeInventory {
+	if s := a.latestSnapshot(); s != nil {
+		return s.inv
+	}
+	return nil
+}
+
 func (a *Agent) latestSnapshot() *snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -53,3 +53,12 @@ type PortCounters struct {
 	Port     uint32
 	Counters map[string]uint64
 }
+
+// Counters is one scrape's worth of counters and gauges from every collector
+// of a node, with the items that could not be read.
+type Counters struct {
+	NVLinks []NVLinkCounters
+	GPUs    []GPUSample
+	Ports   []PortCounters
+	Errors  []ItemError
+}
