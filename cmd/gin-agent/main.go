@@ -27,6 +27,7 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/discovery"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/discovery/sources"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
@@ -287,7 +288,7 @@ func parseInterval(v string) (time.Duration, error) {
 
 // openSource opens the discovery source; its error is printed as it is.
 func openSource(s settings) (discovery.Source, error) {
-	src, err := discovery.Open(s.source, discovery.Options{NodeName: s.nodeName})
+	src, err := sources.Open(s.source, sources.Options{NodeName: s.nodeName})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
-// Package discovery turns a node's hardware into a gin.v1.NodeInventory.
+// Package discovery holds what every collector of gin-agent shares: the
+// Source interface (a node's inventory, now), the counter types that go to
+// Prometheus, and ItemError (one unreadable item that never hides the rest).
 //
-// Each source of facts is its own collector behind the small Source interface
-// (NVML, InfiniBand sysfs, RDMA netlink, fabric scans, and the simulated
-// hardware profiles in discovery/sim). Open picks a source from the
-// --source flag of gin-agent: "sim:<profile>", "file:<path>" or "auto".
+// The collectors live in sub-packages, one per source of facts: nvml (GPUs,
+// NVLinks, NVSwitches, MNNVL), sysfs (PCIe tree, InfiniBand/RoCE HCAs, port
+// counters, host facts), rdmanl (RDMA QPs over netlink), fabricscan
+// (ibnetdiscover and LLDP) and sim (simulated hardware profiles). Package
+// sources picks one from the --source flag.
 //
 // Data flow: discovery → agent (internal/agent) → master (internal/master) →
 // graph (internal/graph).

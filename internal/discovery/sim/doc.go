@@ -14,5 +14,5 @@
 // the HCA port GUIDs it cables are the ones the nodes report, because both
 // come from the same derivation (PortGUID).
 //
-// Data flow: sim → discovery.Open("sim:<profile>") → agent → master → graph.
+// Data flow: sim → sources.Open("sim:<profile>") → agent → master → graph.
 package sim

@@ -36,6 +36,9 @@ type Source struct {
 	// nativeRate is each HCA's full port rate (Gb/s), for rate texts after
 	// SetPortState retrains a port at a lower rate.
 	nativeRate map[string]uint32
+	// Injected error counts (see counters.go).
+	nvlinkErrs map[linkKey]uint64
+	portErrs   map[portKey]map[string]uint64
 }
 
 // NewSource returns the simulated node for a profile.
