@@ -7,7 +7,7 @@ CMDS      := gin-agent gin-master ginctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/gin-topology/gin/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: all build test test-short generate check-generate lint vet clean dev
+.PHONY: verify-units all build test test-short generate check-generate lint vet clean dev
 
 all: build
 
@@ -15,10 +15,18 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
-# The README's test command: vet, race tests, generated-code drift, buf lint.
+# The README's test command: vet, race tests, generated-code drift, buf lint,
+# systemd unit verification (skipped when systemd-analyze is missing, unless
+# REQUIRE_SYSTEMD=1 as in CI).
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
 	$(MAKE) check-generate
+	$(MAKE) verify-units
+
+verify-units: build
+	@if command -v systemd-analyze >/dev/null; then bash deploy/systemd/verify.sh; \
+	elif [ "$(REQUIRE_SYSTEMD)" = 1 ]; then echo "systemd-analyze is required (REQUIRE_SYSTEMD=1)"; exit 1; \
+	else echo "verify-units: skipped, systemd-analyze not installed"; fi
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

@@ -175,7 +175,7 @@ func TestDevClusterEndToEnd(t *testing.T) {
 
 	// A separate agent process joins, then dies: its node goes down.
 	agent := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:pcie-8gpu", "--master", addr,
-		"--node-name", "extra01", "--heartbeat-interval", "1s")
+		"--node-name", "extra01", "--heartbeat-interval", "1s", "--metrics-bind", "127.0.0.1:0")
 	var agentErr bytes.Buffer
 	agent.Stderr = &agentErr
 	if err := agent.Start(); err != nil {

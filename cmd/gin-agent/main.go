@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -28,6 +30,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/discovery/sources"
+	"github.com/gin-topology/gin/internal/linkhealth"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
@@ -71,6 +74,8 @@ type options struct {
 	once              bool
 	output            string
 	logLevel          string
+	metricsBind       string
+	linkErrors        float64
 }
 
 // settings are the validated options with the environment applied.
@@ -121,6 +126,12 @@ gRPC: a full inventory when the master's copy differs, then a heartbeat every
 heartbeat interval and the new inventory as soon as a collection sees a change.
 It follows leader hints and fails over between the masters in --master.
 
+Prometheus metrics (NVLink and HCA port state and error counters, GPU info,
+QP counts, the agent's connection to the masters) are served at /metrics on
+--metrics-bind (default :9410). A link whose error rate exceeds
+--link-error-threshold is reported to the master as degraded. Under systemd
+(Type=notify) the agent signals readiness after its first collection.
+
 With --once it collects once, prints the inventory and exits; no master is
 needed.
 
@@ -170,6 +181,10 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 		"how often to send a heartbeat (default: $"+envHeartbeat+", else "+agent.DefaultHeartbeatInterval.String()+"); the master may override it")
 	f.DurationVar(&o.collectInterval, "collect-interval", 0,
 		"how often to re-read the source to detect hardware changes (default: the heartbeat interval)")
+	f.StringVar(&o.metricsBind, "metrics-bind", defaultMetricsBind,
+		"address of the Prometheus /metrics endpoint (link health, agent state); empty disables it")
+	f.Float64Var(&o.linkErrors, "link-error-threshold", linkhealth.DefaultMaxErrorsPerMinute,
+		"errors per minute on an NVLink or HCA port above which the link is reported degraded")
 	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table or json (protobuf JSON, field names as in the .proto)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
@@ -207,6 +222,14 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 		}
 	} else if s.heartbeatInterval <= 0 {
 		return s, usagef("--heartbeat-interval %s: must be positive", s.heartbeatInterval)
+	}
+	if err := linkhealth.Validate(o.linkErrors); err != nil {
+		return s, usagef("--link-error-threshold: %v", err)
+	}
+	if o.metricsBind != "" {
+		if _, _, err := net.SplitHostPort(o.metricsBind); err != nil {
+			return s, usagef("--metrics-bind %q: %v", o.metricsBind, err)
+		}
 	}
 	if s.collectInterval < 0 {
 		return s, usagef("--collect-interval %s: must not be negative", s.collectInterval)
@@ -311,16 +334,18 @@ func runOnce(ctx context.Context, s settings, stdout io.Writer) error {
 	return writeTable(stdout, inv)
 }
 
-// runAgent runs the agent until ctx is done.
+// runAgent runs the agent until ctx is done: the metrics endpoint, the
+// agent, and systemd readiness once the first collection is in.
 func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
 	src, err := openSource(s)
 	if err != nil {
 		return err
 	}
+	src = sources.WithHealth(src, s.linkErrors)
 	log.Warn("connection to the master is NOT encrypted (insecure transport); mTLS is not implemented yet",
 		slog.Any("masters", s.masters))
-	err = agent.Run(ctx, agent.Config{
+	a, err := agent.New(agent.Config{
 		NodeName:          s.nodeName,
 		Masters:           s.masters,
 		HeartbeatInterval: s.heartbeatInterval,
@@ -331,6 +356,39 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		Version:           buildinfo.String(),
 	})
 	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	if s.metricsBind != "" {
+		cs, _ := src.(discovery.CounterSource)
+		srv, addr, err := serveMetrics(s.metricsBind, s.nodeName, a, cs)
+		if err != nil {
+			return err
+		}
+		log.Info("serving Prometheus metrics", "addr", addr, "path", "/metrics")
+		go func() { errc <- srv.serve() }()
+		defer srv.close()
+	}
+	go func() { errc <- a.Run(ctx) }()
+	go func() {
+		select {
+		case <-a.Ready():
+			if ok, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+				log.Warn("sd_notify failed", "err", err)
+			} else if ok {
+				log.Debug("told systemd we are ready")
+			}
+		case <-ctx.Done():
+		}
+	}()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		err = <-errc
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -247,7 +249,7 @@ func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--heartbeat-interval", "50ms"},
+		done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--heartbeat-interval", "50ms", "--metrics-bind", "127.0.0.1:0"},
 			&out, &errb, env(map[string]string{"GIN_MASTER_HOST": lis.Addr().String()}))
 	}()
 	select {
@@ -259,6 +261,22 @@ func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
 		t.Fatalf("gin-agent exited %d before reporting; stderr:\n%s", code, errb.String())
 	case <-time.After(15 * time.Second):
 		t.Fatalf("master received no inventory; stderr:\n%s", errb.String())
+	}
+	// The metrics endpoint serves the agent's state on its own registry.
+	m2 := regexp.MustCompile(`serving Prometheus metrics" addr=(\S+)`).FindStringSubmatch(errb.String())
+	if m2 == nil {
+		t.Fatalf("no metrics address in the logs:\n%s", errb.String())
+	}
+	resp, err := http.Get("http://" + m2[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`gin_agent_build_info{hostname="gpu-node-17"`, "gin_gpu_info{", "gin_agent_master_connected{", "go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	cancel()
 	select {

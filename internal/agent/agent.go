@@ -296,6 +296,9 @@ func (a *Agent) setHeartbeatInterval(d time.Duration) (time.Duration, bool) {
 	return d, true
 }
 
+// Ready is closed after the first successful collection.
+func (a *Agent) Ready() <-chan struct{} { return a.first }
+
 // Inventory returns the last successfully collected inventory (nil before
 // the first collection). Callers must not modify it.
 func (a *Agent) Inventory() *ginv1.NodeInventory {
