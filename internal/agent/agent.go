@@ -204,7 +204,7 @@ func New(cfg Config) (*Agent, error) {
 		log:            cfg.Logger.With(slog.String("node", cfg.NodeName)),
 		dialOpts:       append([]grpc.DialOption{ka}, cfg.DialOptions...),
 		rnd:            rand.New(cfg.Rand),
-		encoder:        fullInventoryEncoder{},
+		encoder:        deltaEncoder{},
 		silenceTimeout: defaultSilenceTimeout,
 		changed:        make(chan struct{}, 1),
 		first:          make(chan struct{}),

@@ -84,7 +84,13 @@ func TestSourceChangeSendsNextGenerationWithoutWaitingForHeartbeat(t *testing.T)
 		if len(m.heartbeats) != 0 {
 			t.Errorf("heartbeats = %d, want 0 with a one-hour interval", len(m.heartbeats))
 		}
+		if m.deltas != 1 {
+			t.Errorf("generation 2 arrived as %d deltas, want 1 (a delta against generation 1)", m.deltas)
+		}
 	})
+	if s := r.a.Status(); s.Reconnects != 0 {
+		t.Errorf("reconnects = %d: the update was rejected", s.Reconnects)
+	}
 	// A loose bound (the race detector on a loaded machine is slow); the
 	// one-hour heartbeat interval above is what proves it was not deferred.
 	if elapsed > 5*time.Second {

@@ -151,6 +151,18 @@ type store struct {
 type storedInv struct {
 	generation uint64
 	hash       string
+	inv        *ginv1.NodeInventory // nil when the test seeded only a hash
+}
+
+// all returns every held inventory (the fake serves one node per test).
+func (s *store) all() []storedInv {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]storedInv, 0, len(s.held))
+	for _, v := range s.held {
+		out = append(out, v)
+	}
+	return out
 }
 
 func newStore() *store { return &store{held: map[string]storedInv{}} }
@@ -177,18 +189,21 @@ type fakeMaster struct {
 	store *store
 
 	// Behaviour, set before the agent connects or through change.
-	leaderHint      string        // answer Hello with this hint, then FAILED_PRECONDITION
-	notLeader       bool          // FAILED_PRECONDITION without a hint in a response
-	trailerHint     string        // with notLeader: the leader named in the gin-leader-hint trailer
-	advertise       string        // leader_hint on every response: the name this master gives itself
-	rejectCode      codes.Code    // code for reject (default INVALID_ARGUMENT)
-	reject          string        // reject inventories with INVALID_ARGUMENT and this message
-	heartbeatEvery  time.Duration // heartbeat_interval sent with the HelloAck
-	holdAcks        chan struct{} // when set, each inventory ack waits for a receive
-	kickCh          chan struct{} // closed by kick: live sessions end with UNAVAILABLE
-	sessionStarts   []time.Time
-	hellos          []*ginv1.Hello
-	inventories     []*ginv1.NodeInventory
+	leaderHint     string        // answer Hello with this hint, then FAILED_PRECONDITION
+	notLeader      bool          // FAILED_PRECONDITION without a hint in a response
+	trailerHint    string        // with notLeader: the leader named in the gin-leader-hint trailer
+	advertise      string        // leader_hint on every response: the name this master gives itself
+	rejectCode     codes.Code    // code for reject (default INVALID_ARGUMENT)
+	reject         string        // reject inventories with INVALID_ARGUMENT and this message
+	heartbeatEvery time.Duration // heartbeat_interval sent with the HelloAck
+	holdAcks       chan struct{} // when set, each inventory ack waits for a receive
+	kickCh         chan struct{} // closed by kick: live sessions end with UNAVAILABLE
+	sessionStarts  []time.Time
+	hellos         []*ginv1.Hello
+	inventories    []*ginv1.NodeInventory
+	// deltas counts updates that arrived as InventoryDelta (they are also
+	// appended to inventories, expanded against the held inventory).
+	deltas          int
 	heartbeats      []*ginv1.Heartbeat
 	heartbeatsBySes map[int]int
 }
@@ -315,8 +330,25 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 			}}); err != nil {
 				return err
 			}
-		case *ginv1.SessionRequest_Inventory:
-			inv := msg.Inventory
+		case *ginv1.SessionRequest_Inventory, *ginv1.SessionRequest_Delta:
+			inv := req.GetInventory()
+			if d := req.GetDelta(); d != nil {
+				var held *ginv1.NodeInventory
+				for _, si := range m.store.all() {
+					if si.generation == d.GetBaseGeneration() && si.inv != nil {
+						held = si.inv
+					}
+				}
+				if held == nil {
+					return status.Errorf(codes.FailedPrecondition, "delta against generation %d, which is not held", d.GetBaseGeneration())
+				}
+				full, err := inventory.ApplyDelta(held, d)
+				if err != nil {
+					return status.Errorf(codes.FailedPrecondition, "delta: %v", err)
+				}
+				inv = full
+				m.change(func() { m.deltas++ })
+			}
 			m.change(func() { m.inventories = append(m.inventories, inv) })
 			if reject != "" {
 				return status.Error(rejectCode, reject)
@@ -332,7 +364,7 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 					return ctx.Err()
 				}
 			}
-			m.store.put(inv.GetNodeName(), storedInv{generation: inv.GetGeneration(), hash: hashOfInv(inv)})
+			m.store.put(inv.GetNodeName(), storedInv{generation: inv.GetGeneration(), hash: hashOfInv(inv), inv: inv})
 			if err := send(&ginv1.SessionResponse{Msg: &ginv1.SessionResponse_InventoryAck{
 				InventoryAck: &ginv1.InventoryAck{AcceptedGeneration: inv.GetGeneration(), Index: 100 + inv.GetGeneration()},
 			}}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
@@ -65,6 +66,22 @@ func (fullInventoryEncoder) encode(_ held, next *snapshot, gen uint64) *ginv1.Se
 	inv := proto.CloneOf(next.inv)
 	inv.Generation = gen
 	return &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: inv}}
+}
+
+// deltaEncoder sends an InventoryDelta against the inventory the master
+// holds when the session knows it (the master acknowledged it, or said it
+// is in sync with it), and the whole inventory otherwise.
+type deltaEncoder struct{}
+
+func (deltaEncoder) encode(h held, next *snapshot, gen uint64) *ginv1.SessionRequest {
+	if h.inv == nil || h.hash == "" || h.generation == 0 {
+		return fullInventoryEncoder{}.encode(h, next, gen)
+	}
+	base := proto.CloneOf(h.inv)
+	base.Generation = h.generation
+	cur := proto.CloneOf(next.inv)
+	cur.Generation = gen
+	return &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Delta{Delta: inventory.Diff(base, cur)}}
 }
 
 // recvResult is one message, or the end, of the response stream.

@@ -39,44 +39,58 @@ func ApplyDelta(base *ginv1.NodeInventory, d *ginv1.InventoryDelta) (*ginv1.Node
 		out.FabricNeighbors = d.GetFabricNeighbors().GetItems()
 	}
 
-	gpus := map[string]*ginv1.Gpu{}
-	for _, g := range out.GetGpus() {
-		gpus[g.GetUuid()] = g
+	var err error
+	if out.Gpus, err = merge(out.GetGpus(), d.GetUpsertGpus(), d.GetRemovedGpuUuids(), (*ginv1.Gpu).GetUuid, "GPU"); err != nil {
+		return nil, err
 	}
-	for _, u := range d.GetRemovedGpuUuids() {
-		if _, ok := gpus[u]; !ok {
-			return nil, fmt.Errorf("delta removes GPU %q, which the held inventory does not have", u)
-		}
-		delete(gpus, u)
+	if out.Hcas, err = merge(out.GetHcas(), d.GetUpsertHcas(), d.GetRemovedHcaNames(), (*ginv1.Hca).GetName, "HCA"); err != nil {
+		return nil, err
 	}
-	for _, g := range d.GetUpsertGpus() {
-		gpus[g.GetUuid()] = g
-	}
-	out.Gpus = out.Gpus[:0]
-	for _, g := range gpus {
-		out.Gpus = append(out.Gpus, g)
-	}
-	sort.Slice(out.Gpus, func(i, j int) bool { return out.Gpus[i].GetIndex() < out.Gpus[j].GetIndex() })
-
-	hcas := map[string]*ginv1.Hca{}
-	for _, h := range out.GetHcas() {
-		hcas[h.GetName()] = h
-	}
-	for _, n := range d.GetRemovedHcaNames() {
-		if _, ok := hcas[n]; !ok {
-			return nil, fmt.Errorf("delta removes HCA %q, which the held inventory does not have", n)
-		}
-		delete(hcas, n)
-	}
-	for _, h := range d.GetUpsertHcas() {
-		hcas[h.GetName()] = h
-	}
-	out.Hcas = out.Hcas[:0]
-	for _, h := range hcas {
-		out.Hcas = append(out.Hcas, h)
-	}
-	sort.Slice(out.Hcas, func(i, j int) bool { return out.Hcas[i].GetName() < out.Hcas[j].GetName() })
 	return out, nil
+}
+
+// merge applies upserts and removals to items keyed by key, keeping the
+// base order: replaced items stay where they were, new ones are appended.
+func merge[T any](base, upserts []T, removed []string, key func(T) string, what string) ([]T, error) {
+	gone := map[string]bool{}
+	for _, k := range removed {
+		gone[k] = true
+	}
+	up := map[string]T{}
+	for _, u := range upserts {
+		up[key(u)] = u
+	}
+	out := make([]T, 0, len(base)+len(upserts))
+	found := map[string]bool{}
+	for _, b := range base {
+		k := key(b)
+		found[k] = true
+		switch {
+		case gone[k]:
+		case has(up, k):
+			out = append(out, up[k])
+			delete(up, k)
+		default:
+			out = append(out, b)
+		}
+	}
+	for _, k := range removed {
+		if !found[k] {
+			return nil, fmt.Errorf("delta removes %s %q, which the held inventory does not have", what, k)
+		}
+	}
+	for _, u := range upserts {
+		if _, ok := up[key(u)]; ok {
+			out = append(out, u)
+			delete(up, key(u))
+		}
+	}
+	return out, nil
+}
+
+func has[T any](m map[string]T, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Diff returns the delta that turns old into cur (cur's generation is used

@@ -149,3 +149,16 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestContentHashIgnoresDeviceOrder(t *testing.T) {
+	a := validInventory()
+	a.Hcas = append(a.Hcas, &ginv1.Hca{Name: "mlx5_1"})
+	b := proto.CloneOf(a)
+	b.Gpus[0], b.Gpus[1] = b.Gpus[1], b.Gpus[0]
+	b.Hcas[0], b.Hcas[1] = b.Hcas[1], b.Hcas[0]
+	ha, _ := ContentHash(a)
+	hb, _ := ContentHash(b)
+	if ha != hb {
+		t.Fatal("reordering GPUs and HCAs changed the content hash")
+	}
+}

@@ -156,13 +156,32 @@ func TestSessionRegistersAndResyncsByGeneration(t *testing.T) {
 		t.Fatalf("generation 2: %v, %v", iack, err)
 	}
 
+	// A delta against generation 2 brings the link back up at generation 3.
+	healed := proto.CloneOf(changed)
+	healed.Generation = 3
+	healed.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_UP
+	d := inventory.Diff(changed, healed)
+	if len(d.GetUpsertGpus()) != 1 || len(d.GetUpsertHcas()) != 0 {
+		t.Fatalf("delta carries %d GPUs and %d HCAs, want 1 and 0", len(d.GetUpsertGpus()), len(d.GetUpsertHcas()))
+	}
+	if err := sess3.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Delta{Delta: d}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := sess3.stream.Recv(); err != nil || r.GetInventoryAck().GetAcceptedGeneration() != 3 {
+		t.Fatalf("delta to generation 3: %v, %v", r, err)
+	}
+	rec, _ = s.store.Node("node001")
+	if want, _ := inventory.ContentHash(healed); rec.GetContentHash() != want {
+		t.Fatal("the master's inventory after the delta differs from the agent's")
+	}
+
 	resp, err := ginv1.NewTopologyServiceClient(conn).ListNodes(context.Background(), &ginv1.ListNodesRequest{})
 	if err != nil || len(resp.GetNodes()) != 1 {
 		t.Fatalf("ListNodes = %v, %v", resp, err)
 	}
 	n := resp.GetNodes()[0]
-	if n.GetGeneration() != 2 || n.GetState() != ginv1.NodeState_NODE_STATE_UP || n.GetNvlinksUp() != n.GetNvlinksTotal()-1 {
-		t.Errorf("node summary = %v; want generation 2, up, one NVLink down", n)
+	if n.GetGeneration() != 3 || n.GetState() != ginv1.NodeState_NODE_STATE_UP || n.GetNvlinksUp() != n.GetNvlinksTotal() {
+		t.Errorf("node summary = %v; want generation 3, up, every NVLink up", n)
 	}
 	if resp.GetRead().GetIndex() == 0 || resp.GetRead().GetServedBy() != "m1" || !resp.GetRead().GetLeader() {
 		t.Errorf("read info = %v", resp.GetRead())
