@@ -1,5 +1,7 @@
 # GIN build entry points. `make build` puts every binary in ./bin.
 GO        ?= go
+# go-nvml's cgo build prints deprecation warnings for functions we do not call.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN       := bin
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 PKGS      := ./...

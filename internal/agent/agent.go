@@ -73,6 +73,11 @@ type Config struct {
 	MaxBackoff time.Duration
 	// Version is sent as Hello.agent_version.
 	Version string
+	// FabricScanner scans the fabric when the master names this agent the
+	// scanner (nil: this agent never scans). FabricScanInterval defaults to
+	// DefaultFabricScanInterval.
+	FabricScanner      FabricScanner
+	FabricScanInterval time.Duration
 	// Rand is the randomness for backoff jitter (default: a PCG seeded from
 	// the runtime's random source). Tests pass a fixed seed. It is used from
 	// one goroutine only.
@@ -106,6 +111,12 @@ type Status struct {
 	CollectErrors uint64
 	// InventoriesSent counts full inventories sent to masters.
 	InventoriesSent uint64
+	// FabricScanner is true while the master has named this agent the one
+	// that scans the fabric; FabricScans and FabricScanErrors count scans
+	// uploaded and scans that failed.
+	FabricScanner    bool
+	FabricScans      uint64
+	FabricScanErrors uint64
 }
 
 // snapshot is one successful collection. inv is never mutated once stored.
@@ -130,6 +141,10 @@ type Agent struct {
 	// changed is signalled (non-blocking, capacity 1) when a collection's
 	// hash differs from the previous one.
 	changed chan struct{}
+	// scanNow asks scanLoop for a scan at once; scanOut holds the newest
+	// scan not yet sent (capacity 1).
+	scanNow chan struct{}
+	scanOut chan *ginv1.FabricTopology
 	// first is closed after the first successful collection.
 	first     chan struct{}
 	firstOnce sync.Once
@@ -178,6 +193,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.InitialBackoff == 0 {
 		cfg.InitialBackoff = DefaultInitialBackoff
 	}
+	if cfg.FabricScanInterval <= 0 {
+		cfg.FabricScanInterval = DefaultFabricScanInterval
+	}
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
@@ -208,6 +226,8 @@ func New(cfg Config) (*Agent, error) {
 		silenceTimeout: defaultSilenceTimeout,
 		changed:        make(chan struct{}, 1),
 		first:          make(chan struct{}),
+		scanNow:        make(chan struct{}, 1),
+		scanOut:        make(chan *ginv1.FabricTopology, 1),
 		candidates:     append([]string(nil), cfg.Masters...),
 		hb:             cfg.HeartbeatInterval,
 	}
@@ -269,6 +289,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { a.collectLoop(ctx) })
+	wg.Go(func() { a.scanLoop(ctx) })
 	a.connectLoop(ctx)
 	wg.Wait()
 	a.setDisconnected()
@@ -333,6 +354,7 @@ func (a *Agent) setDisconnected() {
 	defer a.mu.Unlock()
 	a.status.Connected = false
 	a.status.Master = ""
+	a.status.FabricScanner = false // the master names a scanner among connected agents
 }
 
 func (a *Agent) setAcked(gen uint64, hash string) {

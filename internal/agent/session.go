@@ -231,6 +231,8 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 		seq     uint64
 		h       held
 		pending *pendingUpdate
+		// scanC is a.scanOut while this agent is the fabric scanner.
+		scanC chan *ginv1.FabricTopology
 	)
 	defer func() {
 		if ticker != nil {
@@ -287,6 +289,15 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 				return out
 			}
 
+		case f := <-scanC:
+			if err := send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_FabricScan{FabricScan: f}}, "fabric scan"); err != nil {
+				out.err = err
+				return out
+			}
+			a.mu.Lock()
+			a.status.FabricScans++
+			a.mu.Unlock()
+
 		case r := <-recvCh:
 			if r.err != nil {
 				out.err = ended(r)
@@ -294,6 +305,14 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			}
 			resetTimer(silence, a.silenceTimeout(hb))
 			resp := r.resp
+			if out.established || resp.GetHelloAck() != nil {
+				a.setScanner(resp.GetFabricScanner())
+				if resp.GetFabricScanner() {
+					scanC = a.scanOut
+				} else {
+					scanC = nil
+				}
+			}
 
 			// A hint before the HelloAck is a follower's answer; after it,
 			// a hint naming another master means leadership moved.

@@ -55,7 +55,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	}
 	log := a.s.log.With("node", name)
 	if !a.s.node.IsLeader() {
-		_ = stream.Send(a.s.response(nil))
+		_ = stream.Send(a.s.response(name))
 		return a.s.notLeaderErr()
 	}
 	rec, known := a.s.store.Node(name)
@@ -71,7 +71,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		ack.HeldGeneration = rec.GetInventory().GetGeneration()
 		ack.InSync = rec.GetContentHash() == hello.GetInventoryHash()
 	}
-	resp := a.s.response(nil)
+	resp := a.s.response(name)
 	resp.Msg = &ginv1.SessionResponse_HelloAck{HelloAck: ack}
 	if err := stream.Send(resp); err != nil {
 		return err
@@ -89,7 +89,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		switch m := req.GetMsg().(type) {
 		case *ginv1.SessionRequest_Heartbeat:
 			a.s.live.seen(ctx, name)
-			r := a.s.response(nil)
+			r := a.s.response(name)
 			r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
 			if err := stream.Send(r); err != nil {
 				return err
@@ -111,6 +111,10 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 				return err
 			}
 		case *ginv1.SessionRequest_FabricScan:
+			if a.s.sessions.scanner() != name {
+				log.Warn("fabric scan rejected: this agent is not the fabric scanner")
+				return status.Errorf(codes.FailedPrecondition, "node %q is not the fabric scanner; %q is", name, a.s.sessions.scanner())
+			}
 			if _, err := a.s.importFabric(ctx, m.FabricScan); err != nil {
 				return err
 			}
@@ -135,14 +139,17 @@ func (a *agentService) putInventory(ctx context.Context, stream ginv1.AgentServi
 		return err
 	}
 	log.Info("inventory committed", "generation", res.Generation, "index", res.Index, "changed", res.Changed)
-	r := a.s.response(nil)
+	r := a.s.response(name)
 	r.Msg = &ginv1.SessionResponse_InventoryAck{InventoryAck: &ginv1.InventoryAck{AcceptedGeneration: res.Generation, Index: res.Index}}
 	return stream.Send(r)
 }
 
 // response starts a SessionResponse with the fields every response carries.
-func (s *Server) response(_ error) *ginv1.SessionResponse {
-	return &ginv1.SessionResponse{LeaderHint: s.leaderHint(), HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval)}
+func (s *Server) response(node string) *ginv1.SessionResponse {
+	return &ginv1.SessionResponse{
+		LeaderHint: s.leaderHint(), HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval),
+		FabricScanner: node != "" && s.sessions.scanner() == node,
+	}
 }
 
 // putInventory validates an inventory at the edge and commits it.

@@ -208,10 +208,13 @@ func (s *Server) notLeaderErr() error {
 // ConnectedAgents is how many agent sessions this server holds.
 func (s *Server) ConnectedAgents() int { return s.sessions.count() }
 
-// sessions counts open agent streams per node.
+// sessions counts open agent streams per node and names the fabric scanner:
+// one connected agent at a time, the first to attach; when it leaves, the
+// connected node with the smallest name takes over.
 type sessions struct {
-	mu sync.Mutex
-	m  map[string]int
+	mu   sync.Mutex
+	m    map[string]int
+	scan string
 }
 
 func (c *sessions) add(n string) {
@@ -221,6 +224,9 @@ func (c *sessions) add(n string) {
 		c.m = map[string]int{}
 	}
 	c.m[n]++
+	if c.scan == "" {
+		c.scan = n
+	}
 }
 
 func (c *sessions) remove(n string) {
@@ -229,10 +235,25 @@ func (c *sessions) remove(n string) {
 	if c.m[n]--; c.m[n] <= 0 {
 		delete(c.m, n)
 	}
+	if c.scan == n && c.m[n] == 0 {
+		c.scan = ""
+		for other := range c.m {
+			if c.scan == "" || other < c.scan {
+				c.scan = other
+			}
+		}
+	}
 }
 
 func (c *sessions) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// scanner is the node whose agent runs fabric scans ("" when none is connected).
+func (c *sessions) scanner() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scan
 }

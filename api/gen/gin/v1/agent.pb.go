@@ -616,7 +616,11 @@ type SessionResponse struct {
 	//	*SessionResponse_HelloAck
 	//	*SessionResponse_InventoryAck
 	//	*SessionResponse_HeartbeatAck
-	Msg           isSessionResponse_Msg `protobuf_oneof:"msg"`
+	Msg isSessionResponse_Msg `protobuf_oneof:"msg"`
+	// Whether this agent is the one that runs fabric scans (ibnetdiscover) and
+	// uploads them. The leader names one connected agent at a time and may move
+	// the role with any response.
+	FabricScanner bool `protobuf:"varint,6,opt,name=fabric_scanner,json=fabricScanner,proto3" json:"fabric_scanner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +703,13 @@ func (x *SessionResponse) GetHeartbeatAck() *HeartbeatAck {
 	return nil
 }
 
+func (x *SessionResponse) GetFabricScanner() bool {
+	if x != nil {
+		return x.FabricScanner
+	}
+	return false
+}
+
 type isSessionResponse_Msg interface {
 	isSessionResponse_Msg()
 }
@@ -728,9 +739,7 @@ type HelloAck struct {
 	HeldGeneration uint64 `protobuf:"varint,1,opt,name=held_generation,json=heldGeneration,proto3" json:"held_generation,omitempty"`
 	// True when the held inventory's hash equals Hello.inventory_hash: the agent
 	// must not re-send it.
-	InSync bool `protobuf:"varint,2,opt,name=in_sync,json=inSync,proto3" json:"in_sync,omitempty"`
-	// Whether this agent should run fabric scans and upload them.
-	FabricScanner bool `protobuf:"varint,3,opt,name=fabric_scanner,json=fabricScanner,proto3" json:"fabric_scanner,omitempty"`
+	InSync        bool `protobuf:"varint,2,opt,name=in_sync,json=inSync,proto3" json:"in_sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -775,13 +784,6 @@ func (x *HelloAck) GetHeldGeneration() uint64 {
 func (x *HelloAck) GetInSync() bool {
 	if x != nil {
 		return x.InSync
-	}
-	return false
-}
-
-func (x *HelloAck) GetFabricScanner() bool {
-	if x != nil {
-		return x.FabricScanner
 	}
 	return false
 }
@@ -945,19 +947,19 @@ const file_gin_v1_agent_proto_rawDesc = "" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x04R\n" +
-	"generation\"\xae\x02\n" +
+	"generation\"\xd5\x02\n" +
 	"\x0fSessionResponse\x12\x1f\n" +
 	"\vleader_hint\x18\x01 \x01(\tR\n" +
 	"leaderHint\x12H\n" +
 	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12/\n" +
 	"\thello_ack\x18\x03 \x01(\v2\x10.gin.v1.HelloAckH\x00R\bhelloAck\x12;\n" +
 	"\rinventory_ack\x18\x04 \x01(\v2\x14.gin.v1.InventoryAckH\x00R\finventoryAck\x12;\n" +
-	"\rheartbeat_ack\x18\x05 \x01(\v2\x14.gin.v1.HeartbeatAckH\x00R\fheartbeatAckB\x05\n" +
-	"\x03msg\"s\n" +
+	"\rheartbeat_ack\x18\x05 \x01(\v2\x14.gin.v1.HeartbeatAckH\x00R\fheartbeatAck\x12%\n" +
+	"\x0efabric_scanner\x18\x06 \x01(\bR\rfabricScannerB\x05\n" +
+	"\x03msg\"R\n" +
 	"\bHelloAck\x12'\n" +
 	"\x0fheld_generation\x18\x01 \x01(\x04R\x0eheldGeneration\x12\x17\n" +
-	"\ain_sync\x18\x02 \x01(\bR\x06inSync\x12%\n" +
-	"\x0efabric_scanner\x18\x03 \x01(\bR\rfabricScanner\"U\n" +
+	"\ain_sync\x18\x02 \x01(\bR\x06inSyncJ\x04\b\x03\x10\x04\"U\n" +
 	"\fInventoryAck\x12/\n" +
 	"\x13accepted_generation\x18\x01 \x01(\x04R\x12acceptedGeneration\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"g\n" +
