@@ -76,6 +76,11 @@ type options struct {
 	logLevel          string
 	metricsBind       string
 	linkErrors        float64
+	scanCommand       string
+	scanInterval      time.Duration
+	computeHCAs       []string
+	storageHCAs       []string
+	lldpCommand       string
 }
 
 // settings are the validated options with the environment applied.
@@ -83,6 +88,7 @@ type settings struct {
 	options
 	masters  []string // only resolved when not --once
 	logLevel slog.Level
+	logger   *slog.Logger
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -105,6 +111,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 
 // execute does what the validated settings ask for.
 func execute(ctx context.Context, s settings, stdout, stderr io.Writer) error {
+	s.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
 	if s.once {
 		return runOnce(ctx, s, stdout)
 	}
@@ -185,6 +192,16 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 		"address of the Prometheus /metrics endpoint (link health, agent state); empty disables it")
 	f.Float64Var(&o.linkErrors, "link-error-threshold", linkhealth.DefaultMaxErrorsPerMinute,
 		"errors per minute on an NVLink or HCA port above which the link is reported degraded")
+	f.StringVar(&o.scanCommand, "fabric-scan-command", "ibnetdiscover",
+		"command whose output (ibnetdiscover format) this agent uploads when the master names it the fabric scanner; empty disables scanning (default for sim: and file: sources)")
+	f.DurationVar(&o.scanInterval, "fabric-scan-interval", agent.DefaultFabricScanInterval,
+		"how often the fabric scanner agent scans")
+	f.StringSliceVar(&o.computeHCAs, "compute-hcas", nil,
+		"with --source auto: HCAs (device names or node GUIDs) that carry GPU traffic (default: every InfiniBand HCA and every Ethernet HCA not listed in --storage-hcas)")
+	f.StringSliceVar(&o.storageHCAs, "storage-hcas", nil,
+		"with --source auto: HCAs (device names or node GUIDs) that serve storage or in-band management, not GPU traffic")
+	f.StringVar(&o.lldpCommand, "lldp-command", "lldpcli -f json show neighbors details",
+		"with --source auto: command that prints lldpd's neighbours as JSON (Ethernet/RoCE fabric neighbours); empty disables it, a missing lldpcli is skipped")
 	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table or json (protobuf JSON, field names as in the .proto)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
@@ -222,6 +239,12 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 		}
 	} else if s.heartbeatInterval <= 0 {
 		return s, usagef("--heartbeat-interval %s: must be positive", s.heartbeatInterval)
+	}
+	if o.scanInterval < time.Second {
+		return s, usagef("--fabric-scan-interval %s: must be at least 1s", o.scanInterval)
+	}
+	if !cmd.Flags().Changed("fabric-scan-command") && !strings.HasPrefix(o.source, "auto") {
+		s.scanCommand = "" // simulated and replayed nodes have no fabric to scan
 	}
 	if err := linkhealth.Validate(o.linkErrors); err != nil {
 		return s, usagef("--link-error-threshold: %v", err)
@@ -309,9 +332,20 @@ func parseInterval(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// scanner is the fabric scan to run when the master names this agent the
+// scanner; nil when scanning is disabled.
+func scanner(command string) agent.FabricScanner {
+	if strings.TrimSpace(command) == "" {
+		return nil
+	}
+	return sources.IBNetDiscover(command)
+}
+
 // openSource opens the discovery source; its error is printed as it is.
 func openSource(s settings) (discovery.Source, error) {
-	src, err := sources.Open(s.source, sources.Options{NodeName: s.nodeName})
+	src, err := sources.Open(s.source, sources.Options{NodeName: s.nodeName, Auto: sources.AutoOptions{
+		ComputeHCAs: s.computeHCAs, StorageHCAs: s.storageHCAs, LLDPCommand: s.lldpCommand, Logger: s.logger,
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +371,7 @@ func runOnce(ctx context.Context, s settings, stdout io.Writer) error {
 // runAgent runs the agent until ctx is done: the metrics endpoint, the
 // agent, and systemd readiness once the first collection is in.
 func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
+	log := s.logger
 	src, err := openSource(s)
 	if err != nil {
 		return err
@@ -346,14 +380,16 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	log.Warn("connection to the master is NOT encrypted (insecure transport); mTLS is not implemented yet",
 		slog.Any("masters", s.masters))
 	a, err := agent.New(agent.Config{
-		NodeName:          s.nodeName,
-		Masters:           s.masters,
-		HeartbeatInterval: s.heartbeatInterval,
-		CollectInterval:   s.collectInterval,
-		Source:            src,
-		Logger:            log,
-		DialOptions:       []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
-		Version:           buildinfo.String(),
+		NodeName:           s.nodeName,
+		Masters:            s.masters,
+		HeartbeatInterval:  s.heartbeatInterval,
+		CollectInterval:    s.collectInterval,
+		Source:             src,
+		Logger:             log,
+		DialOptions:        []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		Version:            buildinfo.String(),
+		FabricScanner:      scanner(s.scanCommand),
+		FabricScanInterval: s.scanInterval,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -79,7 +79,7 @@ func TestAutoWithoutDriverPrintsDiscoveryError(t *testing.T) {
 		if code != exitError {
 			t.Errorf("%v: exit code = %d, want %d", args, code, exitError)
 		}
-		if !strings.Contains(stderr, "no hardware discovery available") || strings.Contains(stderr, "--help") {
+		if !strings.Contains(stderr, "no NVIDIA driver (libnvidia-ml.so.1 not found)") || strings.Contains(stderr, "--help") {
 			t.Errorf("%v: stderr = %q, want the discovery error alone", args, stderr)
 		}
 	}

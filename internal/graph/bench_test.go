@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -58,5 +59,82 @@ func BenchmarkWithNode10k(b *testing.B) {
 		if _, err := g.WithNode(inv); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPath10kNodesBFSBaseline is the baseline for BenchmarkPath10kNodes:
+// the same queries answered without structure, by a breadth-first search over
+// the fabric's cables (HCA port → switches → HCA port), as a generic graph
+// library would. Adjacency is built once, outside the loop.
+func BenchmarkPath10kNodesBFSBaseline(b *testing.B) {
+	invs, fab := benchCluster(b)
+	adj := map[string][]string{}
+	for _, l := range fab.GetLinks() {
+		a, c := l.GetA().GetGuid(), l.GetB().GetGuid()
+		adj[a] = append(adj[a], c)
+		adj[c] = append(adj[c], a)
+	}
+	// The first compute port of each node stands for "the GPU's NIC".
+	ports := make([]string, len(invs))
+	for i, inv := range invs {
+		for _, h := range inv.GetHcas() {
+			if h.GetRole() == ginv1.HcaRole_HCA_ROLE_COMPUTE && len(h.GetPorts()) > 0 {
+				ports[i] = h.GetPorts()[0].GetPortGuid()
+				break
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pairs := make([][2]string, 4096)
+	for i := range pairs {
+		pairs[i] = [2]string{ports[rng.IntN(benchNodes)], ports[rng.IntN(benchNodes)]}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		p := pairs[i%len(pairs)]
+		if bfsHops(adj, p[0], p[1]) < 0 {
+			b.Fatal("no route")
+		}
+		i++
+	}
+}
+
+func bfsHops(adj map[string][]string, from, to string) int {
+	if from == to {
+		return 0
+	}
+	dist := map[string]int{from: 0}
+	q := []string{from}
+	for len(q) > 0 {
+		v := q[0]
+		q = q[1:]
+		for _, w := range adj[v] {
+			if _, ok := dist[w]; ok {
+				continue
+			}
+			dist[w] = dist[v] + 1
+			if w == to {
+				return dist[w]
+			}
+			q = append(q, w)
+		}
+	}
+	return -1
+}
+
+// BenchmarkGraphMemoryPerNode reports the heap the graph keeps per node of a
+// 10,000-node cluster, beyond the inventories it is built from.
+func BenchmarkGraphMemoryPerNode(b *testing.B) {
+	invs, fab := benchCluster(b)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		g := mustBuild(b, invs, fab)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(g)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchNodes, "B/node")
 	}
 }

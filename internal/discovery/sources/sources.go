@@ -20,11 +20,9 @@ type Options struct {
 	NodeName string
 	// Sim configures simulated sources (ignored by the others).
 	Sim sim.NodeOptions
+	// Auto configures the real-hardware source.
+	Auto AutoOptions
 }
-
-// ErrNoHardwareDiscovery is returned by Open("auto") in a build or on a
-// machine without a hardware discovery path.
-var ErrNoHardwareDiscovery = errors.New("no hardware discovery available on this node (no NVIDIA driver found): use --source sim:<profile> or file:<path>")
 
 // Open returns the source named by spec: "sim:<profile>", "file:<path>" or "auto".
 func Open(spec string, opts Options) (discovery.Source, error) {
@@ -50,7 +48,7 @@ func Open(spec string, opts Options) (discovery.Source, error) {
 		}
 		return &fileSource{spec: spec, path: arg, nodeName: opts.NodeName}, nil
 	case "auto", "":
-		return nil, ErrNoHardwareDiscovery
+		return openAuto(opts)
 	default:
 		return nil, fmt.Errorf("discovery: unknown --source %q: want auto, sim:<profile> or file:<path>", spec)
 	}
@@ -89,4 +87,13 @@ func (f *fileSource) Collect(ctx context.Context) (*ginv1.NodeInventory, error) 
 	inv.Generation = 0
 	inv.Source = f.spec
 	return inv, nil
+}
+
+// splitCommand splits a command line on white space (no quoting).
+func splitCommand(c string) []string {
+	f := strings.Fields(c)
+	if len(f) == 0 {
+		return []string{""}
+	}
+	return f
 }
