@@ -23,7 +23,9 @@
 // bad file and the rest of the device is still reported. Attributes procfs
 // does not read (sys_image_guid, node_guid formatting, lid, sm_lid, GIDs,
 // gid_attrs/ndevs, the device symlink, numa_node, the netdev) always come
-// from the own readers. Port counters (PortCounters) are read file by file
+// from the own readers. The procfs path is Linux-only (procfs_linux.go);
+// elsewhere the own readers read every attribute (same files, same results:
+// the tests check both paths agree). Port counters (PortCounters) are read file by file
 // from counters/, counters_ext/ and hw_counters/ with procfs's conventions
 // (data counters ×4 to bytes, "N/A (no PMA)", EINVAL and EOPNOTSUPP skipped
 // as unsupported); the tests cross-check the values against procfs.

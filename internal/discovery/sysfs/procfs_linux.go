@@ -1,4 +1,4 @@
-//go:build linux && ginprocfs
+//go:build linux
 
 package sysfs
 

@@ -1,13 +1,11 @@
-//go:build !linux || !ginprocfs
+//go:build !linux
 
 package sysfs
 
 import "errors"
 
-// procfsDevice without procfs: its InfiniBand reader is Linux-only, and
-// its sysfs package needs golang.org/x/sync, which go.sum does not hold yet
-// (build with -tags ginprocfs once it does). The own readers do all the
-// work meanwhile; they read the same files.
+// procfsDevice without procfs: its InfiniBand reader is Linux-only. The own
+// readers do all the work elsewhere; they read the same files.
 func procfsDevice(sysRoot, name string) (*ibDevBasics, error) {
-	return nil, errors.New("procfs InfiniBand reader not built in (needs linux and -tags ginprocfs)")
+	return nil, errors.New("procfs InfiniBand reader not built in (Linux only)")
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/fabricscan"
+)
+
+func (a *app) fabricCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fabric",
+		Short: "Manage the scale-out fabric topology",
+	}
+	var file string
+	imp := &cobra.Command{
+		Use:   "import --ibnetdiscover FILE",
+		Short: "Replace the fabric topology with an ibnetdiscover dump",
+		Long: `Parse the output of ibnetdiscover (a file, or - for standard input) and replace
+the cluster's fabric topology with it, through Raft. A dump that does not parse
+(truncated, malformed) changes nothing and the error names the line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageError{fmt.Errorf("--ibnetdiscover FILE is required")}
+			}
+			in := os.Stdin
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return usageError{err}
+				}
+				defer f.Close()
+				in = f
+			}
+			topo, err := fabricscan.ParseIBNetDiscover(in)
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			var resp *ginv1.ImportFabricResponse
+			if err := c.Admin(ctx, func(ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.ImportFabric(ctx, &ginv1.ImportFabricRequest{Fabric: topo})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			fmt.Fprintf(a.stdout, "imported %d switches and %d links at index %d\n", resp.GetSwitches(), resp.GetLinks(), resp.GetIndex())
+			return nil
+		},
+	}
+	imp.Flags().StringVar(&file, "ibnetdiscover", "", "ibnetdiscover output to import (- for standard input)")
+	cmd.AddCommand(imp)
+	return cmd
+}
