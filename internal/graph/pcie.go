@@ -14,8 +14,10 @@ type vertex struct {
 	depth    int // 0 for a root
 	root     int // index of the root above it
 	isSwitch bool
-	numa     int32  // the root's NUMA node (children inherit it), -1 unknown
-	linkMBps uint64 // link to the parent, 0 unknown
+	// downstream: a downstream port of the switch above it (part of it).
+	downstream bool
+	numa       int32  // the root's NUMA node (children inherit it), -1 unknown
+	linkMBps   uint64 // link to the parent, 0 unknown
 }
 
 // pcieDev is a device's place in the PCIe tree.
@@ -42,7 +44,9 @@ func (n *node) buildPCIe(bs []*ginv1.PcieBridge) (map[string]int, error) {
 			return nil, fmt.Errorf("pcie_bridges[%d].id: %q is also pcie_bridges[%d]", i, b.Id, j)
 		}
 		byID[id] = i
-		v := vertex{id: b.Id, parent: -1, depth: -1, isSwitch: b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, numa: b.NumaNode}
+		v := vertex{id: b.Id, parent: -1, depth: -1, numa: b.NumaNode,
+			isSwitch:   b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH || b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT,
+			downstream: b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT}
 		if b.Link != nil {
 			v.linkMBps = pcieMBps(b.Link.Generation, b.Link.Width)
 		}
@@ -170,14 +174,26 @@ func (n *node) pcieWalk(a, b pcieDev, hops *[]Hop) (Class, uint64, int) {
 		n.appendBridges(hops, []int{x})
 		n.appendBridgesRev(hops, down)
 	}
+	sw := n.switchOf(x)
 	switch {
 	case !n.verts[x].isSwitch:
 		return ClassPHB, bw, x
-	case a.parent == x && b.parent == x:
+	case n.switchOf(a.parent) == sw && n.switchOf(b.parent) == sw:
 		return ClassPIX, bw, x
 	default:
 		return ClassPXB, bw, x
 	}
+}
+
+// switchOf is the switch a bridge belongs to: a downstream port belongs to
+// the switch above it; any other bridge is its own.
+func (n *node) switchOf(v int) int {
+	if n.verts[v].downstream {
+		if p := n.verts[v].parent; p >= 0 && n.verts[p].isSwitch && !n.verts[p].downstream {
+			return p
+		}
+	}
+	return v
 }
 
 func pickNUMA(dev, root int32) int32 {

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"maps"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestPortCounters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := nodeFixture(t)
 			remove(t, root, tt.remove...)
-			writeArchive(t, root, tt.overlay)
+			sysfstest.WriteArchive(t, root, tt.overlay)
 			got, errs := PortCounters(root + "/sys")
 			wantErrItems(t, root, errs, tt.wantErrs...)
 			if len(got) != len(tt.want) {

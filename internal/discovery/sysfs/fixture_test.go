@@ -1,9 +1,9 @@
 package sysfs
 
 import (
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -18,11 +18,7 @@ import (
 // earlier ones, so a test can overlay a variation on testdata/node.txtar.
 func materialize(t testing.TB, archives ...string) string {
 	t.Helper()
-	root := t.TempDir()
-	for _, a := range archives {
-		writeArchive(t, root, a)
-	}
-	return root
+	return sysfstest.Materialize(t, archives...)
 }
 
 // nodeArchive is testdata/node.txtar.
@@ -39,54 +35,6 @@ func nodeArchive(t testing.TB) string {
 func nodeFixture(t testing.TB, overlays ...string) string {
 	t.Helper()
 	return materialize(t, append([]string{nodeArchive(t)}, overlays...)...)
-}
-
-func writeArchive(t testing.TB, root, archive string) {
-	t.Helper()
-	type rec struct {
-		name string
-		body strings.Builder
-	}
-	var recs []*rec
-	for line := range strings.Lines(archive) {
-		l := strings.TrimSuffix(line, "\n")
-		if strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") && len(l) > 6 {
-			recs = append(recs, &rec{name: l[3 : len(l)-3]})
-			continue
-		}
-		if len(recs) > 0 {
-			recs[len(recs)-1].body.WriteString(line)
-		}
-	}
-	for _, r := range recs {
-		name, target, isLink := strings.Cut(r.name, " -> ")
-		if filepath.IsAbs(name) || strings.Contains(name, "..") {
-			t.Fatalf("archive entry %q escapes the root", name)
-		}
-		p := filepath.Join(root, filepath.FromSlash(name))
-		switch {
-		case isLink:
-			mkdirAll(t, filepath.Dir(p))
-			_ = os.RemoveAll(p)
-			if err := os.Symlink(filepath.FromSlash(target), p); err != nil {
-				t.Fatal(err)
-			}
-		case strings.HasSuffix(name, "/"):
-			mkdirAll(t, p)
-		default:
-			mkdirAll(t, filepath.Dir(p))
-			if err := os.WriteFile(p, []byte(r.body.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-func mkdirAll(t testing.TB, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // remove deletes paths (relative to root) from a materialised fixture.

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -99,7 +100,7 @@ func TestHost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := nodeFixture(t)
 			remove(t, root, tt.remove...)
-			writeArchive(t, root, tt.overlay)
+			sysfstest.WriteArchive(t, root, tt.overlay)
 			got, errs := Host(root+"/sys", root+"/proc", root+"/etc")
 			wantErrItems(t, root, errs, tt.wantErrs...)
 			protoDiff(t, "host", got, tt.want)

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"maps"
 	"net"
 	"slices"
@@ -243,7 +244,7 @@ func TestHCAsDamaged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := nodeFixture(t)
 			remove(t, root, tt.remove...)
-			writeArchive(t, root, tt.overlay)
+			sysfstest.WriteArchive(t, root, tt.overlay)
 			lk := nodeAddrs
 			if tt.lookup != nil {
 				lk = tt.lookup

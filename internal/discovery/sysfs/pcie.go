@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -100,6 +101,7 @@ func PCIeTree(sysRoot string, busIDs []string) (bridges []*ginv1.PcieBridge, dev
 			}
 			parent := comps[host]
 			add(&ginv1.PcieBridge{Id: parent, Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE, NumaNode: hostNUMA})
+			level := 0 // PCI functions seen below the host bridge
 			for i := host + 1; i < len(comps)-1; i++ {
 				c := comps[i]
 				if !bdfRe.MatchString(c) {
@@ -109,9 +111,10 @@ func PCIeTree(sysRoot string, busIDs []string) (bridges []*ginv1.PcieBridge, dev
 					dir := filepath.Join(devRoot, filepath.Join(comps[:i+1]...))
 					l, lerrs := readLink(dir)
 					errs = append(errs, lerrs...)
-					add(&ginv1.PcieBridge{Id: c, Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, ParentId: parent, NumaNode: hostNUMA, Link: l})
+					add(&ginv1.PcieBridge{Id: c, Kind: portKind(dir, level), ParentId: parent, NumaNode: hostNUMA, Link: l})
 				}
 				parent = c
+				level++
 			}
 			dev.ParentID = parent
 		}
@@ -187,4 +190,48 @@ func AttachPCIe(hcas []*ginv1.Hca, devices map[string]DevicePCIe) {
 			h.NumaNode = d.NUMANode
 		}
 	}
+}
+
+// portKind says what a bridge on a device's sysfs path is: from the PCIe
+// capability's Device/Port Type in its config space when readable (root),
+// else from its place in the path, which in a PCIe hierarchy is always root
+// port, then upstream and downstream port of each switch in turn.
+func portKind(dir string, level int) ginv1.PcieBridgeKind {
+	if k, ok := configPortKind(filepath.Join(dir, "config")); ok {
+		return k
+	}
+	switch {
+	case level == 0:
+		return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT
+	case level%2 == 1:
+		return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH
+	default:
+		return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT
+	}
+}
+
+// configPortKind reads the Device/Port Type of a bridge's PCI Express
+// capability (config space: capability pointer at 0x34, capability id 0x10,
+// type in bits 7:4 of the capabilities register).
+func configPortKind(path string) (ginv1.PcieBridgeKind, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 0x40 {
+		return 0, false
+	}
+	ptr := int(b[0x34]) &^ 3
+	for n := 0; ptr >= 0x40 && ptr+3 < len(b) && n < 48; n++ {
+		if b[ptr] == 0x10 {
+			switch (b[ptr+2] >> 4) & 0xf {
+			case 0x4:
+				return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT, true
+			case 0x5:
+				return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, true
+			case 0x6:
+				return ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT, true
+			}
+			return 0, false
+		}
+		ptr = int(b[ptr+1]) &^ 3
+	}
+	return 0, false
 }

@@ -2,6 +2,8 @@ package sysfs
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -13,15 +15,17 @@ func TestPCIeTree(t *testing.T) {
 	const (
 		host   = ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE
 		sw     = ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH
+		rport  = ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT
+		down   = ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT
 		s3path = "<root>/sys/devices/pci0000:80/0000:80:03.0/current_link_speed"
 	)
 	socket0 := []*ginv1.PcieBridge{
 		{Id: "pci0000:00", Kind: host, NumaNode: 0},
-		{Id: "0000:00:01.0", Kind: sw, ParentId: "pci0000:00", NumaNode: 0, Link: gen5x16()},
+		{Id: "0000:00:01.0", Kind: rport, ParentId: "pci0000:00", NumaNode: 0, Link: gen5x16()},
 		{Id: "0000:01:00.0", Kind: sw, ParentId: "0000:00:01.0", NumaNode: 0, Link: gen5x16()},
-		{Id: "0000:02:00.0", Kind: sw, ParentId: "0000:01:00.0", NumaNode: 0, Link: gen5x16()},
+		{Id: "0000:02:00.0", Kind: down, ParentId: "0000:01:00.0", NumaNode: 0, Link: gen5x16()},
 		{Id: "0000:03:00.0", Kind: sw, ParentId: "0000:02:00.0", NumaNode: 0, Link: gen5x16()},
-		{Id: "0000:04:00.0", Kind: sw, ParentId: "0000:03:00.0", NumaNode: 0, Link: gen5x16()},
+		{Id: "0000:04:00.0", Kind: down, ParentId: "0000:03:00.0", NumaNode: 0, Link: gen5x16()},
 	}
 	tests := []struct {
 		name        string
@@ -34,8 +38,8 @@ func TestPCIeTree(t *testing.T) {
 			name:   "GPU and NIC under a two-level switch share the upstream switches",
 			busIDs: []string{"00000000:07:00.0", "0000:17:00.0", "0000:18:00.0"},
 			wantBridges: append(append([]*ginv1.PcieBridge{}, socket0...),
-				&ginv1.PcieBridge{Id: "0000:04:01.0", Kind: sw, ParentId: "0000:03:00.0", NumaNode: 0, Link: gen5x16()},
-				&ginv1.PcieBridge{Id: "0000:02:01.0", Kind: sw, ParentId: "0000:01:00.0", NumaNode: 0, Link: gen5x16()},
+				&ginv1.PcieBridge{Id: "0000:04:01.0", Kind: down, ParentId: "0000:03:00.0", NumaNode: 0, Link: gen5x16()},
+				&ginv1.PcieBridge{Id: "0000:02:01.0", Kind: down, ParentId: "0000:01:00.0", NumaNode: 0, Link: gen5x16()},
 			),
 			wantDevices: map[string]DevicePCIe{
 				"0000:07:00.0": {ParentID: "0000:04:00.0", Link: gen5x16(), NUMANode: 0},
@@ -48,8 +52,8 @@ func TestPCIeTree(t *testing.T) {
 			busIDs: []string{"0000:81:00.0", "0000:81:00.1", "81:00.1", "0000:82:00.0"},
 			wantBridges: []*ginv1.PcieBridge{
 				{Id: "pci0000:80", Kind: host, NumaNode: 1},
-				{Id: "0000:80:01.0", Kind: sw, ParentId: "pci0000:80", NumaNode: 1, Link: &ginv1.PcieLink{Generation: 4, Width: 16}},
-				{Id: "0000:80:02.0", Kind: sw, ParentId: "pci0000:80", NumaNode: 1, Link: gen5x16()},
+				{Id: "0000:80:01.0", Kind: rport, ParentId: "pci0000:80", NumaNode: 1, Link: &ginv1.PcieLink{Generation: 4, Width: 16}},
+				{Id: "0000:80:02.0", Kind: rport, ParentId: "pci0000:80", NumaNode: 1, Link: gen5x16()},
 			},
 			wantDevices: map[string]DevicePCIe{
 				"0000:81:00.0": {ParentID: "0000:80:01.0", Link: &ginv1.PcieLink{Generation: 4, Width: 16}, NUMANode: 1},
@@ -62,7 +66,7 @@ func TestPCIeTree(t *testing.T) {
 			busIDs: []string{"0000:83:00.0"},
 			wantBridges: []*ginv1.PcieBridge{
 				{Id: "pci0000:80", Kind: host, NumaNode: 1},
-				{Id: "0000:80:03.0", Kind: sw, ParentId: "pci0000:80", NumaNode: 1, Link: &ginv1.PcieLink{Width: 16}},
+				{Id: "0000:80:03.0", Kind: rport, ParentId: "pci0000:80", NumaNode: 1, Link: &ginv1.PcieLink{Width: 16}},
 			},
 			wantDevices: map[string]DevicePCIe{
 				"0000:83:00.0": {ParentID: "0000:80:03.0", Link: gen5x16(), NUMANode: 1},
@@ -171,7 +175,7 @@ Unknown
 	want := []*ginv1.PcieBridge{
 		{Id: "pci0000:00", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE, NumaNode: -1},
 		{Id: "pci0001:00", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE, NumaNode: 0},
-		{Id: "0001:00:00.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, ParentId: "pci0001:00", NumaNode: 0, Link: &ginv1.PcieLink{Generation: 3, Width: 4}},
+		{Id: "0001:00:00.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT, ParentId: "pci0001:00", NumaNode: 0, Link: &ginv1.PcieLink{Generation: 3, Width: 4}},
 		{Id: "10000:e0:06.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, ParentId: "0001:00:00.0", NumaNode: 0, Link: &ginv1.PcieLink{Generation: 4, Width: 4}},
 	}
 	if len(bridges) != len(want) {
@@ -249,5 +253,43 @@ func TestAttachPCIe(t *testing.T) {
 	}
 	if h := hcas[2]; h.PcieParentId != "" {
 		t.Errorf("c = %v", h)
+	}
+}
+
+func TestConfigPortKind(t *testing.T) {
+	// A config space with a power-management capability at 0x40 pointing to
+	// the PCI Express capability at 0x60.
+	config := func(portType byte) []byte {
+		b := make([]byte, 256)
+		b[0x34] = 0x40
+		b[0x40], b[0x41] = 0x01, 0x60
+		b[0x60], b[0x61], b[0x62] = 0x10, 0x00, portType<<4|0x2
+		return b
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want ginv1.PcieBridgeKind
+		ok   bool
+	}{
+		{"root port", config(0x4), ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT, true},
+		{"upstream", config(0x5), ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, true},
+		{"downstream", config(0x6), ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT, true},
+		{"endpoint", config(0x0), 0, false},
+		{"only the 64-byte header (not root)", config(0x6)[:64], 0, false},
+		{"capability loop", func() []byte { b := config(0x6); b[0x40], b[0x41] = 0x01, 0x40; return b }(), 0, false},
+		{"too short", []byte{1, 2, 3}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config")
+			if err := os.WriteFile(p, tc.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := configPortKind(p)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("configPortKind = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

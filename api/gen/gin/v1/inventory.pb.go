@@ -29,8 +29,15 @@ const (
 	PcieBridgeKind_PCIE_BRIDGE_KIND_UNSPECIFIED PcieBridgeKind = 0
 	// The CPU's PCIe host bridge (root complex). A host bridge has no parent.
 	PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE PcieBridgeKind = 1
-	// A PCIe switch (or one level of a multi-level switch) or a root port.
+	// A PCIe switch: the whole switch, or its upstream port when the downstream
+	// ports are listed too (as sysfs shows them).
 	PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH PcieBridgeKind = 2
+	// A root port of the CPU's host bridge (part of the host bridge for the
+	// nvidia-smi classes: two devices whose paths meet there are PHB).
+	PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT PcieBridgeKind = 3
+	// A downstream port of the switch that is its parent (part of that switch:
+	// two devices under downstream ports of one switch are PIX).
+	PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT PcieBridgeKind = 4
 )
 
 // Enum value maps for PcieBridgeKind.
@@ -39,11 +46,15 @@ var (
 		0: "PCIE_BRIDGE_KIND_UNSPECIFIED",
 		1: "PCIE_BRIDGE_KIND_HOST_BRIDGE",
 		2: "PCIE_BRIDGE_KIND_SWITCH",
+		3: "PCIE_BRIDGE_KIND_ROOT_PORT",
+		4: "PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT",
 	}
 	PcieBridgeKind_value = map[string]int32{
-		"PCIE_BRIDGE_KIND_UNSPECIFIED": 0,
-		"PCIE_BRIDGE_KIND_HOST_BRIDGE": 1,
-		"PCIE_BRIDGE_KIND_SWITCH":      2,
+		"PCIE_BRIDGE_KIND_UNSPECIFIED":            0,
+		"PCIE_BRIDGE_KIND_HOST_BRIDGE":            1,
+		"PCIE_BRIDGE_KIND_SWITCH":                 2,
+		"PCIE_BRIDGE_KIND_ROOT_PORT":              3,
+		"PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT": 4,
 	}
 )
 
@@ -2098,11 +2109,13 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\n" +
 	"switch_lid\x18\x06 \x01(\rR\tswitchLid\x12\x1b\n" +
 	"\trate_gbps\x18\a \x01(\rR\brateGbps\x124\n" +
-	"\x06source\x18\b \x01(\x0e2\x1c.gin.v1.FabricNeighborSourceR\x06source*q\n" +
+	"\x06source\x18\b \x01(\x0e2\x1c.gin.v1.FabricNeighborSourceR\x06source*\xbe\x01\n" +
 	"\x0ePcieBridgeKind\x12 \n" +
 	"\x1cPCIE_BRIDGE_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cPCIE_BRIDGE_KIND_HOST_BRIDGE\x10\x01\x12\x1b\n" +
-	"\x17PCIE_BRIDGE_KIND_SWITCH\x10\x02*\xa3\x01\n" +
+	"\x17PCIE_BRIDGE_KIND_SWITCH\x10\x02\x12\x1e\n" +
+	"\x1aPCIE_BRIDGE_KIND_ROOT_PORT\x10\x03\x12+\n" +
+	"'PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT\x10\x04*\xa3\x01\n" +
 	"\vFabricState\x12\x1c\n" +
 	"\x18FABRIC_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aFABRIC_STATE_NOT_SUPPORTED\x10\x01\x12\x1c\n" +
