@@ -34,6 +34,8 @@ type Command struct {
 	//	*Command_PutInventory
 	//	*Command_SetNodeState
 	//	*Command_ImportFabric
+	//	*Command_PutPlan
+	//	*Command_DeletePlan
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -103,6 +105,24 @@ func (x *Command) GetImportFabric() *ImportFabric {
 	return nil
 }
 
+func (x *Command) GetPutPlan() *PutPlan {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutPlan); ok {
+			return x.PutPlan
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeletePlan() *DeletePlan {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeletePlan); ok {
+			return x.DeletePlan
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -119,11 +139,122 @@ type Command_ImportFabric struct {
 	ImportFabric *ImportFabric `protobuf:"bytes,3,opt,name=import_fabric,json=importFabric,proto3,oneof"`
 }
 
+type Command_PutPlan struct {
+	PutPlan *PutPlan `protobuf:"bytes,4,opt,name=put_plan,json=putPlan,proto3,oneof"`
+}
+
+type Command_DeletePlan struct {
+	DeletePlan *DeletePlan `protobuf:"bytes,5,opt,name=delete_plan,json=deletePlan,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
 
 func (*Command_ImportFabric) isCommand_Command() {}
+
+func (*Command_PutPlan) isCommand_Command() {}
+
+func (*Command_DeletePlan) isCommand_Command() {}
+
+// PutPlan pins a job's plan. A no-op when the job already has a plan (the
+// first one wins: a plan never changes for its job).
+type PutPlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          *v1.Plan               `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutPlan) Reset() {
+	*x = PutPlan{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutPlan) ProtoMessage() {}
+
+func (x *PutPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutPlan.ProtoReflect.Descriptor instead.
+func (*PutPlan) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PutPlan) GetPlan() *v1.Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// DeletePlan expires a job's plan (epilog or TTL). A no-op when absent.
+type DeletePlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePlan) Reset() {
+	*x = DeletePlan{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePlan) ProtoMessage() {}
+
+func (x *DeletePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePlan.ProtoReflect.Descriptor instead.
+func (*DeletePlan) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeletePlan) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *DeletePlan) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 // PutInventory stores a node's inventory at its generation. It is a no-op when
 // the held generation is newer, or equal with the same content hash.
@@ -139,7 +270,7 @@ type PutInventory struct {
 
 func (x *PutInventory) Reset() {
 	*x = PutInventory{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +282,7 @@ func (x *PutInventory) String() string {
 func (*PutInventory) ProtoMessage() {}
 
 func (x *PutInventory) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +295,7 @@ func (x *PutInventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutInventory.ProtoReflect.Descriptor instead.
 func (*PutInventory) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PutInventory) GetInventory() *v1.NodeInventory {
@@ -201,7 +332,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -213,7 +344,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -226,7 +357,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetNodeState) GetNodeName() string {
@@ -267,7 +398,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -279,7 +410,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -292,7 +423,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -317,7 +448,7 @@ type NodeRecord struct {
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +460,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +473,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -395,13 +526,14 @@ type Snapshot struct {
 	Nodes         []*NodeRecord      `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	Fabric        *v1.FabricTopology `protobuf:"bytes,3,opt,name=fabric,proto3" json:"fabric,omitempty"`
 	FabricIndex   uint64             `protobuf:"varint,4,opt,name=fabric_index,json=fabricIndex,proto3" json:"fabric_index,omitempty"`
+	Plans         []*v1.Plan         `protobuf:"bytes,5,rep,name=plans,proto3" json:"plans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +545,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +558,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -457,16 +589,32 @@ func (x *Snapshot) GetFabricIndex() uint64 {
 	return 0
 }
 
+func (x *Snapshot) GetPlans() []*v1.Plan {
+	if x != nil {
+		return x.Plans
+	}
+	return nil
+}
+
 var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe4\x01\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x02\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
-	"\rimport_fabric\x18\x03 \x01(\v2\x1a.gin.state.v1.ImportFabricH\x00R\fimportFabricB\t\n" +
-	"\acommandJ\x04\b\x04\x10\x10\"\x92\x01\n" +
+	"\rimport_fabric\x18\x03 \x01(\v2\x1a.gin.state.v1.ImportFabricH\x00R\fimportFabric\x122\n" +
+	"\bput_plan\x18\x04 \x01(\v2\x15.gin.state.v1.PutPlanH\x00R\aputPlan\x12;\n" +
+	"\vdelete_plan\x18\x05 \x01(\v2\x18.gin.state.v1.DeletePlanH\x00R\n" +
+	"deletePlanB\t\n" +
+	"\acommandJ\x04\b\x06\x10\x10\"+\n" +
+	"\aPutPlan\x12 \n" +
+	"\x04plan\x18\x01 \x01(\v2\f.gin.v1.PlanR\x04plan\";\n" +
+	"\n" +
+	"DeletePlan\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x92\x01\n" +
 	"\fPutInventory\x123\n" +
 	"\tinventory\x18\x01 \x01(\v2\x15.gin.v1.NodeInventoryR\tinventory\x12!\n" +
 	"\fcontent_hash\x18\x02 \x01(\tR\vcontentHash\x12*\n" +
@@ -485,12 +633,13 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12!\n" +
 	"\fstate_reason\x18\x04 \x01(\tR\vstateReason\x12D\n" +
 	"\x10state_changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0estateChangedAt\x12#\n" +
-	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xb4\x01\n" +
+	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xd8\x01\n" +
 	"\bSnapshot\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12.\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x18.gin.state.v1.NodeRecordR\x05nodes\x12.\n" +
 	"\x06fabric\x18\x03 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\x12!\n" +
-	"\ffabric_index\x18\x04 \x01(\x04R\vfabricIndexB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
+	"\ffabric_index\x18\x04 \x01(\x04R\vfabricIndex\x12\"\n" +
+	"\x05plans\x18\x05 \x03(\v2\f.gin.v1.PlanR\x05plansB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
 
 var (
 	file_gin_state_v1_state_proto_rawDescOnce sync.Once
@@ -504,38 +653,45 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
-	(*PutInventory)(nil),          // 1: gin.state.v1.PutInventory
-	(*SetNodeState)(nil),          // 2: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 3: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 4: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 5: gin.state.v1.Snapshot
-	(*v1.NodeInventory)(nil),      // 6: gin.v1.NodeInventory
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(v1.NodeState)(0),             // 8: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 9: gin.v1.FabricTopology
+	(*PutPlan)(nil),               // 1: gin.state.v1.PutPlan
+	(*DeletePlan)(nil),            // 2: gin.state.v1.DeletePlan
+	(*PutInventory)(nil),          // 3: gin.state.v1.PutInventory
+	(*SetNodeState)(nil),          // 4: gin.state.v1.SetNodeState
+	(*ImportFabric)(nil),          // 5: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 6: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 7: gin.state.v1.Snapshot
+	(*v1.Plan)(nil),               // 8: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 9: gin.v1.NodeInventory
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(v1.NodeState)(0),             // 11: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 12: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
-	1,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
-	2,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	3,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
-	6,  // 3: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	7,  // 4: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	8,  // 5: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	7,  // 6: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	9,  // 7: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	6,  // 8: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	8,  // 9: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	7,  // 10: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	4,  // 11: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	9,  // 12: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
+	4,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
+	5,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	1,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
+	2,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
+	8,  // 5: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	9,  // 6: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	10, // 7: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	11, // 8: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	10, // 9: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	12, // 10: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	9,  // 11: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	11, // 12: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	10, // 13: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	6,  // 14: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	12, // 15: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	8,  // 16: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -547,6 +703,8 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_PutInventory)(nil),
 		(*Command_SetNodeState)(nil),
 		(*Command_ImportFabric)(nil),
+		(*Command_PutPlan)(nil),
+		(*Command_DeletePlan)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -554,7 +712,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
