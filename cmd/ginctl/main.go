@@ -71,7 +71,8 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
-	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd())
+	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
+		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

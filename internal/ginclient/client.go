@@ -88,3 +88,8 @@ func (c *Client) Topology(ctx context.Context, fn func(ginv1.TopologyServiceClie
 func (c *Client) Admin(ctx context.Context, fn func(ginv1.AdminServiceClient) error) error {
 	return c.Do(ctx, func(_ context.Context, conn *grpc.ClientConn) error { return fn(ginv1.NewAdminServiceClient(conn)) })
 }
+
+// Plans runs fn with a PlanService client, with failover.
+func (c *Client) Plans(ctx context.Context, fn func(ginv1.PlanServiceClient) error) error {
+	return c.Do(ctx, func(_ context.Context, conn *grpc.ClientConn) error { return fn(ginv1.NewPlanServiceClient(conn)) })
+}

@@ -63,6 +63,10 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.SetNodeState(index, c.SetNodeState)
 	case *statev1.Command_ImportFabric:
 		return f.store.ImportFabric(index, c.ImportFabric)
+	case *statev1.Command_PutPlan:
+		return f.store.PutPlan(index, c.PutPlan)
+	case *statev1.Command_DeletePlan:
+		return f.store.DeletePlan(index, c.DeletePlan)
 	default:
 		f.store.SetIndex(index)
 		f.log.Warn("raft entry has a command this version does not know; skipped", "index", index)
@@ -91,6 +95,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		idx = max(idx, n.GetUpdatedIndex())
 	}
 	idx = max(idx, snap.GetFabricIndex())
+	for _, p := range snap.GetPlans() {
+		idx = max(idx, p.GetCreatedIndex())
+	}
 	return f.store.Restore(idx, snap)
 }
 

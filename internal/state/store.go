@@ -44,6 +44,8 @@ type Store struct {
 	fabricIndex uint64
 	graph       *graph.Graph
 	index       uint64
+	// plans are the pinned job plans by job id; never modified once stored.
+	plans map[string]*ginv1.Plan
 
 	watchers watchers
 }
@@ -54,7 +56,7 @@ func New(log *slog.Logger) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g, _ := graph.Build(nil, nil)
-	return &Store{log: log, nodes: map[string]*statev1.NodeRecord{}, graph: g}
+	return &Store{log: log, nodes: map[string]*statev1.NodeRecord{}, graph: g, plans: map[string]*ginv1.Plan{}}
 }
 
 // Index is the Raft index of the last applied entry.
@@ -220,6 +222,14 @@ func (s *Store) Snapshot() *statev1.Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	snap := &statev1.Snapshot{FormatVersion: SnapshotFormat, Fabric: s.fabric, FabricIndex: s.fabricIndex}
+	jobs := make([]string, 0, len(s.plans))
+	for j := range s.plans {
+		jobs = append(jobs, j)
+	}
+	sort.Strings(jobs)
+	for _, j := range jobs {
+		snap.Plans = append(snap.Plans, s.plans[j])
+	}
 	names := make([]string, 0, len(s.nodes))
 	for n := range s.nodes {
 		names = append(names, n)
@@ -249,6 +259,13 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 		nodes[name] = r
 		invs = append(invs, r.GetInventory())
 	}
+	plans := make(map[string]*ginv1.Plan, len(snap.GetPlans()))
+	for i, p := range snap.GetPlans() {
+		if p.GetJobId() == "" {
+			return fmt.Errorf("snapshot plan %d has no job id", i)
+		}
+		plans[p.GetJobId()] = p
+	}
 	g, err := graph.Build(nil, nil)
 	if err != nil {
 		return err
@@ -267,7 +284,7 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 		}
 	}
 	s.mu.Lock()
-	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index
+	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index, plans
 	s.mu.Unlock()
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED})
 	return nil

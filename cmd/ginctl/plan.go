@@ -1,0 +1,361 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/plan"
+)
+
+// withPlans runs fn against the masters with the request deadline.
+func (a *app) withPlans(ctx context.Context, fn func(context.Context, ginv1.PlanServiceClient) error) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return c.Plans(ctx, func(pc ginv1.PlanServiceClient) error { return fn(ctx, pc) })
+}
+
+func (a *app) planCmd() *cobra.Command {
+	var (
+		job, nodes string
+		gpn        uint32
+		ttl        time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "plan --job ID [--nodes LIST]",
+		Short: "Create or show a job's pinned plan and explain each row",
+		Long: `Show the job's pinned plan (the decision table the NCCL tuner plugin applies on
+every rank), creating and pinning it first when the job has none and --nodes is
+given. A plan never changes for its job: every later request, on any master,
+gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
+		Example: `  ginctl plan --job 4242 --nodes 'node[001-064]'
+  ginctl plan --job 4242 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if job == "" {
+				return usageError{fmt.Errorf("--job is required")}
+			}
+			if ttl < 0 {
+				return usageError{fmt.Errorf("--ttl %s: must not be negative", ttl)}
+			}
+			var resp *ginv1.GetOrCreatePlanResponse
+			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				resp, err = pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes, GpusPerNode: gpn, TtlSeconds: uint32(ttl / time.Second)})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp.GetPlan())
+			}
+			p := resp.GetPlan()
+			state := "existing"
+			if resp.GetCreated() {
+				state = "created"
+			}
+			fmt.Fprintf(a.stdout, "Plan for job %s (%s): %d nodes × %d GPUs, model %s, hash %s\n", p.GetJobId(), state,
+				len(p.GetNodes()), p.GetGpusPerNode(), p.GetModelVersion(), p.GetContentHash())
+			fmt.Fprintf(a.stdout, "Pinned at index %d, expires %s\n", p.GetCreatedIndex(), p.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
+			for _, l := range plan.Explain(p) {
+				fmt.Fprintln(a.stdout, l)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&job, "job", "", "job id (Slurm job id)")
+	f.StringVar(&nodes, "nodes", "", "the job's nodes (Slurm hostlist), needed to create the plan")
+	f.Uint32Var(&gpn, "gpus-per-node", 0, "GPUs per node the job uses (0: all)")
+	f.DurationVar(&ttl, "ttl", 0, "expire the plan after this long without an epilog (default 7 days)")
+	del := &cobra.Command{
+		Use:   "delete --job ID",
+		Short: "Expire a job's plan (what the Slurm epilog calls)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if job == "" {
+				return usageError{fmt.Errorf("--job is required")}
+			}
+			var resp *ginv1.DeletePlanResponse
+			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				resp, err = pc.DeletePlan(ctx, &ginv1.DeletePlanRequest{JobId: job})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			if resp.GetDeleted() {
+				fmt.Fprintf(a.stdout, "plan for job %s deleted at index %d\n", job, resp.GetIndex())
+			} else {
+				fmt.Fprintf(a.stdout, "job %s had no plan\n", job)
+			}
+			return nil
+		},
+	}
+	del.Flags().StringVar(&job, "job", "", "job id")
+	cmd.AddCommand(del)
+	return cmd
+}
+
+// parseSize reads "8", "1K", "256M", "8G", "1T" (binary multiples, as
+// nccl-tests' -b/-e flags).
+func parseSize(s string) (uint64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	mult := uint64(1)
+	for suffix, m := range map[string]uint64{"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40} {
+		if strings.HasSuffix(s, suffix) || strings.HasSuffix(s, suffix+"B") || strings.HasSuffix(s, suffix+"IB") {
+			s = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I"), suffix)
+			mult = m
+			break
+		}
+	}
+	s = strings.TrimSuffix(s, "B")
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: want bytes such as 8, 64K, 256M or 8G", s)
+	}
+	if v > (1<<50)/mult {
+		return 0, fmt.Errorf("size %q is larger than 1 PiB", s)
+	}
+	return v * mult, nil
+}
+
+var collectives = map[string]ginv1.Collective{
+	"all_reduce": ginv1.Collective_COLLECTIVE_ALL_REDUCE, "all_gather": ginv1.Collective_COLLECTIVE_ALL_GATHER,
+	"reduce_scatter": ginv1.Collective_COLLECTIVE_REDUCE_SCATTER, "broadcast": ginv1.Collective_COLLECTIVE_BROADCAST,
+	"reduce": ginv1.Collective_COLLECTIVE_REDUCE,
+}
+
+// predictionJSON is `ginctl estimate -o json` for a fixed placement, in
+// nccl-tests' terms and NCCL's names.
+type predictionJSON struct {
+	Collective string  `json:"collective"`
+	SizeBytes  uint64  `json:"size_bytes"`
+	NRanks     uint32  `json:"n_ranks"`
+	NNodes     uint32  `json:"n_nodes"`
+	Algorithm  string  `json:"algorithm"`
+	Protocol   string  `json:"protocol"`
+	Channels   uint32  `json:"channels,omitempty"`
+	TimeUs     float64 `json:"time_us"`
+	AlgBWGBps  float64 `json:"algbw_gbps"`
+	BusBWGBps  float64 `json:"busbw_gbps"`
+}
+
+func toPredictionJSON(p *ginv1.Prediction) predictionJSON {
+	return predictionJSON{
+		Collective: strings.ToLower(strings.TrimPrefix(p.GetCollective().String(), "COLLECTIVE_")), SizeBytes: p.GetSizeBytes(),
+		NRanks: p.GetNRanks(), NNodes: p.GetNNodes(), Algorithm: algoName(p.GetAlgorithm()), Protocol: protoName(p.GetProtocol()),
+		Channels: p.GetChannels(), TimeUs: p.GetTimeUs(), AlgBWGBps: p.GetAlgbwGbps(), BusBWGBps: p.GetBusbwGbps(),
+	}
+}
+
+func (a *app) estimateCmd() *cobra.Command {
+	var (
+		gpus, gpn                   uint32
+		nodes, coll, size, workload string
+		bytesPerStep                string
+		computeSeconds              float64
+	)
+	cmd := &cobra.Command{
+		Use:   "estimate (--gpus N | --nodes LIST --collective C --size BYTES)",
+		Short: "Predict collective time and scaling before asking for resources",
+		Long: `--gpus N: for each placement the cluster can offer now (same NVLink domain, one
+node over PCIe, one leaf, across the spine, Ethernet only), the predicted
+collective time and the speedup of N GPUs over 1 for a workload (--workload
+dp|tp, or --collective with --bytes-per-step and --compute-seconds), and the
+free GPUs it would pick.
+
+--nodes LIST: the prediction for exactly that placement; -o json prints
+algorithm, protocol, time_us, algbw_gbps and busbw_gbps as nccl-tests defines
+them (busbw = algbw × 2(n-1)/n for all_reduce).`,
+		Example: `  ginctl estimate --gpus 16 --workload dp
+  ginctl estimate --nodes 'node[001-002]' --collective all_reduce --size 1G -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := &ginv1.EstimateRequest{Nodes: nodes, GpusPerNode: gpn, Gpus: gpus}
+			if (gpus == 0) == (nodes == "") {
+				return usageError{fmt.Errorf("give either --gpus N or --nodes LIST")}
+			}
+			if coll != "" {
+				c, ok := collectives[coll]
+				if !ok {
+					return usageError{fmt.Errorf("--collective %q: want all_reduce, all_gather, reduce_scatter, broadcast or reduce", coll)}
+				}
+				req.Collective = c
+			}
+			if size != "" {
+				v, err := parseSize(size)
+				if err != nil {
+					return usageError{fmt.Errorf("--size: %w", err)}
+				}
+				req.SizeBytes = v
+			}
+			if nodes != "" && (req.Collective == 0 || req.SizeBytes == 0) {
+				return usageError{fmt.Errorf("--nodes needs --collective and --size")}
+			}
+			if gpus > 0 {
+				w := &ginv1.Workload{}
+				switch workload {
+				case "dp", "data-parallel":
+					w.Preset = ginv1.WorkloadPreset_WORKLOAD_PRESET_DATA_PARALLEL_TRAINING
+				case "tp", "tensor-parallel":
+					w.Preset = ginv1.WorkloadPreset_WORKLOAD_PRESET_TENSOR_PARALLEL_INFERENCE
+				case "":
+					if bytesPerStep == "" {
+						w.Preset = ginv1.WorkloadPreset_WORKLOAD_PRESET_DATA_PARALLEL_TRAINING
+						break
+					}
+					b, err := parseSize(bytesPerStep)
+					if err != nil {
+						return usageError{fmt.Errorf("--bytes-per-step: %w", err)}
+					}
+					if computeSeconds <= 0 || req.Collective == 0 {
+						return usageError{fmt.Errorf("an explicit workload needs --collective, --bytes-per-step and --compute-seconds > 0")}
+					}
+					w.Collective, w.BytesPerStep, w.ComputeSecondsPerStep = req.Collective, b, computeSeconds
+				default:
+					return usageError{fmt.Errorf("--workload %q: want dp or tp", workload)}
+				}
+				req.Workload = w
+			}
+			var resp *ginv1.EstimateResponse
+			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				resp, err = pc.Estimate(ctx, req)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if nodes != "" {
+				pj := toPredictionJSON(resp.GetPrediction())
+				if a.output == "json" {
+					return a.printJSON(pj)
+				}
+				fmt.Fprintf(a.stdout, "%s of %d bytes on %d ranks over %d nodes: %s/%s, %.1f µs, algbw %.2f GB/s, busbw %.2f GB/s\n",
+					pj.Collective, pj.SizeBytes, pj.NRanks, pj.NNodes, pj.Algorithm, pj.Protocol, pj.TimeUs, pj.AlgBWGBps, pj.BusBWGBps)
+				return nil
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLACEMENT\tAVAILABLE\tALGO/PROTO\tTIME\tBUSBW\tSPEEDUP\tEFFICIENCY\tGPUS")
+			for _, pe := range resp.GetPlacements() {
+				avail := "yes"
+				if !pe.GetAvailable() {
+					avail = "no: " + pe.GetReason()
+				}
+				pr := pe.GetPrediction()
+				gp := strings.Join(pe.GetGpus(), ",")
+				if len(pe.GetGpus()) > 4 {
+					gp = strings.Join(pe.GetGpus()[:4], ",") + fmt.Sprintf(",... (%d)", len(pe.GetGpus()))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%.1f µs\t%.1f GB/s\t%.2f×\t%.0f%%\t%s\n", pe.GetPlacement(), avail,
+					algoName(pr.GetAlgorithm()), protoName(pr.GetProtocol()), pr.GetTimeUs(), pr.GetBusbwGbps(),
+					pe.GetSpeedup(), 100*pe.GetEfficiency(), dash(gp))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.Uint32Var(&gpus, "gpus", 0, "GPU count: estimate every placement class for it")
+	f.StringVar(&nodes, "nodes", "", "a fixed placement (Slurm hostlist)")
+	f.Uint32Var(&gpn, "gpus-per-node", 0, "GPUs per node of the fixed placement (0: all)")
+	f.StringVar(&coll, "collective", "", "all_reduce, all_gather, reduce_scatter, broadcast or reduce")
+	f.StringVar(&size, "size", "", "message size in bytes (K, M, G suffixes are binary)")
+	f.StringVar(&workload, "workload", "", "preset for --gpus: dp (data-parallel training) or tp (tensor-parallel inference)")
+	f.StringVar(&bytesPerStep, "bytes-per-step", "", "explicit workload: bytes of --collective per step")
+	f.Float64Var(&computeSeconds, "compute-seconds", 0, "explicit workload: compute time of one step on one GPU")
+	return cmd
+}
+
+func (a *app) orderCmd() *cobra.Command {
+	var nodes string
+	cmd := &cobra.Command{
+		Use:   "order --nodes LIST",
+		Short: "Print the nodes in the order whose ring crosses the spine least (a hostfile)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodes == "" {
+				return usageError{fmt.Errorf("--nodes is required")}
+			}
+			var resp *ginv1.OrderNodesResponse
+			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				resp, err = pc.OrderNodes(ctx, &ginv1.OrderNodesRequest{Nodes: nodes})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			for _, n := range resp.GetNodes() {
+				fmt.Fprintln(a.stdout, n)
+			}
+			fmt.Fprintf(os.Stderr, "ring crosses the spine %d times (given order: %d)\n", resp.GetSpineCrossings(), resp.GetGivenSpineCrossings())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&nodes, "nodes", "", "nodes to order (Slurm hostlist)")
+	return cmd
+}
+
+func (a *app) exportCmd() *cobra.Command {
+	var node, out string
+	formats := map[string]ginv1.ExportFormat{
+		"slurm": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_TREE, "slurm-block": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_BLOCK,
+		"json": ginv1.ExportFormat_EXPORT_FORMAT_JSON, "dot": ginv1.ExportFormat_EXPORT_FORMAT_DOT, "nccl-topo": ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO,
+	}
+	cmd := &cobra.Command{
+		Use:   "export slurm|slurm-block|json|dot|nccl-topo [--node NAME] [--out FILE]",
+		Short: "Export the topology: Slurm topology.conf, JSON, Graphviz, NCCL_TOPO_FILE",
+		Long: `Export the cluster topology:
+  slurm        Slurm topology.conf for TopologyPlugin=topology/tree
+  slurm-block  Slurm topology.conf for topology/block (NVLink domains as blocks)
+  json         the graph as JSON
+  dot          Graphviz
+  nccl-topo    an NCCL_TOPO_FILE for one node (--node)`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, ok := formats[args[0]]
+			if !ok {
+				return usageError{fmt.Errorf("unknown format %q: want slurm, slurm-block, json, dot or nccl-topo", args[0])}
+			}
+			if f == ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO && node == "" {
+				return usageError{fmt.Errorf("nccl-topo needs --node")}
+			}
+			var resp *ginv1.ExportResponse
+			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				resp, err = pc.Export(ctx, &ginv1.ExportRequest{Format: f, Node: node})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err = a.stdout.Write(resp.GetContent())
+				return err
+			}
+			return os.WriteFile(out, resp.GetContent(), 0o644)
+		},
+	}
+	cmd.Flags().StringVar(&node, "node", "", "node (for nccl-topo)")
+	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	return cmd
+}
