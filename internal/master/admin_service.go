@@ -39,8 +39,12 @@ func (s *Server) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uin
 	case len(f.GetLinks()) > maxFabricLinks:
 		return 0, invalidf("fabric.links", "%d links, more than %d", len(f.GetLinks()), maxFabricLinks)
 	}
-	if _, err := s.store.Graph().WithFabric(f); err != nil {
+	g := s.store.Graph()
+	if _, err := g.WithFabric(f); err != nil {
 		return 0, invalidf("fabric", "%v", err)
+	}
+	if errs := g.CheckFabric(f); len(errs) > 0 {
+		return 0, invalidf("fabric", "the scan contradicts the inventories (%d problem(s)); first: %v", len(errs), errs[0])
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_ImportFabric{ImportFabric: &statev1.ImportFabric{Fabric: f}}})
 	if err != nil {
