@@ -178,7 +178,7 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 		simHelp += ": " + strings.Join(p, ", ")
 	}
 	f.StringVar(&o.source, "source", "auto",
-		"inventory source: auto (this node's hardware through the NVIDIA driver), sim:<profile> ("+simHelp+
+		"inventory source: auto (this node's hardware: NVML, sysfs, RDMA netlink, lldpd), nvml (the same, but fail without an NVIDIA driver), sim:<profile> ("+simHelp+
 			"), or file:<path> (an inventory saved with --once -o json)")
 	f.StringVar(&o.master, "master", "",
 		"comma-separated master list, host[:port] or [IPv6]:port, port "+strconv.Itoa(masteraddr.DefaultPort)+
@@ -243,7 +243,7 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 	if o.scanInterval < time.Second {
 		return s, usagef("--fabric-scan-interval %s: must be at least 1s", o.scanInterval)
 	}
-	if !cmd.Flags().Changed("fabric-scan-command") && !strings.HasPrefix(o.source, "auto") {
+	if !cmd.Flags().Changed("fabric-scan-command") && !strings.HasPrefix(o.source, "auto") && o.source != "nvml" {
 		s.scanCommand = "" // simulated and replayed nodes have no fabric to scan
 	}
 	if err := linkhealth.Validate(o.linkErrors); err != nil {
@@ -292,9 +292,9 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 func checkSource(spec string) error {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	switch kind {
-	case "auto":
+	case "auto", "nvml":
 		if hasArg {
-			return usagef("--source %q: auto takes no argument", spec)
+			return usagef("--source %q: %s takes no argument", spec, kind)
 		}
 	case "sim":
 		if arg == "" {
@@ -308,7 +308,7 @@ func checkSource(spec string) error {
 			return usagef("--source %q: want file:<path>", spec)
 		}
 	default:
-		return usagef("--source %q: want auto, sim:<profile> or file:<path>", spec)
+		return usagef("--source %q: want auto, nvml, sim:<profile> or file:<path>", spec)
 	}
 	return nil
 }

@@ -59,12 +59,16 @@ type autoSource struct {
 	lastErrs []discovery.ItemError
 }
 
-func openAuto(opts Options) (discovery.Source, error) {
+// openAuto opens the real-hardware source; requireGPUs (--source nvml)
+// fails when NVML cannot be used instead of reporting RDMA devices only.
+func openAuto(opts Options, requireGPUs bool) (discovery.Source, error) {
 	a := newAuto(opts.NodeName, opts.Auto)
 	c, err := nvml.New()
 	switch {
 	case err == nil:
 		a.gpus = c
+	case requireGPUs:
+		return nil, fmt.Errorf("--source nvml: %w", err)
 	case errors.Is(err, nvml.ErrNoDriver), errors.Is(err, nvml.ErrNoNVML):
 		hcas, _ := sysfs.HCAsWithLookup(a.opts.SysRoot, nil)
 		if len(hcas) == 0 {

@@ -48,9 +48,11 @@ func Open(spec string, opts Options) (discovery.Source, error) {
 		}
 		return &fileSource{spec: spec, path: arg, nodeName: opts.NodeName}, nil
 	case "auto", "":
-		return openAuto(opts)
+		return openAuto(opts, false)
+	case "nvml":
+		return openAuto(opts, true)
 	default:
-		return nil, fmt.Errorf("discovery: unknown --source %q: want auto, sim:<profile> or file:<path>", spec)
+		return nil, fmt.Errorf("discovery: unknown --source %q: want auto, nvml, sim:<profile> or file:<path>", spec)
 	}
 }
 
