@@ -49,7 +49,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"bad heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "often"}, "GIN_HEARTBEAT_INTERVAL"},
 		{"negative heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "-5"}, "must be positive"},
 		{"negative collect interval", []string{"--collect-interval", "-1s"}, nil, "--collect-interval"},
-		{"unknown source kind", []string{"--source", "nvml"}, nil, `--source "nvml"`},
+		{"unknown source kind", []string{"--source", "dcgm"}, nil, `--source "dcgm"`},
 		{"sim without profile", []string{"--source", "sim:"}, nil, "sim:<profile>"},
 		{"file without path", []string{"--source", "file:"}, nil, "file:<path>"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},

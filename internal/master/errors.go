@@ -28,6 +28,9 @@ func invalidf(field, format string, args ...any) error {
 	return &badRequest{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
+// errFailedPrecondition marks a request the state does not allow now.
+var errFailedPrecondition = errors.New("failed precondition")
+
 // notFound is a lookup of something that does not exist.
 type notFound struct{ what string }
 
@@ -75,6 +78,8 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown):
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, errFailedPrecondition):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, errResourceExhausted):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

@@ -102,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	ginv1.RegisterTopologyServiceServer(s.grpc, &topologyService{s: s})
 	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
+	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil
@@ -116,7 +117,11 @@ func (s *Server) RaftAddr() string { return s.node.Addr() }
 // Serve answers requests until ctx ends or Close is called.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		s.planExpiryLoop(ctx, time.Minute)
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.watchLeadership(ctx)

@@ -63,6 +63,24 @@ func selectNodes(v state.View, expr string) ([]string, error) {
 	return names, nil
 }
 
+// selectNodesInOrder is selectNodes keeping the order written.
+func selectNodesInOrder(v state.View, expr string) ([]string, error) {
+	names, err := hostlist.Expand(expr)
+	if err != nil {
+		return nil, invalidf("nodes", "%v", err)
+	}
+	var missing []string
+	for _, n := range names {
+		if _, ok := v.Node(n); !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &notFound{what: fmt.Sprintf("node(s) %s", hostlist.Compress(missing))}
+	}
+	return names, nil
+}
+
 func summary(g *graph.Graph, rec *statev1.NodeRecord) *ginv1.NodeSummary {
 	inv := rec.GetInventory()
 	s := &ginv1.NodeSummary{
