@@ -1,0 +1,201 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/plan"
+)
+
+// Plan limits.
+const (
+	DefaultPlanTTL = 7 * 24 * time.Hour
+	MaxPlanTTL     = 90 * 24 * time.Hour
+	maxJobIDLen    = 128
+	// MaxPlanNodes bounds a job's node list.
+	MaxPlanNodes = 16384
+)
+
+var jobIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+
+func validJobID(id string) error {
+	switch {
+	case id == "":
+		return invalidf("job_id", "is empty")
+	case len(id) > maxJobIDLen:
+		return invalidf("job_id", "is %d bytes, more than %d", len(id), maxJobIDLen)
+	case !jobIDRE.MatchString(id):
+		return invalidf("job_id", "%q has characters outside [A-Za-z0-9._:-]", id)
+	}
+	return nil
+}
+
+type planService struct {
+	ginv1.UnimplementedPlanServiceServer
+	s *Server
+	// creating collapses concurrent first requests for one job (every rank
+	// of a job asks at once) into one computation and one Raft write.
+	creating singleflight.Group
+}
+
+func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
+	if err := validJobID(req.GetJobId()); err != nil {
+		return nil, toStatus(err)
+	}
+	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+		_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return &ginv1.GetOrCreatePlanResponse{Plan: pl, Read: ri}, nil
+	}
+	if !p.s.node.IsLeader() {
+		return nil, toStatus(p.s.notLeaderErr())
+	}
+	v, err, _ := p.creating.Do(req.GetJobId(), func() (any, error) {
+		return p.create(context.WithoutCancel(ctx), req)
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	created := v.(*createResult)
+	_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &ginv1.GetOrCreatePlanResponse{Plan: created.plan, Created: created.created, Read: ri}, nil
+}
+
+type createResult struct {
+	plan    *ginv1.Plan
+	created bool
+}
+
+// create computes the plan on the leader and pins it through Raft. The
+// first plan committed for a job wins; whoever lost the race gets it.
+func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*createResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+		return &createResult{plan: pl}, nil
+	}
+	if req.GetNodes() == "" {
+		return nil, &notFound{what: fmt.Sprintf("plan for job %q (give its nodes to create one)", req.GetJobId())}
+	}
+	nodes, err := hostlist.Expand(req.GetNodes())
+	if err != nil {
+		return nil, invalidf("nodes", "%v", err)
+	}
+	if len(nodes) > MaxPlanNodes {
+		return nil, invalidf("nodes", "%d nodes, more than %d", len(nodes), MaxPlanNodes)
+	}
+	ttl := DefaultPlanTTL
+	if t := req.GetTtlSeconds(); t > 0 {
+		ttl = time.Duration(t) * time.Second
+		if ttl > MaxPlanTTL {
+			return nil, invalidf("ttl_seconds", "%d s is more than %s", t, MaxPlanTTL)
+		}
+	}
+	view := p.s.store.View()
+	var missing, down []string
+	for _, n := range nodes {
+		rec, ok := view.Node(n)
+		switch {
+		case !ok:
+			missing = append(missing, n)
+		case rec.GetState() != ginv1.NodeState_NODE_STATE_UP:
+			down = append(down, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &notFound{what: fmt.Sprintf("node(s) %s", hostlist.Compress(missing))}
+	}
+	if len(down) > 0 {
+		return nil, fmt.Errorf("%w: node(s) %s are not up", errFailedPrecondition, hostlist.Compress(down))
+	}
+	pl, err := plan.Build(view.Graph, req.GetJobId(), nodes, int(req.GetGpusPerNode()))
+	if err != nil {
+		return nil, invalidf("nodes", "%v", err)
+	}
+	now := time.Now()
+	pl.CreatedAt, pl.ExpiresAt = timestamppb.New(now), timestamppb.New(now.Add(ttl))
+	res, err := p.s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutPlan{PutPlan: &statev1.PutPlan{Plan: pl}}})
+	if err != nil {
+		return nil, fmt.Errorf("pin plan for job %q: %w", req.GetJobId(), err)
+	}
+	stored, ok := p.s.store.Plan(req.GetJobId())
+	if !ok {
+		return nil, fmt.Errorf("pin plan for job %q: committed at %d but not in the state", req.GetJobId(), res.Index)
+	}
+	p.s.log.Info("plan pinned", "job", req.GetJobId(), "nodes", len(nodes), "rules", len(stored.GetRules()),
+		"hash", stored.GetContentHash(), "index", stored.GetCreatedIndex(), "created", res.Changed)
+	return &createResult{plan: stored, created: res.Changed}, nil
+}
+
+func (p *planService) GetPlan(ctx context.Context, req *ginv1.GetPlanRequest) (*ginv1.GetPlanResponse, error) {
+	if err := validJobID(req.GetJobId()); err != nil {
+		return nil, toStatus(err)
+	}
+	_, ri, err := p.s.read(ctx, req.GetConsistency())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	pl, ok := p.s.store.Plan(req.GetJobId())
+	if !ok {
+		return nil, toStatus(&notFound{what: fmt.Sprintf("plan for job %q", req.GetJobId())})
+	}
+	return &ginv1.GetPlanResponse{Plan: pl, Read: ri}, nil
+}
+
+func (p *planService) DeletePlan(ctx context.Context, req *ginv1.DeletePlanRequest) (*ginv1.DeletePlanResponse, error) {
+	if err := validJobID(req.GetJobId()); err != nil {
+		return nil, toStatus(err)
+	}
+	if _, ok := p.s.store.Plan(req.GetJobId()); !ok {
+		return &ginv1.DeletePlanResponse{}, nil
+	}
+	res, err := p.s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: req.GetJobId(), Reason: "deleted by request"}}})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &ginv1.DeletePlanResponse{Deleted: res.Changed, Index: res.Index}, nil
+}
+
+// expirePlans deletes, on the leader, the plans past their expiry.
+func (s *Server) expirePlans(ctx context.Context, now time.Time) {
+	for _, pl := range s.store.Plans() {
+		if exp := pl.GetExpiresAt(); exp == nil || exp.AsTime().After(now) {
+			continue
+		}
+		_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: pl.GetJobId(), Reason: "expired"}}})
+		if err != nil {
+			s.log.Warn("plan expiry not committed", "job", pl.GetJobId(), "err", err)
+			continue
+		}
+		s.log.Info("plan expired", "job", pl.GetJobId())
+	}
+}
+
+// planExpiryLoop runs expirePlans every interval while this server leads.
+func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if s.node.IsLeader() {
+				s.expirePlans(ctx, now)
+			}
+		}
+	}
+}
