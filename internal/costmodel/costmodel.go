@@ -1,18 +1,10 @@
-// Package costmodel predicts NCCL collective times for a placement: NCCL's
-// own model (latency + size / bandwidth per algorithm and protocol, NCCL's
-// constants) plus what NCCL cannot see from one node: leaf/spine hops and
-// oversubscription, degraded or down links, MNNVL domains, NVLS on NVSwitch
-// systems. Plans, estimates and host ordering all use it.
-//
-// CONTRACT STUB: the types and signatures below are what plan, estimate and
-// master code against; the bodies are being written.
 package costmodel
 
 import (
 	"errors"
+	"fmt"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/graph"
 )
 
 // ModelVersion names the model; it is written into every plan.
@@ -52,25 +44,110 @@ type Prediction struct {
 	BusBWGBps float64
 }
 
-// ErrNotImplemented is returned by the stub.
+// ErrNotImplemented was returned by the contract stub; kept for callers
+// that still reference it. The model never returns it.
 var ErrNotImplemented = errors.New("costmodel: not implemented yet")
 
-// Predict returns the fastest (algorithm, protocol) for coll of bytes on s.
+// ErrNoAlgorithm is returned when no (algorithm, protocol) is usable for
+// the shape (NCCL would fail with "No algorithm/protocol available").
+var ErrNoAlgorithm = errors.New("costmodel: no usable algorithm/protocol")
+
+// Algorithms and Protocols are the cells of NCCL's cost table in NCCL's
+// index order (ties go to the first).
+var (
+	Algorithms = []ginv1.Algorithm{
+		ginv1.Algorithm_ALGORITHM_TREE, ginv1.Algorithm_ALGORITHM_RING,
+		ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT, ginv1.Algorithm_ALGORITHM_COLLNET_CHAIN,
+		ginv1.Algorithm_ALGORITHM_NVLS, ginv1.Algorithm_ALGORITHM_NVLS_TREE, ginv1.Algorithm_ALGORITHM_PAT,
+	}
+	Protocols = []ginv1.Protocol{ginv1.Protocol_PROTOCOL_LL, ginv1.Protocol_PROTOCOL_LL128, ginv1.Protocol_PROTOCOL_SIMPLE}
+)
+
+// collIndex maps a Collective to ncclFunc_t; -1 for others.
+func collIndex(c ginv1.Collective) int {
+	if c < ginv1.Collective_COLLECTIVE_BROADCAST || c > ginv1.Collective_COLLECTIVE_ALL_REDUCE {
+		return -1
+	}
+	return int(c) - 1
+}
+
+// Predict returns the fastest (algorithm, protocol) for coll of bytes on s
+// in GIN's model.
 func Predict(s Shape, coll ginv1.Collective, bytes uint64) (Prediction, error) {
-	return Prediction{}, ErrNotImplemented
+	return predict(s, coll, bytes, true)
+}
+
+// PredictNCCL returns what NCCL's own model (no tuner) picks for coll of
+// bytes on s, with NCCL's predicted time: the same formulas without GIN's
+// fabric adjustments (oversubscription, switch hops, Ethernet latency,
+// 2-node tree NIC bytes, measured NVLink step latency).
+func PredictNCCL(s Shape, coll ginv1.Collective, bytes uint64) (Prediction, error) {
+	return predict(s, coll, bytes, false)
+}
+
+func predict(s Shape, coll ginv1.Collective, bytes uint64, gin bool) (Prediction, error) {
+	c := collIndex(coll)
+	if c < 0 {
+		return Prediction{}, fmt.Errorf("costmodel: collective %v is not one the tuner sees", coll)
+	}
+	p, err := derive(s, gin)
+	if err != nil {
+		return Prediction{}, err
+	}
+	best := Prediction{TimeUs: -1}
+	for a := range numAlgos {
+		for pr := range numProtos {
+			us, ch, ok := p.cell(c, a, pr, bytes)
+			if !ok || (best.TimeUs >= 0 && us >= best.TimeUs) {
+				continue
+			}
+			best = Prediction{Algorithm: Algorithms[a], Protocol: Protocols[pr], Channels: ch, TimeUs: us}
+		}
+	}
+	if best.TimeUs < 0 {
+		return Prediction{}, fmt.Errorf("%w for %v on %d ranks over %d nodes", ErrNoAlgorithm, coll, s.NRanks, s.NNodes)
+	}
+	if best.TimeUs > 0 {
+		best.AlgBWGBps = float64(bytes) / best.TimeUs / 1000
+	}
+	best.BusBWGBps = best.AlgBWGBps * BusFactor(coll, s.NRanks)
+	return best, nil
 }
 
 // Cost is the predicted time of one (algorithm, protocol) cell, µs; ok is
 // false when NCCL would not offer that cell for s.
 func Cost(s Shape, coll ginv1.Collective, algo ginv1.Algorithm, proto ginv1.Protocol, bytes uint64) (us float64, ok bool) {
-	return 0, false
+	return cost(s, coll, algo, proto, bytes, true)
+}
+
+// CostNCCL is Cost in NCCL's own model.
+func CostNCCL(s Shape, coll ginv1.Collective, algo ginv1.Algorithm, proto ginv1.Protocol, bytes uint64) (us float64, ok bool) {
+	return cost(s, coll, algo, proto, bytes, false)
+}
+
+func cost(s Shape, coll ginv1.Collective, algo ginv1.Algorithm, proto ginv1.Protocol, bytes uint64, gin bool) (float64, bool) {
+	c, a, pr := collIndex(coll), int(algo)-1, int(proto)-1
+	if c < 0 || a < 0 || a >= numAlgos || pr < 0 || pr >= numProtos {
+		return 0, false
+	}
+	p, err := derive(s, gin)
+	if err != nil {
+		return 0, false
+	}
+	us, _, ok := p.cell(c, a, pr, bytes)
+	return us, ok
 }
 
 // BusFactor is nccl-tests' busbw/algbw factor for coll on n ranks.
-func BusFactor(coll ginv1.Collective, n int) float64 { return 1 }
-
-// ShapeOf derives the Shape of a communicator over gpusPerNode GPUs (0: all)
-// of each node from the graph.
-func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
-	return Shape{}, ErrNotImplemented
+func BusFactor(coll ginv1.Collective, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	switch coll {
+	case ginv1.Collective_COLLECTIVE_ALL_REDUCE:
+		return 2 * float64(n-1) / float64(n)
+	case ginv1.Collective_COLLECTIVE_ALL_GATHER, ginv1.Collective_COLLECTIVE_REDUCE_SCATTER:
+		return float64(n-1) / float64(n)
+	}
+	return 1
 }

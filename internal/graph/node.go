@@ -49,6 +49,7 @@ type gpu struct {
 	near     int      // nearest compute port (index into ports), -1 none
 	nearCls  Class
 	nearMBps uint64 // PCIe bandwidth GPU↔nearest NIC
+	sm       int    // compute capability as an SM version (90 for 9.0); 0 unknown
 }
 
 // hca is one HCA (PCI function) of a node.
@@ -72,6 +73,7 @@ type port struct {
 	rateMBps uint64
 	nbr      string // normalised GUID of the switch the inventory says the port is cabled to
 	nbrMBps  uint64
+	ethernet bool // link layer Ethernet (RoCE)
 }
 
 // normGUID normalises a GUID ("0x0002C903004F1A2B", "0002:c903:004f:1a2b") to
@@ -191,7 +193,8 @@ func (n *node) buildGPUs(gs []*ginv1.Gpu, byID map[string]int) error {
 		if err != nil {
 			return fmt.Errorf("gpus[%d].pcie_parent_id: %w", i, err)
 		}
-		n.gpus[k] = gpu{uuid: g.Uuid, index: g.Index, pci: normPCI(g.PciBusId), dev: dev, near: -1}
+		n.gpus[k] = gpu{uuid: g.Uuid, index: g.Index, pci: normPCI(g.PciBusId), dev: dev, near: -1,
+			sm: int(g.ComputeCapabilityMajor)*10 + int(g.ComputeCapabilityMinor)}
 		if f := g.Fabric; f != nil && f.State == ginv1.FabricState_FABRIC_STATE_COMPLETED && f.ClusterUuid != "" {
 			n.gpus[k].domain = fmt.Sprintf("%s.%d", f.ClusterUuid, f.CliqueId)
 		}
@@ -254,6 +257,7 @@ func (n *node) buildHCAs(hs []*ginv1.Hca, byID map[string]int, nbrs []*ginv1.Fab
 				nic:      n.name + "/" + h.Name,
 				active:   p.State == ginv1.PortState_PORT_STATE_ACTIVE,
 				rateMBps: uint64(p.RateGbps) * 125,
+				ethernet: p.LinkLayer == ginv1.LinkLayer_LINK_LAYER_ETHERNET,
 			}
 			pt.guidN, pt.hasGUIDN = guidNumber(pt.guid)
 			if f := nbr[nbrKey{h.Name, p.Port}]; f != nil {

@@ -1,0 +1,155 @@
+package costmodel
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+var updateDoc = flag.Bool("update-doc", false, "rewrite docs/CALIBRATION.md from TestCalibration's data")
+
+const calibrationDoc = "../../docs/CALIBRATION.md"
+
+// calPoint is one published measurement (shared/reference/calibration.md)
+// expressed as a model query.
+type calPoint struct {
+	name      string
+	source    string
+	shape     Shape
+	coll      ginv1.Collective
+	bytes     uint64
+	algo      ginv1.Algorithm // 0: the model's best cell
+	proto     ginv1.Protocol
+	metric    string // "busbw" (GB/s) or "time" (µs)
+	published float64
+	tol       float64 // relative tolerance asserted; 0: reported, not asserted
+}
+
+var (
+	dgxH100 = Shape{NRanks: 8, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}
+	dgxA100 = Shape{NRanks: 8, NNodes: 1, CompCap: 80, IntraNVLink: true, IntraGBps: 300, NVSwitch: true}
+)
+
+func multi(s Shape, nodes, nics int, gbps float64) Shape {
+	s.NRanks, s.NNodes = s.NRanks*nodes, nodes
+	s.NICsPerNode, s.NICGbps, s.InterHops, s.Oversubscription = nics, gbps, 1, 1
+	return s
+}
+
+func ranks(s Shape, n int) Shape { s.NRanks = n; return s }
+
+func onePerNode(nodes int, gbps float64) Shape {
+	return Shape{NRanks: nodes, NNodes: nodes, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
+		NICsPerNode: 1, NICGbps: gbps, InterHops: 1, Oversubscription: 1}
+}
+
+const (
+	ar   = ginv1.Collective_COLLECTIVE_ALL_REDUCE
+	ring = ginv1.Algorithm_ALGORITHM_RING
+	nvls = ginv1.Algorithm_ALGORITHM_NVLS
+	ll   = ginv1.Protocol_PROTOCOL_LL
+	simp = ginv1.Protocol_PROTOCOL_SIMPLE
+	big  = uint64(8) << 30
+)
+
+func calPoints() []calPoint {
+	pts := []calPoint{
+		{"DGX H100, 8 GPUs, all_reduce busbw, ring", "nccl-tests#212", dgxH100, ar, big, ring, simp, "busbw", 370, 0.25},
+		{"DGX H100, 8 GPUs, all_reduce busbw, NVLS", "nccl-tests#212", dgxH100, ar, big, nvls, simp, "busbw", 480, 0.25},
+		{"DGX H100, 8 GPUs, all_reduce busbw, best", "nccl-tests#212", dgxH100, ar, big, 0, 0, "busbw", 480, 0.25},
+		{"DGX A100, 8 GPUs, all_reduce busbw, best", "calibration.md", dgxA100, ar, big, 0, 0, "busbw", 230, 0.25},
+		{"DGX A100 ×2, 8×HDR, all_reduce busbw, ring", "nccl#812", multi(dgxA100, 2, 8, 200), ar, big, ring, simp, "busbw", 192, 0.25},
+		{"DGX A100 ×4, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 4, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25},
+		{"DGX A100 ×16, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 16, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25},
+		{"2 nodes × 1 GPU, 1×100G NIC, all_reduce busbw", "nccl-tests#119", onePerNode(2, 100), ar, big, 0, 0, "busbw", 12, 0.25},
+		{"2 nodes × 1 GPU, 1×200G NIC, all_reduce busbw", "nccl-tests#29", onePerNode(2, 200), ar, big, 0, 0, "busbw", 24, 0.25},
+		{"8 nodes × 1 GPU, 1×400G NIC, all_reduce busbw", "calibration.md (by extension)", onePerNode(8, 400), ar, big, 0, 0, "busbw", 48, 0.25},
+	}
+	for i, us := range []float64{10.0, 13.8, 16.9, 20.8, 25.2, 29.5, 33.7} {
+		n := i + 2
+		pts = append(pts, calPoint{fmt.Sprintf("DGX A100, %d GPUs, 8 B all_reduce, ring/LL", n), "nccl-tests#123",
+			ranks(dgxA100, n), ar, 8, ring, ll, "time", us, 0.25})
+	}
+	pts = append(pts,
+		calPoint{"DGX A100 ×2, 8×HDR, 8 B all_reduce, best", "calibration.md (30-48 µs)", multi(dgxA100, 2, 8, 200), ar, 8, 0, 0, "time", 39, 0.25},
+		calPoint{"DGX H100 ×2, 8×NDR, 8 B all_reduce, best (not asserted)", "calibration.md (30-48 µs)", multi(dgxH100, 2, 8, 400), ar, 8, 0, 0, "time", 39, 0},
+	)
+	return pts
+}
+
+// evaluate returns the point's value in GIN's and NCCL's model.
+func (c calPoint) evaluate(t *testing.T) (gin, nccl float64, cell string) {
+	t.Helper()
+	value := func(us float64) float64 {
+		if c.metric == "time" {
+			return us
+		}
+		return float64(c.bytes) / us / 1000 * BusFactor(c.coll, c.shape.NRanks)
+	}
+	if c.algo != 0 {
+		g, ok1 := Cost(c.shape, c.coll, c.algo, c.proto, c.bytes)
+		n, ok2 := CostNCCL(c.shape, c.coll, c.algo, c.proto, c.bytes)
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: cell unusable", c.name)
+		}
+		return value(g), value(n), cellLabel(c.algo, c.proto)
+	}
+	g, err := Predict(c.shape, c.coll, c.bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := PredictNCCL(c.shape, c.coll, c.bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return value(g.TimeUs), value(n.TimeUs), cellLabel(g.Algorithm, g.Protocol)
+}
+
+func cellLabel(a ginv1.Algorithm, p ginv1.Protocol) string {
+	return strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_") + "/" + strings.TrimPrefix(p.String(), "PROTOCOL_"))
+}
+
+func TestCalibration(t *testing.T) {
+	var rows []string
+	for _, c := range calPoints() {
+		gin, nccl, cell := c.evaluate(t)
+		rel := (gin - c.published) / c.published
+		relN := (nccl - c.published) / c.published
+		unit := "GB/s"
+		if c.metric == "time" {
+			unit = "µs"
+		}
+		tol := "not asserted"
+		if c.tol > 0 {
+			tol = fmt.Sprintf("±%.0f%%", c.tol*100)
+			if math.Abs(rel) > c.tol {
+				t.Errorf("%s: predicted %.1f %s, published %.1f (%+.1f%%, tolerance %s)", c.name, gin, unit, c.published, rel*100, tol)
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.1f | %.1f | %+.1f%% | %.1f | %+.1f%% | %s |",
+			c.name, c.source, unit, c.published, gin, rel*100, nccl, relN*100, cell)+" "+tol+" |")
+	}
+	table := strings.Join(append([]string{
+		"| point | source | unit | published | GIN model | error | NCCL model | error | GIN's cell | tolerance |",
+		"|---|---|---|---|---|---|---|---|---|---|",
+	}, rows...), "\n")
+	doc := renderDoc(table)
+	if *updateDoc {
+		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(calibrationDoc)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/costmodel -run TestCalibration -update-doc)", err)
+	}
+	if string(got) != doc {
+		t.Errorf("%s is out of date: run go test ./internal/costmodel -run TestCalibration -update-doc", calibrationDoc)
+	}
+}

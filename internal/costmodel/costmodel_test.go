@@ -1,0 +1,194 @@
+package costmodel
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/graph"
+)
+
+func simGraph(t testing.TB, profile string, count int) (*graph.Graph, []string) {
+	t.Helper()
+	fn := make([]sim.FabricNode, count)
+	names := make([]string, count)
+	for i := range fn {
+		names[i] = fmt.Sprintf("node%03d", i)
+		fn[i] = sim.FabricNode{Name: names[i], Profile: profile, Index: i}
+	}
+	fab, nbrs, err := sim.BuildFabric(sim.DefaultFabricSpec(), "test", fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invs []*ginv1.NodeInventory
+	for i, n := range fn {
+		s, err := sim.NewSource(profile, sim.NodeOptions{NodeName: n.Name, Index: i, Cluster: "test", Neighbors: nbrs[n.Name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := s.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs = append(invs, inv)
+	}
+	g, err := graph.Build(invs, fab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, names
+}
+
+func TestShapeOf(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		nodes   int
+		ppn     int
+		want    Shape
+	}{
+		{"dgx-h100", 2, 0, Shape{NRanks: 16, NNodes: 2, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true, NICsPerNode: 8, NICGbps: 400, InterHops: 3, Oversubscription: 1}},
+		{"dgx-h100", 1, 4, Shape{NRanks: 4, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}},
+		{"dgx-a100", 2, 8, Shape{NRanks: 16, NNodes: 2, CompCap: 80, IntraNVLink: true, IntraGBps: 300, NVSwitch: true, NICsPerNode: 8, NICGbps: 200, InterHops: 3, Oversubscription: 1}},
+		{"hgx-b200", 1, 8, Shape{NRanks: 8, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true}},
+		{"gb200-nvl72", 2, 4, Shape{NRanks: 8, NNodes: 2, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, MNNVL: true, NICsPerNode: 4}},
+		{"rtx3090-nvlink-pair", 1, 2, Shape{NRanks: 2, NNodes: 1, CompCap: 86, IntraNVLink: true, IntraGBps: 56.248}},
+		{"pcie-8gpu", 1, 8, Shape{NRanks: 8, NNodes: 1, CompCap: 89, IntraGBps: 31.508, Ethernet: true}},
+	} {
+		t.Run(fmt.Sprintf("%s-%d", tc.profile, tc.nodes), func(t *testing.T) {
+			g, names := simGraph(t, tc.profile, tc.nodes)
+			got, err := ShapeOf(g, names, tc.ppn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestShapeOfErrors(t *testing.T) {
+	g, names := simGraph(t, "dgx-h100", 2)
+	for _, tc := range []struct {
+		nodes []string
+		ppn   int
+	}{{nil, 8}, {[]string{"x"}, 8}, {names, 9}, {names, -1}, {[]string{names[0], names[0]}, 8}} {
+		if _, err := ShapeOf(g, tc.nodes, tc.ppn); err == nil {
+			t.Errorf("%v/%d: no error", tc.nodes, tc.ppn)
+		}
+	}
+	if _, err := ShapeOf(nil, names, 8); err == nil {
+		t.Error("nil graph")
+	}
+}
+
+func TestBusFactor(t *testing.T) {
+	for _, tc := range []struct {
+		c    ginv1.Collective
+		n    int
+		want float64
+	}{
+		{ar, 8, 1.75}, {ar, 2, 1}, {ar, 1, 0},
+		{ginv1.Collective_COLLECTIVE_ALL_GATHER, 8, 0.875}, {ginv1.Collective_COLLECTIVE_REDUCE_SCATTER, 4, 0.75},
+		{ginv1.Collective_COLLECTIVE_BROADCAST, 8, 1}, {ginv1.Collective_COLLECTIVE_REDUCE, 8, 1},
+	} {
+		if got := BusFactor(tc.c, tc.n); got != tc.want {
+			t.Errorf("%v n=%d: %v, want %v", tc.c, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestCells(t *testing.T) {
+	h2 := multi(dgxH100, 2, 8, 400)
+	pcie := Shape{NRanks: 8, NNodes: 1, CompCap: 80, IntraGBps: 31.5}
+	one := Shape{NRanks: 1, NNodes: 1, CompCap: 90}
+	for _, tc := range []struct {
+		name  string
+		s     Shape
+		coll  ginv1.Collective
+		algo  ginv1.Algorithm
+		proto ginv1.Protocol
+		ok    bool
+	}{
+		{"nvls single node", dgxH100, ar, nvls, simp, true},
+		{"nvls not LL", dgxH100, ar, nvls, ll, false},
+		{"nvls not on A100", dgxA100, ar, nvls, simp, false},
+		{"nvls not on 4 GPUs", ranks(dgxH100, 4), ar, nvls, simp, false},
+		{"nvls multi-node needs collnet", h2, ar, nvls, simp, false},
+		{"nvls tree multi-node", h2, ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, true},
+		{"nvls tree not single node", dgxH100, ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, false},
+		{"tree only all_reduce", h2, ginv1.Collective_COLLECTIVE_ALL_GATHER, ginv1.Algorithm_ALGORITHM_TREE, simp, false},
+		{"pat 1 GPU/node", onePerNode(4, 400), ginv1.Collective_COLLECTIVE_ALL_GATHER, ginv1.Algorithm_ALGORITHM_PAT, simp, true},
+		{"pat not 8 GPU/node", h2, ginv1.Collective_COLLECTIVE_ALL_GATHER, ginv1.Algorithm_ALGORITHM_PAT, simp, false},
+		{"pat not all_reduce", onePerNode(4, 400), ar, ginv1.Algorithm_ALGORITHM_PAT, simp, false},
+		{"no LL128 over PCIe", pcie, ar, ring, ginv1.Protocol_PROTOCOL_LL128, false},
+		{"collnet off", h2, ar, ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT, simp, false},
+		{"one rank ring/simple", one, ar, ring, simp, true},
+		{"one rank nothing else", one, ar, ring, ll, false},
+		{"bad algorithm", dgxH100, ar, 0, simp, false},
+		{"bad collective", dgxH100, 0, ring, simp, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ok := Cost(tc.s, tc.coll, tc.algo, tc.proto, 1<<20)
+			_, okN := CostNCCL(tc.s, tc.coll, tc.algo, tc.proto, 1<<20)
+			if ok != tc.ok || okN != tc.ok {
+				t.Fatalf("ok %v/%v, want %v", ok, okN, tc.ok)
+			}
+		})
+	}
+}
+
+func TestPredict(t *testing.T) {
+	p, err := Predict(dgxH100, ar, 1<<30)
+	if err != nil || p.Algorithm != nvls {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if want := float64(1<<30) / p.TimeUs / 1000; p.AlgBWGBps != want || p.BusBWGBps != want*1.75 {
+		t.Fatalf("bandwidths %+v", p)
+	}
+	// Ties and the cheapest cell: Predict equals the min over Cost.
+	for _, b := range []uint64{0, 8, 1 << 16, 1 << 24, 1 << 34} {
+		p, _ := Predict(multi(dgxA100, 4, 8, 200), ar, b)
+		for _, a := range Algorithms {
+			for _, pr := range Protocols {
+				if us, ok := Cost(multi(dgxA100, 4, 8, 200), ar, a, pr, b); ok && us < p.TimeUs {
+					t.Fatalf("%d B: %v/%v %.2f < predicted %.2f", b, a, pr, us, p.TimeUs)
+				}
+			}
+		}
+	}
+	if _, err := Predict(Shape{NRanks: 3, NNodes: 2}, ar, 8); err == nil {
+		t.Fatal("bad shape accepted")
+	}
+	if _, err := Predict(Shape{NRanks: 4, NNodes: 2, CompCap: 90}, ar, 8); err == nil {
+		t.Fatal("multi-node without NICs accepted")
+	}
+	// Oversubscription and hops only affect GIN's model.
+	over := multi(dgxH100, 4, 8, 400)
+	over.InterHops, over.Oversubscription = 3, 2
+	g0, _ := Predict(multi(dgxH100, 4, 8, 400), ar, 1<<30)
+	g1, _ := Predict(over, ar, 1<<30)
+	n0, _ := PredictNCCL(multi(dgxH100, 4, 8, 400), ar, 1<<30)
+	n1, _ := PredictNCCL(over, ar, 1<<30)
+	if !(g1.TimeUs > g0.TimeUs) || n0.TimeUs != n1.TimeUs {
+		t.Fatalf("gin %v→%v nccl %v→%v", g0.TimeUs, g1.TimeUs, n0.TimeUs, n1.TimeUs)
+	}
+	eth := multi(dgxH100, 2, 8, 400)
+	l0, _ := Predict(eth, ar, 8)
+	eth.Ethernet = true
+	l1, _ := Predict(eth, ar, 8)
+	if !(l1.TimeUs > l0.TimeUs) {
+		t.Fatalf("ethernet latency %v → %v", l0.TimeUs, l1.TimeUs)
+	}
+}
+
+func BenchmarkPredict(b *testing.B) {
+	s := multi(dgxH100, 128, 8, 400)
+	for b.Loop() {
+		if _, err := Predict(s, ar, 1<<26); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+// Package costmodel predicts NCCL collective times for a placement: NCCL's
+// own model (latency + size / bandwidth per algorithm and protocol, with
+// NCCL 2.30's default constants, reference nccl-plugin.md §6) plus what
+// NCCL cannot see from one node: leaf/spine hops and oversubscription,
+// degraded links (through the shape's NIC rate), Ethernet latency, and the
+// per-node NIC bytes of a 2-node tree. Plans, estimates and host ordering
+// all use it.
+//
+// Two models share the code:
+//   - PredictNCCL/CostNCCL: NCCL's model as NCCL computes it for the shape
+//     (what NCCL would pick without a tuner);
+//   - Predict/Cost: GIN's model, the same formulas with GIN's fabric
+//     adjustments (see the constants below and docs/CALIBRATION.md).
+//
+// ShapeOf derives a Shape from the canonical graph. Everything is pure and
+// deterministic: the same Shape always gives the same numbers.
+package costmodel

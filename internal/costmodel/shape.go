@@ -1,0 +1,194 @@
+package costmodel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gin-topology/gin/internal/graph"
+)
+
+// maxSampledPairs bounds the cross-node node pairs ShapeOf inspects: ring
+// neighbours in the given order (node i → i+1, and last → first), spread
+// evenly over the list when there are more nodes than this.
+const maxSampledPairs = 2048
+
+// ShapeOf derives the Shape of a communicator over gpusPerNode GPUs (0: all)
+// of each node from the graph. The ranks are the first gpusPerNode GPUs (by
+// NVML index) of every node, nodes in the order given.
+//
+//   - Intra-node: the paths GPU i → GPU i+1 (the ring) on every node; the
+//     class is NVLink only when all of them are, the bandwidth is the worst.
+//   - CompCap: the lowest GPU compute capability; inferred from the NVLink
+//     generation (see inferCompCap) when an inventory does not report it.
+//   - NVSwitch: every used GPU's UP NVLinks go to switches.
+//   - MNNVL: more than one node, all in the same non-empty NVLink domain.
+//   - Inter-node: the rail-aligned paths GPU k of node i → GPU k of its
+//     ring neighbour: NICsPerNode is the larger of the distinct source
+//     NICs of the first node and the fewest compute ports up on a sampled
+//     node, at most gpusPerNode;
+//     the slowest bottleneck (NICGbps), the most switch hops and the worst
+//     oversubscription.
+//   - Ethernet: some sampled GPU's nearest compute port is Ethernet (RoCE).
+func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
+	if g == nil {
+		return Shape{}, errors.New("costmodel: nil graph")
+	}
+	if len(nodes) == 0 {
+		return Shape{}, errors.New("costmodel: no nodes")
+	}
+	if gpusPerNode < 0 {
+		return Shape{}, fmt.Errorf("costmodel: gpus per node %d", gpusPerNode)
+	}
+	idx := make([][]int, len(nodes))
+	seen := make(map[string]bool, len(nodes))
+	for i, name := range nodes {
+		if seen[name] {
+			return Shape{}, fmt.Errorf("costmodel: node %s listed twice", name)
+		}
+		seen[name] = true
+		gpus, ok := g.NodeGPUs(name)
+		if !ok {
+			return Shape{}, fmt.Errorf("costmodel: no node %q in the graph", name)
+		}
+		if len(gpus) == 0 {
+			return Shape{}, fmt.Errorf("costmodel: node %s has no GPUs", name)
+		}
+		if gpusPerNode == 0 && i == 0 {
+			gpusPerNode = len(gpus)
+		}
+		if gpusPerNode > len(gpus) {
+			return Shape{}, fmt.Errorf("costmodel: node %s has %d GPUs, the job uses %d per node", name, len(gpus), gpusPerNode)
+		}
+		idx[i] = gpus[:gpusPerNode]
+	}
+	ppn := gpusPerNode
+	s := Shape{NRanks: len(nodes) * ppn, NNodes: len(nodes), IntraNVLink: true, NVSwitch: true, CompCap: 1 << 30}
+	ref := func(node, k int) graph.GPURef { return graph.GPURef{Node: nodes[node], Index: idx[node][k]} }
+
+	domain := ""
+	sameDomain := len(nodes) > 1
+	for i := range nodes {
+		maxLinks := 0
+		for k := range ppn {
+			l, err := g.GPULinks(ref(i, k))
+			if err != nil {
+				return Shape{}, fmt.Errorf("costmodel: %w", err)
+			}
+			if l.SwitchLinks == 0 {
+				s.NVSwitch = false
+			}
+			if i == 0 && k == 0 {
+				domain = l.Domain
+			}
+			if l.Domain == "" || l.Domain != domain {
+				sameDomain = false
+			}
+			var links int
+			if ppn > 1 {
+				pth, err := g.Path(ref(i, k), ref(i, (k+1)%ppn))
+				if err != nil {
+					return Shape{}, fmt.Errorf("costmodel: %w", err)
+				}
+				if pth.Class != graph.ClassNVLink {
+					s.IntraNVLink = false
+				}
+				links = pth.NVLinks
+				gbps := float64(pth.BottleneckMBps) / 1000
+				if s.IntraGBps == 0 || (gbps > 0 && gbps < s.IntraGBps) {
+					s.IntraGBps = gbps
+				}
+			}
+			maxLinks = max(maxLinks, links, l.SwitchLinks)
+			cc := l.SM
+			if cc == 0 {
+				cc = inferCompCap(l, maxLinks)
+			}
+			s.CompCap = min(s.CompCap, cc)
+			s.Ethernet = s.Ethernet || l.EthernetNIC
+		}
+	}
+	if ppn == 1 {
+		// No intra-node traffic; describe the GPU's own NVLinks.
+		l, _ := g.GPULinks(ref(0, 0))
+		s.IntraNVLink = l.SwitchLinks > 0 || l.LinkMBps > 0
+		s.IntraGBps = float64(uint64(l.SwitchLinks)*l.LinkMBps) / 1000
+	}
+	if !s.IntraNVLink {
+		s.NVSwitch = false
+	}
+	s.MNNVL = sameDomain
+	if len(nodes) == 1 {
+		return s, nil
+	}
+
+	pairs := len(nodes) // ring neighbours, including last → first
+	step := 1
+	if pairs > maxSampledPairs {
+		step = (pairs + maxSampledPairs - 1) / maxSampledPairs
+	}
+	nics := map[string]bool{}
+	ports := -1 // fewest compute ports up on a sampled node
+	var minMBps uint64
+	for i := 0; i < pairs; i += step {
+		j := (i + 1) % len(nodes)
+		if len(nodes) == 2 && i == 1 {
+			break // the same pair twice
+		}
+		if info, ok := g.NodeInfo(nodes[i]); ok && (ports < 0 || info.ComputePortsUp < ports) {
+			ports = info.ComputePortsUp
+		}
+		for k := range ppn {
+			pth, err := g.Path(ref(i, k), ref(j, k))
+			if err != nil {
+				return Shape{}, fmt.Errorf("costmodel: %w", err)
+			}
+			if pth.Class == graph.ClassMNNVL {
+				continue
+			}
+			if i == 0 && pth.FromNIC != "" {
+				nics[pth.FromNIC] = true
+			}
+			if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
+				minMBps = pth.BottleneckMBps
+			}
+			s.InterHops = max(s.InterHops, pth.SwitchHops)
+			s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
+		}
+	}
+	// The last pair (last → first) is always sampled.
+	if step > 1 {
+		for k := range ppn {
+			pth, err := g.Path(ref(len(nodes)-1, k), ref(0, k))
+			if err == nil && pth.Class != graph.ClassMNNVL {
+				if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
+					minMBps = pth.BottleneckMBps
+				}
+				s.InterHops = max(s.InterHops, pth.SwitchHops)
+				s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
+			}
+		}
+	}
+	// NCCL's rings use every compute NIC of the node (through PXN where a
+	// GPU's nearest NIC is shared), up to one per rank: the graph's nearest
+	// NIC per GPU undercounts where two GPUs share a PCIe switch with two
+	// NICs (DGX A100).
+	s.NICsPerNode = min(max(len(nics), ports), ppn)
+	s.NICGbps = float64(minMBps) * 8 / 1000
+	return s, nil
+}
+
+// inferCompCap guesses the SM version class from a GPU's NVLinks, since the
+// graph does not keep the inventory's compute capability: NVLink5 (50 GB/s
+// per link) is Blackwell (100); 18 NVLink4 links is Hopper (90); any other
+// NVLink or none is Ampere-class (80, NCCL's index for SM 80-89, which
+// covers A100, RTX 3090 and L40S). An H100 PCIe card is therefore seen as
+// 80; when the graph exposes the compute capability this should use it.
+func inferCompCap(l graph.GPULinks, links int) int {
+	switch {
+	case l.LinkMBps >= 50000:
+		return 100
+	case links >= 18 && l.LinkMBps >= 25000:
+		return 90
+	}
+	return 80
+}
