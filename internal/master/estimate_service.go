@@ -45,7 +45,13 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 		if w == nil {
 			w = &ginv1.Workload{Preset: ginv1.WorkloadPreset_WORKLOAD_PRESET_DATA_PARALLEL_TRAINING}
 		}
-		pes, err := estimate.ForGPUCount(v.Graph, int(req.GetGpus()), busyNodes(v, p.s.store), w)
+		invs := make([]*ginv1.NodeInventory, 0, v.Len())
+		for _, n := range v.NodeNames() {
+			rec, _ := v.Node(n)
+			invs = append(invs, rec.GetInventory())
+		}
+		pes, err := estimate.ForGPUCountWith(v.Graph, int(req.GetGpus()), busyNodes(v, p.s.store), w,
+			estimate.Options{Ethernet: estimate.EthernetFromInventories(invs)})
 		if err != nil {
 			return nil, toStatus(invalidf("gpus", "%v", err))
 		}
@@ -112,10 +118,11 @@ func (p *planService) Export(ctx context.Context, req *ginv1.ExportRequest) (*gi
 		b, err = export.DOT(v.Graph)
 		ctype = "text/vnd.graphviz"
 	case ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO:
-		if _, ok := v.Node(req.GetNode()); !ok {
+		rec, ok := v.Node(req.GetNode())
+		if !ok {
 			return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", req.GetNode())})
 		}
-		b, err = export.NCCLTopo(v.Graph, req.GetNode())
+		b, err = export.NCCLTopo(rec.GetInventory())
 		ctype = "application/xml"
 	default:
 		return nil, toStatus(invalidf("format", "unknown export format %d", req.GetFormat()))

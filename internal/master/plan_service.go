@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -66,17 +67,21 @@ func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreat
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	created := v.(*createResult)
+	res := v.(*createResult)
 	_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.GetOrCreatePlanResponse{Plan: created.plan, Created: created.created, Read: ri}, nil
+	// Callers that shared one computation: exactly one of them is told it
+	// created the plan.
+	created := res.created && res.claimed.CompareAndSwap(false, true)
+	return &ginv1.GetOrCreatePlanResponse{Plan: res.plan, Created: created, Read: ri}, nil
 }
 
 type createResult struct {
 	plan    *ginv1.Plan
 	created bool
+	claimed atomic.Bool
 }
 
 // create computes the plan on the leader and pins it through Raft. The
