@@ -66,9 +66,8 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			if resp.GetCreated() {
 				state = "created"
 			}
-			fmt.Fprintf(a.stdout, "Plan for job %s (%s): %d nodes × %d GPUs, model %s, hash %s\n", p.GetJobId(), state,
-				len(p.GetNodes()), p.GetGpusPerNode(), p.GetModelVersion(), p.GetContentHash())
-			fmt.Fprintf(a.stdout, "Pinned at index %d, expires %s\n", p.GetCreatedIndex(), p.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "%s plan, pinned at index %d, expires %s, content hash %s\n", state, p.GetCreatedIndex(),
+				p.GetExpiresAt().AsTime().UTC().Format(time.RFC3339), p.GetContentHash())
 			for _, l := range plan.Explain(p) {
 				fmt.Fprintln(a.stdout, l)
 			}
@@ -261,6 +260,10 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 					avail = "no: " + pe.GetReason()
 				}
 				pr := pe.GetPrediction()
+				if !pe.GetAvailable() {
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\n", pe.GetPlacement(), avail)
+					continue
+				}
 				gp := strings.Join(pe.GetGpus(), ",")
 				if len(pe.GetGpus()) > 4 {
 					gp = strings.Join(pe.GetGpus()[:4], ",") + fmt.Sprintf(",... (%d)", len(pe.GetGpus()))
