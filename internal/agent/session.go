@@ -274,6 +274,11 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			return out
 
 		case <-tickC:
+			if pending != nil && time.Since(pending.sentAt) > a.silenceTimeout(hb) {
+				out.err = status.Errorf(codes.Unavailable, "agent: master %s did not acknowledge generation %d within %s",
+					addr, pending.generation, a.silenceTimeout(hb))
+				return out
+			}
 			seq++
 			hbReq := &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{
 				Sequence: seq, Generation: h.generation,
@@ -385,6 +390,8 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 
 			case *ginv1.SessionResponse_HeartbeatAck:
 				// Liveness only: the silence timer was reset above.
+			default:
+				log.Warn("master sent a response with no known message; ignoring it", slog.String("type", fmt.Sprintf("%T", resp.GetMsg())))
 			}
 		}
 	}
