@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/plan"
@@ -29,9 +31,9 @@ func (a *app) withPlans(ctx context.Context, fn func(context.Context, ginv1.Plan
 
 func (a *app) planCmd() *cobra.Command {
 	var (
-		job, nodes string
-		gpn        uint32
-		ttl        time.Duration
+		job, nodes, stage string
+		gpn               uint32
+		ttl               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "plan --job ID [--nodes LIST]",
@@ -58,6 +60,13 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			if err != nil {
 				return err
 			}
+			if stage != "" {
+				path, err := stagePlan(stage, resp.GetPlan())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "plan for job %s staged at %s (hash %s)\n", job, path, resp.GetPlan().GetContentHash())
+			}
 			if a.output == "json" {
 				return a.printJSON(resp.GetPlan())
 			}
@@ -79,6 +88,7 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 	f.StringVar(&nodes, "nodes", "", "the job's nodes (Slurm hostlist), needed to create the plan")
 	f.Uint32Var(&gpn, "gpus-per-node", 0, "GPUs per node the job uses (0: all)")
 	f.DurationVar(&ttl, "ttl", 0, "expire the plan after this long without an epilog (default 7 days)")
+	f.StringVar(&stage, "stage-dir", "", "also write the plan where the NCCL plugin reads it without network (<dir>/plan-<job>.pb; the Slurm prolog uses /dev/shm/gin-nccl)")
 	del := &cobra.Command{
 		Use:   "delete --job ID",
 		Short: "Expire a job's plan (what the Slurm epilog calls)",
@@ -361,4 +371,37 @@ func (a *app) exportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&node, "node", "", "node (for nccl-topo)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	return cmd
+}
+
+// stagePlan writes the plan's protobuf bytes to <dir>/plan-<job>.pb
+// atomically (temp file and rename), readable by the job's processes.
+func stagePlan(dir string, p *ginv1.Plan) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--stage-dir: %w", err)
+	}
+	b, err := proto.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".plan-*")
+	if err != nil {
+		return "", fmt.Errorf("--stage-dir: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return "", fmt.Errorf("--stage-dir: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "plan-"+p.GetJobId()+".pb")
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", fmt.Errorf("--stage-dir: %w", err)
+	}
+	return path, nil
 }
