@@ -9,13 +9,19 @@ CMDS      := gin-agent gin-master ginctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/gin-topology/gin/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: verify-units all build test test-short generate check-generate lint vet clean dev
+.PHONY: verify-units all build plugin test test-short generate check-generate lint vet clean dev
 
 all: build
 
-build:
+build: plugin
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+
+# The NCCL tuner plugin (cgo, c-shared; needs a C compiler).
+plugin:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' -o $(BIN)/libnccl-tuner-gin.so ./internal/ncclplugin
+	@rm -f $(BIN)/libnccl-tuner-gin.h
 
 # The README's test command: vet, race tests, generated-code drift, buf lint,
 # systemd unit verification (skipped when systemd-analyze is missing, unless

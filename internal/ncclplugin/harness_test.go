@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devcluster"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/plan"
+)
+
+// The tests build the real library and the C harness once, then load the
+// library in harness processes exactly as NCCL would.
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+	buildDir  string
+	libPath   string
+	harness   string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func artifacts(t *testing.T) (lib, hns string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the c-shared library")
+	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "gin-ncclplugin-")
+		if buildErr != nil {
+			return
+		}
+		libPath = filepath.Join(buildDir, "libnccl-tuner-gin.so")
+		harness = filepath.Join(buildDir, "harness")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", "-extldflags -Wl,-z,nodelete", "-o", libPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, out)
+			return
+		}
+		if out, err := exec.Command("cc", "-O2", "-Wall", "-o", harness, "harness/harness.c", "-ldl").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("cc harness.c: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return libPath, harness
+}
+
+// run is one harness process's outcome.
+type run struct {
+	out      string
+	exit     int
+	elapsed  time.Duration
+	version  int
+	ctxSet   bool
+	summary  map[string]string
+	masks    [numColls]uint32
+	numAlgo  int
+	decision []decisionLine
+}
+
+type decisionLine struct {
+	coll, algo, proto, nch, fa, fp int
+	bytes                          uint64
+}
+
+var (
+	reDecision = regexp.MustCompile(`^DECISION coll=(\d+) bytes=(\d+) algo=(-?\d+) proto=(-?\d+) nch=(-?\d+) forced=(-?\d+)/(-?\d+)$`)
+	reMask     = regexp.MustCompile(`^MASK coll=(\d+) bits=(\d+)$`)
+	reUsing    = regexp.MustCompile(`^USING v(\d+) name=GIN numAlgo=(\d+)`)
+)
+
+// baseEnv is the test process's environment without anything the plugin reads.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "SLURM_") || k == "GIN_MASTER_HOST" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func runHarness(t *testing.T, env []string, args ...string) *run {
+	t.Helper()
+	lib, hns := artifacts(t)
+	full := append([]string{}, args[:len(args)-2]...)
+	full = append(full, lib, args[len(args)-2], args[len(args)-1])
+	cmd := exec.Command(hns, full...)
+	cmd.Env = append(baseEnv(), env...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r := &run{out: string(out), elapsed: time.Since(start), summary: map[string]string{}}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.exit = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case reDecision.MatchString(line):
+			m := reDecision.FindStringSubmatch(line)
+			n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+			b, _ := strconv.ParseUint(m[2], 10, 64)
+			r.decision = append(r.decision, decisionLine{coll: n(1), bytes: b, algo: n(3), proto: n(4), nch: n(5), fa: n(6), fp: n(7)})
+		case reMask.MatchString(line):
+			m := reMask.FindStringSubmatch(line)
+			c, _ := strconv.Atoi(m[1])
+			v, _ := strconv.ParseUint(m[2], 10, 32)
+			r.masks[c] = uint32(v)
+		case reUsing.MatchString(line):
+			m := reUsing.FindStringSubmatch(line)
+			r.version, _ = strconv.Atoi(m[1])
+			r.numAlgo, _ = strconv.Atoi(m[2])
+		case strings.HasPrefix(line, "INIT "):
+			r.ctxSet = strings.Contains(line, "ctx=set")
+		case strings.HasPrefix(line, "SUMMARY "):
+			for _, f := range strings.Fields(line)[1:] {
+				k, v, _ := strings.Cut(f, "=")
+				r.summary[k] = v
+			}
+		}
+	}
+	return r
+}
+
+// check compares every swept decision with what plan.Lookup says, under
+// the harness's cost-table mask.
+func (r *run) check(t *testing.T, p *ginv1.Plan, nRanks, nNodes uint32) (forced int) {
+	t.Helper()
+	if r.exit != 0 || r.summary["violations"] != "0" || r.summary["errors"] != "0" {
+		t.Fatalf("exit %d, summary %v\n%s", r.exit, r.summary, r.out)
+	}
+	if len(r.decision) != numColls*35 {
+		t.Fatalf("%d decisions, want %d\n%s", len(r.decision), numColls*35, r.out)
+	}
+	for _, d := range r.decision {
+		want := leave
+		if p != nil {
+			want = Decide(p, d.coll, nRanks, nNodes, d.bytes)
+		}
+		wa, wp, wn := -1, -1, 0
+		if want.algo < 0 {
+			wn = int(want.channels)
+		} else if int(want.algo) < r.numAlgo && r.masks[d.coll]&(1<<(int(want.algo)*3+int(want.proto))) != 0 {
+			wa, wp, wn = int(want.algo), int(want.proto), int(want.channels)
+		}
+		if d.fa != wa || d.fp != wp || d.nch != wn {
+			t.Fatalf("v%d coll %d bytes %d: plugin forced %d/%d nch %d, plan says %d/%d nch %d (rule cell %+v)",
+				r.version, d.coll, d.bytes, d.fa, d.fp, d.nch, wa, wp, wn, want)
+		}
+		if wa >= 0 {
+			forced++
+			if d.algo != wa || d.proto != wp {
+				t.Fatalf("coll %d bytes %d: NCCL would pick %d/%d after forcing %d/%d", d.coll, d.bytes, d.algo, d.proto, wa, wp)
+			}
+		}
+	}
+	return forced
+}
+
+func (r *run) untouched(t *testing.T) {
+	t.Helper()
+	r.check(t, nil, 0, 0)
+	if r.ctxSet {
+		t.Fatalf("context set while standing aside\n%s", r.out)
+	}
+}
+
+// simPlan builds a plan on a simulated 4-node DGX H100 cluster.
+func simPlan(t *testing.T, job string) *ginv1.Plan {
+	t.Helper()
+	fnodes := make([]sim.FabricNode, 4)
+	var names []string
+	for i := range fnodes {
+		fnodes[i] = sim.FabricNode{Name: devcluster.NodeName(i), Profile: "dgx-h100", Index: i}
+		names = append(names, fnodes[i].Name)
+	}
+	fab, nbrs, err := sim.BuildFabric(sim.DefaultFabricSpec(), "test", fnodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invs []*ginv1.NodeInventory
+	for i, fn := range fnodes {
+		s, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "test", Neighbors: nbrs[fn.Name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := s.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs = append(invs, inv)
+	}
+	g, err := graph.Build(invs, fab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(g, job, names, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// forcingPlan is a hand-made plan (hash recomputed) whose rules force
+// every kind of cell on the three shapes: usable ones, ones the harness's
+// NCCL marks -1 (NVLS, Tree/LL128, CollNet), PAT (beyond NCCL 2.22's 6
+// algorithms), channel overrides, and "leave it to NCCL" with channels.
+func forcingPlan(t *testing.T, job string) *ginv1.Plan {
+	t.Helper()
+	p := simPlan(t, job)
+	type ch struct {
+		a ginv1.Algorithm
+		p ginv1.Protocol
+		n uint32
+	}
+	choices := []ch{
+		{ginv1.Algorithm_ALGORITHM_RING, ginv1.Protocol_PROTOCOL_SIMPLE, 0},
+		{ginv1.Algorithm_ALGORITHM_TREE, ginv1.Protocol_PROTOCOL_LL, 0},
+		{ginv1.Algorithm_ALGORITHM_TREE, ginv1.Protocol_PROTOCOL_LL128, 0},
+		{ginv1.Algorithm_ALGORITHM_NVLS, ginv1.Protocol_PROTOCOL_SIMPLE, 0},
+		{ginv1.Algorithm_ALGORITHM_NVLS_TREE, ginv1.Protocol_PROTOCOL_SIMPLE, 8},
+		{ginv1.Algorithm_ALGORITHM_PAT, ginv1.Protocol_PROTOCOL_SIMPLE, 0},
+		{ginv1.Algorithm_ALGORITHM_RING, ginv1.Protocol_PROTOCOL_LL128, 4},
+		{ginv1.Algorithm_ALGORITHM_UNSPECIFIED, ginv1.Protocol_PROTOCOL_UNSPECIFIED, 2},
+		{ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT, ginv1.Protocol_PROTOCOL_SIMPLE, 0},
+		{ginv1.Algorithm_ALGORITHM_RING, ginv1.Protocol_PROTOCOL_LL, 0},
+		{ginv1.Algorithm_ALGORITHM_UNSPECIFIED, ginv1.Protocol_PROTOCOL_UNSPECIFIED, 0},
+	}
+	p.Rules = nil
+	for si, s := range shapes {
+		for coll := range numColls {
+			for lo, k := uint32(0), 0; lo <= plan.MaxLog2Bytes; lo, k = lo+5, k+1 {
+				c := choices[(coll+k+si)%len(choices)]
+				p.Rules = append(p.Rules, &ginv1.PlanRule{Collective: ginv1.Collective(coll + 1), NRanks: s[0], NNodes: s[1],
+					MinLog2Bytes: lo, MaxLog2Bytes: min(lo+4, plan.MaxLog2Bytes), Algorithm: c.a, Protocol: c.p, Channels: c.n})
+			}
+		}
+	}
+	p.ContentHash = plan.Hash(p)
+	if err := plan.Verify(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func writePlan(t *testing.T, p *ginv1.Plan) string {
+	t.Helper()
+	b, err := proto.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.pb")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// shapes are the communicators a 4-node, 32-GPU plan covers.
+var shapes = [][2]uint32{{32, 4}, {8, 1}, {4, 4}}
+
+// (a) Not enabled: the plugin never enters Go and NCCL tunes alone.
+func TestDisabled(t *testing.T) {
+	p := simPlan(t, "job-a")
+	file := writePlan(t, p)
+	for _, v := range []string{"", "0", "yes", "1 "} {
+		env := []string{"NCCL_GIN_PLAN_FILE=" + file, "SLURM_JOB_ID=job-a"}
+		if v != "" {
+			env = append(env, "NCCL_GIN_ENABLED="+v)
+		}
+		r := runHarness(t, env, "--iters", "0", "32", "4")
+		r.untouched(t)
+		if strings.Contains(r.out, "NCCL INFO") || strings.Contains(r.out, "NCCL WARN") {
+			t.Fatalf("NCCL_GIN_ENABLED=%q: plugin logged\n%s", v, r.out)
+		}
+	}
+}
+
+// (b) A pre-staged plan file: decisions equal plan.Lookup for every call.
+func TestPlanFile(t *testing.T) {
+	for _, forcing := range []bool{false, true} {
+		p := simPlan(t, "job-b")
+		if forcing {
+			p = forcingPlan(t, "job-b")
+		}
+		file := writePlan(t, p)
+		env := []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_PLAN_FILE=" + file, "SLURM_JOB_ID=job-b"}
+		for _, s := range shapes {
+			r := runHarness(t, env, "--iters", "0", fmt.Sprint(s[0]), fmt.Sprint(s[1]))
+			if !r.ctxSet || r.summary["plan_hash"] != p.GetContentHash() {
+				t.Fatalf("shape %v: ctx %v plan_hash %q want %q\n%s", s, r.ctxSet, r.summary["plan_hash"], p.GetContentHash(), r.out)
+			}
+			if !strings.Contains(r.out, "NCCL INFO GIN: plan "+p.GetContentHash()+" for job job-b") {
+				t.Fatalf("no plan hash line\n%s", r.out)
+			}
+			if strings.Contains(r.out, "Connected to topology service") {
+				t.Fatalf("plan file run claims a connection\n%s", r.out)
+			}
+			if n := r.check(t, p, s[0], s[1]); forcing && n == 0 {
+				t.Fatalf("forcing plan forced nothing on %v\n%s", s, r.out)
+			}
+		}
+	}
+	p := forcingPlan(t, "job-b")
+	file := writePlan(t, p)
+	env := []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_PLAN_FILE=" + file, "SLURM_JOB_ID=job-b"}
+	// A shape the plan does not cover: NCCL tunes that communicator.
+	r := runHarness(t, env, "--iters", "0", "16", "2")
+	r.untouched(t)
+	if !strings.Contains(r.out, "no rules for nRanks=16 nNodes=2") {
+		t.Fatalf("no note about the uncovered shape\n%s", r.out)
+	}
+	// The hot path and the example tuner's CSV scan, timed in one run.
+	csv := filepath.Join(t.TempDir(), "nccl_tuner.conf")
+	if err := os.WriteFile(csv, []byte(exampleCSV(p)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runHarness(t, env, "--iters", "200000", "--baseline-csv", csv, "32", "4")
+	for _, l := range strings.Split(r.out, "\n") {
+		if strings.HasPrefix(l, "HOTPATH") || strings.HasPrefix(l, "BASELINE") || strings.HasPrefix(l, "SUMMARY") ||
+			strings.Contains(l, "GIN: plan") {
+			t.Log(l)
+		}
+	}
+}
+
+// exampleCSV writes a plan as NVIDIA example tuner rules.
+func exampleCSV(p *ginv1.Plan) string {
+	colls := []string{"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}
+	algos := []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+	protos := []string{"ll", "ll128", "simple"}
+	var b strings.Builder
+	for _, r := range p.GetRules() {
+		a, pr := int(r.GetAlgorithm())-1, int(r.GetProtocol())-1
+		if a < 0 || pr < 0 {
+			continue
+		}
+		ch := int(r.GetChannels())
+		if ch == 0 {
+			ch = -1
+		}
+		hi := uint64(1)<<(r.GetMaxLog2Bytes()+1) - 1
+		fmt.Fprintf(&b, "%s,%d,%d,%s,%s,%d,%d,%d\n", colls[int(r.GetCollective())-1], uint64(1)<<r.GetMinLog2Bytes(), hi,
+			algos[a], protos[pr], ch, r.GetNNodes(), r.GetNRanks())
+	}
+	return b.String()
+}
+
+// (e) Every ABI version loads and decides as the plan says.
+func TestVersions(t *testing.T) {
+	p := forcingPlan(t, "job-e")
+	file := writePlan(t, p)
+	env := []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_PLAN_FILE=" + file, "NCCL_GIN_JOB_ID=job-e"}
+	for v := 2; v <= 6; v++ {
+		for _, s := range shapes {
+			r := runHarness(t, env, "--iters", "0", "--version", fmt.Sprint(v), fmt.Sprint(s[0]), fmt.Sprint(s[1]))
+			if r.version != v || !r.ctxSet {
+				t.Fatalf("v%d: using v%d ctx %v\n%s", v, r.version, r.ctxSet, r.out)
+			}
+			if r.check(t, p, s[0], s[1]) == 0 {
+				t.Fatalf("v%d %v: nothing forced\n%s", v, s, r.out)
+			}
+		}
+	}
+}
+
+// (c) A real master and four ranks of one node starting at once.
+func TestMasterConcurrentRanks(t *testing.T) {
+	artifacts(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", Agents: 4, HeartbeatInterval: time.Second})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	addr := cl.Master.Addr()
+	cache := t.TempDir()
+	env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=node[001-004]",
+		"NCCL_GIN_MASTER_HOST=" + addr, "NCCL_GIN_CACHE_DIR=" + cache}
+	runs := make([]*run, 4)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i] = runHarness(t, env, "--iters", "0", "32", "4")
+		}()
+	}
+	wg.Wait()
+	fromMaster := 0
+	for i, r := range runs {
+		if !strings.Contains(r.out, "NCCL INFO GIN: Connected to topology service at "+addr+" ") {
+			t.Fatalf("rank %d: no Connected line\n%s", i, r.out)
+		}
+		if !r.ctxSet || r.summary["plan_hash"] != runs[0].summary["plan_hash"] || r.summary["plan_hash"] == "none" ||
+			r.summary["decisions_hash"] != runs[0].summary["decisions_hash"] {
+			t.Fatalf("rank %d disagrees: %v vs %v\n%s", i, r.summary, runs[0].summary, r.out)
+		}
+		if strings.Contains(r.out, "from master "+addr) {
+			fromMaster++
+		} else if !strings.Contains(r.out, "from node cache ") {
+			t.Fatalf("rank %d: plan source unclear\n%s", i, r.out)
+		}
+	}
+	for i, r := range runs {
+		for _, l := range strings.Split(r.out, "\n") {
+			if strings.HasPrefix(l, "NCCL ") || strings.HasPrefix(l, "SUMMARY") || strings.HasPrefix(l, "INIT") {
+				t.Logf("rank %d: %s", i, l)
+			}
+		}
+	}
+	if fromMaster != 1 {
+		t.Fatalf("%d ranks fetched from the master, want 1", fromMaster)
+	}
+	// The pinned plan is the one every rank applied, decision by decision.
+	p, err := readPlanFile(filepath.Join(cache, "plan-4242.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetContentHash() != runs[0].summary["plan_hash"] {
+		t.Fatalf("cache holds %s, ranks applied %s", p.GetContentHash(), runs[0].summary["plan_hash"])
+	}
+	runs[0].check(t, p, 32, 4)
+	// Later communicators on the node: served from the cache, no fetch.
+	r := runHarness(t, env, "--iters", "0", "8", "1")
+	if !strings.Contains(r.out, "from node cache") || !strings.Contains(r.out, "Connected to topology service at "+addr) {
+		t.Fatalf("second communicator\n%s", r.out)
+	}
+	r.check(t, p, 8, 1)
+}
+
+// (d) No plan to be had: stand aside with the cause, or fail in strict mode.
+func TestStandAside(t *testing.T) {
+	good := simPlan(t, "job-d")
+	goodFile := writePlan(t, good)
+	b, _ := proto.Marshal(good)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	garbage := write("garbage.pb", []byte("this is not a protobuf \xff\xff\xff\xff"))
+	truncated := write("truncated.pb", b[:len(b)*2/3])
+	tampered := proto.Clone(good).(*ginv1.Plan)
+	tampered.Rules[0].Channels += 7
+	tb, _ := proto.Marshal(tampered)
+	badHash := write("badhash.pb", tb)
+
+	// A listener that accepts and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+
+	// A node cache holding garbage, for a job whose master is unreachable.
+	cacheDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cacheDir, "plan-job-d.pb"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	const deadline = 1500 * time.Millisecond
+	cases := []struct {
+		name  string
+		env   []string
+		cause []string
+	}{
+		{"garbage plan file", []string{"NCCL_GIN_PLAN_FILE=" + garbage}, []string{garbage, "cannot decode"}},
+		{"truncated plan file", []string{"NCCL_GIN_PLAN_FILE=" + truncated}, []string{truncated}},
+		{"bad hash", []string{"NCCL_GIN_PLAN_FILE=" + badHash}, []string{"fails verification", "content_hash"}},
+		{"plan for another job", []string{"NCCL_GIN_PLAN_FILE=" + goodFile, "SLURM_JOB_ID=other"}, []string{`plan is for job "job-d", not job "other"`}},
+		{"unreachable master", []string{"NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"127.0.0.1:1", "Unavailable"}},
+		{"silent master", []string{"NCCL_GIN_MASTER_HOST=" + ln.Addr().String()}, []string{ln.Addr().String(), "no answer within"}},
+		{"garbage cache, unreachable master", []string{"NCCL_GIN_MASTER_HOST=127.0.0.1:1", "NCCL_GIN_CACHE_DIR=" + cacheDir},
+			[]string{"ignoring node cache", "127.0.0.1:1"}},
+		{"no job id", []string{"NCCL_GIN_JOB_ID=", "SLURM_JOB_ID=", "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"no job id"}},
+		{"no master list", []string{}, []string{"no master list"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, strict := range []bool{false, true} {
+				env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=job-d", "NCCL_GIN_CACHE_DIR=" + t.TempDir(),
+					fmt.Sprintf("NCCL_GIN_INIT_TIMEOUT_MS=%d", deadline.Milliseconds())}
+				if strict {
+					env = append(env, "NCCL_GIN_STRICT=1")
+				}
+				env = append(env, tc.env...)
+				r := runHarness(t, env, "--iters", "0", "32", "4")
+				warn := ""
+				for _, l := range strings.Split(r.out, "\n") {
+					if strings.HasPrefix(l, "NCCL WARN") && strings.Contains(l, "GIN:") &&
+						(strings.Contains(l, "standing aside") || strings.Contains(l, "strict mode")) {
+						warn = l
+					}
+				}
+				for _, c := range tc.cause {
+					if !strings.Contains(r.out, c) {
+						t.Fatalf("strict=%v: cause %q not logged\n%s", strict, c, r.out)
+					}
+				}
+				if r.elapsed > deadline+2*time.Second {
+					t.Fatalf("strict=%v: took %s, deadline %s", strict, r.elapsed, deadline)
+				}
+				if strict {
+					if r.exit != 2 || !strings.Contains(warn, "strict mode (NCCL_GIN_STRICT=1), failing communicator init") {
+						t.Fatalf("strict: exit %d, warn %q\n%s", r.exit, warn, r.out)
+					}
+					continue
+				}
+				if warn == "" || !strings.Contains(warn, "standing aside, NCCL tunes alone") {
+					t.Fatalf("no stand-aside WARN\n%s", r.out)
+				}
+				r.untouched(t)
+			}
+		})
+	}
+}
+
+// A child that forked without exec never enters Go: it stands aside.
+func TestForkedChild(t *testing.T) {
+	file := writePlan(t, simPlan(t, "job-f"))
+	env := []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_PLAN_FILE=" + file, "SLURM_JOB_ID=job-f"}
+	r := runHarness(t, env, "--fork", "--iters", "0", "32", "4")
+	if !strings.Contains(r.out, "FORKED child") || !strings.Contains(r.out, "init in a forked child") {
+		t.Fatalf("no fork stand-aside\n%s", r.out)
+	}
+	r.untouched(t)
+	r = runHarness(t, append(env, "NCCL_GIN_STRICT=1"), "--fork", "--iters", "0", "32", "4")
+	if r.exit != 2 {
+		t.Fatalf("strict forked child: exit %d\n%s", r.exit, r.out)
+	}
+}
+
+// A shared cache directory is trusted only for files written by root or
+// by the rank's own user: another user cannot plant a plan for a job.
+func TestCacheFromAnotherUserIsIgnored(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to chown a file to another user")
+	}
+	p := simPlan(t, "777")
+	path := writePlan(t, p)
+	cfg := config{jobID: "777", cacheTimeout: time.Hour}
+	if got := readCache(cfg, logger{}, path); got == nil {
+		t.Fatal("a fresh cache file owned by root was not used")
+	}
+	if err := os.Chown(path, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCache(cfg, logger{}, path); got != nil {
+		t.Fatal("a cache file owned by another user was trusted")
+	}
+}

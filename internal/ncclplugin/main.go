@@ -1,0 +1,100 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "tuner.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+func main() {}
+
+// logger wraps NCCL's logger function pointer.
+type logger struct{ fn C.gin_logger_t }
+
+func (l logger) log(level C.int, msg string) {
+	if l.fn == nil {
+		return
+	}
+	cs := C.CString(msg)
+	defer C.free(unsafe.Pointer(cs))
+	C.gin_log(l.fn, level, C.GIN_FLAG_TUNING|C.GIN_FLAG_INIT, cs)
+}
+
+func (l logger) Infof(format string, args ...any) {
+	l.log(C.GIN_LOG_INFO, fmt.Sprintf(format, args...))
+}
+func (l logger) Warnf(format string, args ...any) {
+	l.log(C.GIN_LOG_WARN, fmt.Sprintf(format, args...))
+}
+
+// ginGoLoad is called by the C init (never by getCollInfo) to obtain the
+// job's plan as a C decision table. It returns GIN_LOAD_OK with *out set to a
+// malloc'ed gin_table (freed by the C finalize), GIN_LOAD_STAND_ASIDE (NCCL
+// tunes alone; the reason is logged), or GIN_LOAD_FAIL in strict mode.
+//
+//export ginGoLoad
+func ginGoLoad(logFn unsafe.Pointer, nRanks, nNodes, commID uint64, out *unsafe.Pointer) C.int {
+	l := logger{fn: C.gin_logger_t(logFn)}
+	*out = nil
+	cfg := configFromEnv()
+	start := time.Now()
+	res, err := loadPlan(cfg, l)
+	if err != nil {
+		if cfg.strict {
+			l.Warnf("GIN: strict mode (NCCL_GIN_STRICT=1), failing communicator init: %v", err)
+			return C.GIN_LOAD_FAIL
+		}
+		l.Warnf("GIN: standing aside, NCCL tunes alone: %v", err)
+		return C.GIN_LOAD_STAND_ASIDE
+	}
+	if res.master != "" {
+		l.Infof("GIN: Connected to topology service at %s", res.master)
+	}
+	cells := compile(res.plan)
+	t := (*C.gin_table)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gin_table{}))))
+	if t == nil {
+		l.Warnf("GIN: standing aside, NCCL tunes alone: out of memory for the decision table")
+		return C.GIN_LOAD_STAND_ASIDE
+	}
+	fill(t, cells)
+	cur := -1
+	for i, s := range cells.shapes {
+		if uint64(s.nRanks) == nRanks && uint64(s.nNodes) == nNodes {
+			cur = i
+			t.cur = &t.shape[i]
+		}
+	}
+	l.Infof("GIN: plan %s for job %s (%d rules, %d shapes) from %s in %s", res.plan.GetContentHash(), res.plan.GetJobId(),
+		len(res.plan.GetRules()), len(cells.shapes), res.source, time.Since(start).Round(time.Microsecond))
+	if cells.dropped > 0 {
+		l.Warnf("GIN: plan has %d communicator shapes; only the first %d are used", len(cells.shapes)+cells.dropped, C.GIN_MAX_SHAPES)
+	}
+	if cur < 0 {
+		l.Infof("GIN: plan has no rules for nRanks=%d nNodes=%d (commId 0x%x); NCCL tunes this communicator", nRanks, nNodes, commID)
+		C.free(unsafe.Pointer(t))
+		return C.GIN_LOAD_STAND_ASIDE
+	}
+	*out = unsafe.Pointer(t)
+	return C.GIN_LOAD_OK
+}
+
+// fill copies the compiled cells into the C table.
+func fill(t *C.gin_table, c *compiled) {
+	t.nShapes = C.int(len(c.shapes))
+	for i, s := range c.shapes {
+		cs := &t.shape[i]
+		cs.nRanks, cs.nNodes = C.uint32_t(s.nRanks), C.uint32_t(s.nNodes)
+		for coll := range numColls {
+			for b := range numBuckets {
+				d := s.cells[coll][b]
+				cs.cell[coll][b] = C.gin_cell{algo: C.int8_t(d.algo), proto: C.int8_t(d.proto), channels: C.int16_t(d.channels)}
+			}
+		}
+	}
+}
