@@ -9,7 +9,7 @@ CMDS      := gin-agent gin-master ginctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/gin-topology/gin/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: verify-units all build plugin test test-short generate check-generate lint vet clean dev
+.PHONY: install verify-units all build plugin test test-short generate check-generate lint vet clean dev
 
 all: build
 
@@ -22,6 +22,19 @@ plugin:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' -o $(BIN)/libnccl-tuner-gin.so ./internal/ncclplugin
 	@rm -f $(BIN)/libnccl-tuner-gin.h
+	@# NCCL loads libnccl-tuner.so from the library path when NCCL_TUNER_PLUGIN is unset.
+	ln -sf libnccl-tuner-gin.so $(BIN)/libnccl-tuner.so
+
+PREFIX ?= /usr/local
+# Installs the binaries, the plugin (with the libnccl-tuner.so link), the
+# systemd units and the Slurm prolog/epilog under DESTDIR.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/slurm
+	install -m 0755 $(addprefix $(BIN)/,$(CMDS)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(BIN)/libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/libnccl-tuner.so
+	install -m 0644 deploy/systemd/gin-agent.service deploy/systemd/gin-master.service $(DESTDIR)/etc/systemd/system/
+	install -m 0755 deploy/slurm/gin-prolog.sh deploy/slurm/gin-epilog.sh $(DESTDIR)/etc/slurm/
 
 # The README's test command: vet, race tests, generated-code drift, buf lint,
 # systemd unit verification (skipped when systemd-analyze is missing, unless

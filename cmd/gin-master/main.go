@@ -21,6 +21,8 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/devcluster"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
 )
 
@@ -36,7 +38,7 @@ type options struct {
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
-	devProfile, devFabric                      string
+	devProfile, devFabric, devNodes            string
 }
 
 // exitUsage is the exit code for bad flags.
@@ -91,6 +93,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&o.dev, "dev", false, "run a complete simulated cluster on loopback (master + agents)")
 	f.IntVar(&o.devAgents, "dev-agents", 4, fmt.Sprintf("with --dev: number of simulated nodes (1..%d)", devcluster.MaxAgents))
+	f.StringVar(&o.devNodes, "dev-nodes", "", "with --dev: names of the simulated nodes as a Slurm hostlist (e.g. 'n[1-4]' to match a Slurm cluster); sets their number")
 	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
 	cmd.Version = buildinfo.String()
@@ -146,6 +149,17 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	if err != nil {
 		return fmt.Errorf("--dev-fabric: %w", err)
 	}
+	var names []string
+	if o.devNodes != "" {
+		if names, err = hostlist.Expand(o.devNodes); err != nil {
+			return fmt.Errorf("--dev-nodes: %w", err)
+		}
+		for _, n := range names {
+			if err := inventory.ValidNodeName(n); err != nil {
+				return fmt.Errorf("--dev-nodes: node name %v", err)
+			}
+		}
+	}
 	bind := o.bind
 	if !cmd.Flags().Changed("bind") {
 		bind = "127.0.0.1:5000"
@@ -156,7 +170,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	}
 	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
 	c, done, err := devcluster.Start(ctx, devcluster.Config{
-		Bind: bind, Agents: o.devAgents, Profile: o.devProfile, Fabric: spec,
+		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec,
 		HeartbeatInterval: o.heartbeat, DataDir: dataDir, Logger: log,
 	})
 	if err != nil {

@@ -28,6 +28,9 @@ type Config struct {
 	Bind string
 	// Agents is the number of simulated nodes (default 4).
 	Agents int
+	// Names, when set, names the simulated nodes (and sets their number),
+	// e.g. to match a Slurm cluster's node names; default node001, ...
+	Names []string
 	// Profile is the simulated node profile (default dgx-h100).
 	Profile string
 	// Fabric is the simulated scale-out network.
@@ -57,6 +60,9 @@ type Cluster struct {
 func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 	if cfg.Bind == "" {
 		cfg.Bind = "127.0.0.1:5000"
+	}
+	if len(cfg.Names) > 0 {
+		cfg.Agents = len(cfg.Names)
 	}
 	if cfg.Agents == 0 {
 		cfg.Agents = 4
@@ -88,8 +94,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 	// The simulated nodes and their fabric.
 	fnodes := make([]sim.FabricNode, cfg.Agents)
 	for i := range fnodes {
-		fnodes[i] = sim.FabricNode{Name: NodeName(i), Profile: cfg.Profile, Index: i}
-		c.Nodes = append(c.Nodes, NodeName(i))
+		name := NodeName(i)
+		if len(cfg.Names) > 0 {
+			name = cfg.Names[i]
+		}
+		fnodes[i] = sim.FabricNode{Name: name, Profile: cfg.Profile, Index: i}
+		c.Nodes = append(c.Nodes, name)
 	}
 	fabric, neighbors, err := sim.BuildFabric(cfg.Fabric, "dev", fnodes)
 	if err != nil {

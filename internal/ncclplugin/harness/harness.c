@@ -48,7 +48,10 @@ static void harness_logger(int level, unsigned long flags, const char *file, int
   else
     printf("NCCL %s %s [flags=0x%lx]\n", lv, buf, flags);
   if (strncmp(buf, "GIN: plan ", 10) == 0) {
-    sscanf(buf + 10, "%127s", plan_hash);
+    /* Only "GIN: plan <64 hex digits> for job ...": other "GIN: plan ..." lines are not a hash. */
+    char tok[128] = "";
+    if (sscanf(buf + 10, "%127s", tok) == 1 && strlen(tok) == 64 && strspn(tok, "0123456789abcdef") == 64)
+      memcpy(plan_hash, tok, sizeof tok);
   }
   fflush(stdout);
 }
