@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// TestPluginUnderSrun runs the NCCL tuner plugin in 32 ranks (8 per node) on 4 Slurm
+// TestPluginUnderSrun runs the NCCL tuner plugin in 16 ranks (4 GPUs per node) on 4 Slurm
 // nodes (slurm-ci.sh's n1..n4) through the C harness, which loads the
 // library as NCCL does, against a dev master whose simulated nodes carry the
 // Slurm node names. Every rank must reach byte-identical decisions:
@@ -60,7 +60,7 @@ func TestPluginUnderSrun(t *testing.T) {
 	ctldPort := freePort(t)
 	nodePort := freePortRange(t, 4, ctldPort)
 	cache := filepath.Join(dir, "gin-nccl")
-	env := append(os.Environ(), "SLURM_CI_DIR="+dir, "SLURM_CI_NODES=4", "SLURM_CI_GPUS=0", "SLURM_CI_CPUS=16",
+	env := append(os.Environ(), "SLURM_CI_DIR="+dir, "SLURM_CI_NODES=4", "SLURM_CI_GPUS=4", "SLURM_CI_CPUS=16",
 		"SLURM_CI_CTLD_PORT="+strconv.Itoa(ctldPort), "SLURM_CI_NODE_PORT="+strconv.Itoa(nodePort),
 		"SLURM_CONF="+dir+"/etc/slurm.conf", "NCCL_GIN_CACHE_DIR="+cache, "GINCTL="+filepath.Join(bin, "ginctl"))
 	outFile := filepath.Join(t.TempDir(), "out")
@@ -86,7 +86,7 @@ func TestPluginUnderSrun(t *testing.T) {
 	// allocate returns a job id holding n1..n4 for 16 tasks.
 	allocate := func() string {
 		t.Helper()
-		out, err := run(time.Minute, nil, "salloc", "-N4", "-n32", "--no-shell")
+		out, err := run(time.Minute, nil, "salloc", "-N4", "-n16", "--gpus-per-node=4", "--no-shell")
 		if err != nil {
 			t.Fatalf("salloc: %v\n%s", err, out)
 		}
@@ -107,8 +107,8 @@ func TestPluginUnderSrun(t *testing.T) {
 	ranks := func(job string, extra ...string) map[int]string {
 		t.Helper()
 		ex := append([]string{"NCCL_GIN_INIT_TIMEOUT_MS=3000"}, extra...)
-		out, _ := run(2*time.Minute, ex, "srun", "--jobid="+job, "-N4", "-n32", "-l",
-			"--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "32", "4")
+		out, _ := run(2*time.Minute, ex, "srun", "--jobid="+job, "-N4", "-n16", "-l",
+			"--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "16", "4")
 		per := map[int]string{}
 		for _, line := range strings.Split(out, "\n") {
 			k, rest, ok := strings.Cut(line, ": ")
@@ -118,8 +118,8 @@ func TestPluginUnderSrun(t *testing.T) {
 			}
 			per[r] += rest + "\n"
 		}
-		if len(per) != 32 {
-			t.Fatalf("srun: output from %d ranks, want 32:\n%s", len(per), out)
+		if len(per) != 16 {
+			t.Fatalf("srun: output from %d ranks, want 16:\n%s", len(per), out)
 		}
 		return per
 	}
@@ -196,9 +196,9 @@ func TestPluginUnderSrun(t *testing.T) {
 	}
 	// ... and strict mode fails init on every rank.
 	out, _ := run(2*time.Minute, []string{"NCCL_GIN_INIT_TIMEOUT_MS=2000", "NCCL_GIN_STRICT=1", "NCCL_GIN_MASTER_HOST=" + addr},
-		"srun", "--jobid="+job4, "-N4", "-n32", "-l", "--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "32", "4")
+		"srun", "--jobid="+job4, "-N4", "-n16", "-l", "--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "16", "4")
 	if n := strings.Count(out, "SUMMARY"); n != 0 {
 		t.Fatalf("strict mode: %d ranks went on without a plan:\n%s", n, out)
 	}
-	fmt.Fprintf(os.Stderr, "plugin under srun: 4 scenarios, 32 ranks each\n")
+	fmt.Fprintf(os.Stderr, "plugin under srun: 4 scenarios, 16 ranks each\n")
 }

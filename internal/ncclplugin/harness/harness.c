@@ -282,6 +282,18 @@ static double time_calls(int baseline, long iters) {
   return runs[5];
 }
 
+/* rss_kb is this process's resident set (VmRSS), kB; -1 when unknown. */
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+  fclose(f);
+  return kb;
+}
+
 int main(int argc, char **argv) {
   const char *lib = NULL, *csv = NULL;
   int want = 0, npos = 0, do_fork = 0;
@@ -309,6 +321,7 @@ int main(int argc, char **argv) {
   int rc_exit = 0;
 
   if (strcmp(lib, "-") != 0) {
+    long rss0 = rss_kb();
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
       printf("DLOPEN_FAIL %s\n", dlerror());
@@ -388,6 +401,7 @@ int main(int argc, char **argv) {
     printf("SUMMARY version=%d decisions_hash=%016llx violations=%d errors=%d plan_hash=%s\n", g_version,
            (unsigned long long)hash, violations, errors, plan_hash);
     if (iters > 0) printf("HOTPATH median_ns=%.2f\n", time_calls(0, iters));
+    printf("RSS before_dlopen_kb=%ld after_init_and_calls_kb=%ld\n", rss0, rss_kb());
     printf("FINALIZE rc=%d\n", call_finalize());
     printf("DLCLOSE rc=%d\n", dlclose(h));
     if (violations || errors) rc_exit = 1;
