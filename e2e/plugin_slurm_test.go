@@ -27,14 +27,14 @@ func TestPluginUnderSrun(t *testing.T) {
 		t.Skip("slurm e2e: skipped with -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("slurm e2e: needs root (slurm-ci.sh runs the Slurm daemons as root)")
+		ciSkipf(t, "slurm e2e: needs root (slurm-ci.sh runs the Slurm daemons as root)")
 	}
 	script, err := filepath.Abs(slurmCIScript)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(script); err != nil {
-		t.Skipf("slurm e2e: %s not found: %v", script, err)
+		ciSkipf(t, "slurm e2e: %s not found: %v", script, err)
 	}
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("slurm e2e: no C compiler for the harness")

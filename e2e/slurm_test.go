@@ -39,14 +39,14 @@ func TestSlurmTopologyTree(t *testing.T) {
 		t.Skip("slurm e2e: skipped with -short (starts a real munged, slurmctld and four slurmd)")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("slurm e2e: needs root (slurm-ci.sh runs the Slurm daemons as root and may apt-get install slurm)")
+		ciSkipf(t, "slurm e2e: needs root (slurm-ci.sh runs the Slurm daemons as root and may apt-get install slurm)")
 	}
 	script, err := filepath.Abs(slurmCIScript)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(script); err != nil {
-		t.Skipf("slurm e2e: %s not found (CI has the shared directory beside the repository): %v", script, err)
+		ciSkipf(t, "slurm e2e: %s not found (CI has the shared directory beside the repository): %v", script, err)
 	}
 	start := time.Now()
 
