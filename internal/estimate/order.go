@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"slices"
 
 	"github.com/gin-topology/gin/internal/graph"
@@ -59,7 +60,7 @@ func Order(g *graph.Graph, nodes []string) (ordered []string, crossings, givenCr
 		}
 		locs[i] = nodeLoc{name: name, leaf: info.LeafSwitch, domain: info.NVLinkDomain}
 	}
-	slices.SortFunc(locs, func(a, b nodeLoc) int { return naturalCompare(a.name, b.name) })
+	slices.SortFunc(locs, func(a, b nodeLoc) int { return natsort.Compare(a.name, b.name) })
 
 	// Effective leaf: a clique's nodes stay together under the leaf of its
 	// first node that has one.

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -9,28 +10,6 @@ import (
 
 	"github.com/gin-topology/gin/internal/graph"
 )
-
-func TestNaturalCompare(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"node2", "node10", -1},
-		{"node10", "node2", 1},
-		{"node2", "node2", 0},
-		{"node02", "node2", 1},
-		{"node2a", "node2b", -1},
-		{"a", "ab", -1},
-		{"rack1-node9", "rack1-node10", -1},
-		{"rack2-node1", "rack10-node0", -1},
-		{"x99999999999999999999999", "x100000000000000000000000", -1},
-		{"", "a", -1},
-	} {
-		if got := naturalCompare(tc.a, tc.b); got != tc.want {
-			t.Errorf("naturalCompare(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
 
 // leafOf returns each node's leaf group in the simulated fat tree ("sgN"
 // from the leaf switch's name).
@@ -153,7 +132,7 @@ func TestOrderThreeTier(t *testing.T) {
 		t.Fatalf("a0 → b0: %d switch hops, want 5 (three tiers)", p.SwitchHops)
 	}
 	input := slices.Clone(names)
-	slices.SortFunc(input, naturalCompare) // a, b, c, d: crosses the core 4 times
+	slices.SortFunc(input, natsort.Compare) // a, b, c, d: crosses the core 4 times
 	got, crossings, given, err := Order(g, input)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package estimate
 import (
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"slices"
 	"strings"
 
@@ -174,7 +175,7 @@ func newCluster(g *graph.Graph, busy map[string]bool) *cluster {
 			}
 			return 1
 		}
-		return naturalCompare(a.name, b.name)
+		return natsort.Compare(a.name, b.name)
 	})
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,7 +181,7 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 
 	// HCAs, in natural name order, ACTIVE ports only.
 	hcas := append([]*ginv1.Hca(nil), inv.Hcas...)
-	sort.SliceStable(hcas, func(i, j int) bool { return naturalLess(hcas[i].Name, hcas[j].Name) })
+	sort.SliceStable(hcas, func(i, j int) bool { return natsort.Less(hcas[i].Name, hcas[j].Name) })
 	dev := 0
 	for _, h := range hcas {
 		var nets []*xnode

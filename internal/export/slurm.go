@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
 	"strings"
 
@@ -409,39 +410,5 @@ func commentText(s string) string {
 
 // sortNatural sorts names so that node2 comes before node10.
 func sortNatural(names []string) {
-	sort.SliceStable(names, func(i, j int) bool { return naturalLess(names[i], names[j]) })
-}
-
-// naturalLess orders strings with digit runs compared by value.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitRun(a), digitRun(b)
-		if da > 0 && db > 0 {
-			x, y := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
-			if len(x) != len(y) {
-				return len(x) < len(y)
-			}
-			if x != y {
-				return x < y
-			}
-			if da != db {
-				return da < db
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitRun(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
+	sort.SliceStable(names, func(i, j int) bool { return natsort.Less(names[i], names[j]) })
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,7 +234,7 @@ func (n *node) buildHCAs(hs []*ginv1.Hca, byID map[string]int, nbrs []*ginv1.Fab
 		}
 		order = append(order, i)
 	}
-	sort.Slice(order, func(a, b int) bool { return naturalLess(hs[order[a]].Name, hs[order[b]].Name) })
+	sort.Slice(order, func(a, b int) bool { return natsort.Less(hs[order[a]].Name, hs[order[b]].Name) })
 	n.hcas = make([]hca, len(hs))
 	for k, i := range order {
 		h := hs[i]

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/gin-topology/gin/internal/natsort"
 	"math"
 	"sort"
 	"strconv"
@@ -121,7 +122,7 @@ func profileRails(profile string) ([]rail, error) {
 	}
 	sort.SliceStable(rails, func(i, j int) bool {
 		if rails[i].hca != rails[j].hca {
-			return naturalLess(rails[i].hca, rails[j].hca)
+			return natsort.Less(rails[i].hca, rails[j].hca)
 		}
 		return rails[i].port < rails[j].port
 	})
@@ -239,32 +240,3 @@ func BuildFabric(spec FabricSpec, cluster string, nodes []FabricNode) (*ginv1.Fa
 
 // switchLID is a simulated switch LID.
 func switchLID(cluster, name string) uint32 { return lid(cluster, "", "switch:"+name, 0) }
-
-// naturalLess orders "mlx5_2" before "mlx5_10".
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitsPrefix(a), digitsPrefix(b)
-		if da > 0 && db > 0 {
-			na, _ := strconv.ParseUint(a[:da], 10, 64)
-			nb, _ := strconv.ParseUint(b[:db], 10, 64)
-			if na != nb {
-				return na < nb
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitsPrefix(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
-}

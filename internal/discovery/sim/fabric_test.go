@@ -136,9 +136,3 @@ func TestBuildFabricErrors(t *testing.T) {
 		t.Errorf("no compute HCAs: %v %v", f, err)
 	}
 }
-
-func TestNaturalLess(t *testing.T) {
-	if !naturalLess("mlx5_2", "mlx5_10") || naturalLess("mlx5_10", "mlx5_2") || !naturalLess("a", "b") || naturalLess("x", "x") {
-		t.Error("natural order")
-	}
-}
