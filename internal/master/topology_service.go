@@ -41,23 +41,15 @@ func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View,
 	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(st.LastContact)}, nil
 }
 
-// selectNodes expands a hostlist against the view; empty selects all nodes.
+// selectNodes expands a hostlist against the view, sorted; empty selects
+// all nodes. Unknown nodes are NOT_FOUND, a bad hostlist INVALID_ARGUMENT.
 func selectNodes(v state.View, expr string) ([]string, error) {
 	if expr == "" {
 		return v.NodeNames(), nil
 	}
-	names, err := hostlist.Expand(expr)
+	names, err := selectNodesInOrder(v, expr)
 	if err != nil {
-		return nil, invalidf("nodes", "%v", err)
-	}
-	var missing []string
-	for _, n := range names {
-		if _, ok := v.Node(n); !ok {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &notFound{what: fmt.Sprintf("node(s) %s", hostlist.Compress(missing))}
+		return nil, err
 	}
 	sort.Strings(names)
 	return names, nil
