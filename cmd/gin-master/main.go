@@ -32,6 +32,7 @@ func main() {
 
 type options struct {
 	nodeID, bind, advertise, raftBind, dataDir string
+	httpBind                                   string
 	bootstrap                                  bool
 	heartbeat                                  time.Duration
 	missed                                     int
@@ -85,6 +86,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
 	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
 	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address)")
+	f.StringVar(&o.httpBind, "http-bind", ":5002", "HTTP address of /metrics (Prometheus) and /healthz; empty disables it (off with --dev unless given)")
 	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
 	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
 	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state")
@@ -131,7 +133,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	s, err := master.New(master.Config{
 		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, DataDir: o.dataDir,
-		Bootstrap: o.bootstrap, HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, Logger: log,
+		Bootstrap: o.bootstrap, HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -164,6 +166,10 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	if !cmd.Flags().Changed("bind") {
 		bind = "127.0.0.1:5000"
 	}
+	httpBind := ""
+	if cmd.Flags().Changed("http-bind") {
+		httpBind = o.httpBind
+	}
 	dataDir := ""
 	if cmd.Flags().Changed("data-dir") {
 		dataDir = o.dataDir
@@ -171,7 +177,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
 	c, done, err := devcluster.Start(ctx, devcluster.Config{
 		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec,
-		HeartbeatInterval: o.heartbeat, DataDir: dataDir, Logger: log,
+		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -40,7 +40,9 @@ type Config struct {
 	// DataDir keeps the Raft data; empty means a temporary directory that is
 	// removed on exit.
 	DataDir string
-	Logger  *slog.Logger
+	// HTTPBind serves the master's /metrics and /healthz; empty disables it.
+	HTTPBind string
+	Logger   *slog.Logger
 }
 
 // NodeName is the name of the i-th simulated node (0-based): node001, ...
@@ -117,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 
 	m, err := master.New(master.Config{
 		ID: "dev-master", Bind: cfg.Bind, RaftBind: "127.0.0.1:0", DataDir: c.dataDir, Bootstrap: true,
-		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, Logger: cfg.Logger.With("component", "master"),
+		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, HTTPBind: cfg.HTTPBind, Logger: cfg.Logger.With("component", "master"),
 	})
 	if err != nil {
 		c.cleanup()

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -44,7 +46,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// MissedHeartbeats before a node is marked down (default 3).
 	MissedHeartbeats int
-	Logger           *slog.Logger
+	// HTTPBind serves /metrics and /healthz; empty disables it.
+	HTTPBind string
+	Logger   *slog.Logger
 }
 
 // Server is one gin-master: Raft node, state and gRPC services.
@@ -58,6 +62,8 @@ type Server struct {
 	lis      net.Listener
 	live     *liveness
 	sessions sessions
+	metrics  *metrics
+	httpLis  net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -91,9 +97,17 @@ func New(cfg Config) (*Server, error) {
 		_ = lis.Close()
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer()}
+	httpLis, err := listenHTTP(cfg.HTTPBind)
+	if err != nil {
+		_ = lis.Close()
+		_ = node.Shutdown()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis}
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.countRejectedUnary),
+		grpc.ChainStreamInterceptor(s.countRejectedStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -117,6 +131,16 @@ func (s *Server) RaftAddr() string { return s.node.Addr() }
 // Serve answers requests until ctx ends or Close is called.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
+	if s.httpLis != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.serveHTTP(ctx); err != nil {
+				s.log.Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		s.log.Info("serving /metrics and /healthz", "addr", s.httpLis.Addr().String())
+	}
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -153,6 +177,7 @@ func (s *Server) watchLeadership(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case isLeader := <-s.node.LeaderCh():
+			s.metrics.leaderChanges.Add(1)
 			if isLeader {
 				if err := s.node.Barrier(ctx); err != nil {
 					s.log.Warn("barrier after election failed", "err", err)
@@ -183,6 +208,9 @@ func (s *Server) Close() error {
 		s.cancel()
 	}
 	s.grpc.Stop()
+	if s.httpLis != nil {
+		_ = s.httpLis.Close() // when Serve never ran; harmless otherwise
+	}
 	s.wg.Wait()
 	return s.node.Shutdown()
 }
@@ -192,7 +220,40 @@ func (s *Server) apply(ctx context.Context, cmd *statev1.Command) (state.Result,
 	if !s.node.IsLeader() {
 		return state.Result{}, s.notLeaderErr()
 	}
-	return s.node.Apply(ctx, cmd)
+	start := time.Now()
+	res, err := s.node.Apply(ctx, cmd)
+	if err == nil {
+		s.metrics.applyLatency.Observe(time.Since(start).Seconds())
+	}
+	return res, err
+}
+
+// countRejectedUnary counts requests answered with a client-side error.
+func (s *Server) countRejectedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	s.countRejected(err)
+	return resp, err
+}
+
+func (s *Server) countRejectedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	s.countRejected(err)
+	return err
+}
+
+func (s *Server) countRejected(err error) {
+	switch c := status.Code(err); c {
+	case codes.InvalidArgument, codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound, codes.ResourceExhausted:
+		s.metrics.rejected.WithLabelValues(c.String()).Inc()
+	}
+}
+
+// HTTPAddr is the bound /metrics address ("" when disabled).
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
 }
 
 // leaderHint is the client address of the leader, when this server knows it.

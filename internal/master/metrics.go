@@ -1,0 +1,161 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/buildinfo"
+)
+
+// metrics are the master's own counters; gauges are read at scrape time.
+type metrics struct {
+	leaderChanges atomic.Uint64
+	rejected      *prometheus.CounterVec
+	applyLatency  prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gin_master_rejected_messages_total", Help: "Agent messages and requests rejected, by gRPC code.",
+		}, []string{"code"}),
+		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gin_master_apply_duration_seconds", Help: "Time from proposing a Raft command to its application on the leader.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+}
+
+// masterCollector reads Raft and state gauges at scrape time.
+type masterCollector struct {
+	s                                                     *Server
+	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
+	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
+}
+
+func newMasterCollector(s *Server) *masterCollector {
+	d := prometheus.NewDesc
+	id := []string{"server"}
+	return &masterCollector{s: s,
+		info:          d("gin_master_build_info", "gin-master build; always 1.", []string{"server", "version"}, nil),
+		raftState:     d("gin_master_raft_state", "1 for the Raft state this server is in.", []string{"server", "state"}, nil),
+		term:          d("gin_master_raft_term", "Current Raft term.", id, nil),
+		commit:        d("gin_master_raft_commit_index", "Raft commit index.", id, nil),
+		applied:       d("gin_master_raft_applied_index", "Raft applied index.", id, nil),
+		leaderChanges: d("gin_master_leader_changes_total", "Leadership changes seen by this server.", id, nil),
+		nodes:         d("gin_master_nodes", "Nodes by state.", []string{"server", "state"}, nil),
+		nvlinks:       d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
+		ports:         d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
+		agents:        d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
+		plans:         d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+	}
+}
+
+func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans} {
+		ch <- d
+	}
+}
+
+func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
+	s, id := c.s, c.s.cfg.ID
+	g := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	st := s.node.Stats()
+	g(c.info, 1, id, buildinfo.String())
+	for _, name := range []string{"Follower", "Candidate", "Leader", "Shutdown"} {
+		v := 0.0
+		if st.State == name {
+			v = 1
+		}
+		g(c.raftState, v, id, name)
+	}
+	g(c.term, float64(st.Term), id)
+	g(c.commit, float64(st.CommitIndex), id)
+	g(c.applied, float64(st.AppliedIndex), id)
+	ch <- prometheus.MustNewConstMetric(c.leaderChanges, prometheus.CounterValue, float64(s.metrics.leaderChanges.Load()), id)
+	v := s.store.View()
+	byState := map[ginv1.NodeState]int{}
+	var nvUp, nvTotal, pUp, pTotal int
+	for _, n := range v.NodeNames() {
+		rec, _ := v.Node(n)
+		byState[rec.GetState()]++
+		if info, ok := v.Graph.NodeInfo(n); ok {
+			nvUp, nvTotal = nvUp+info.NVLinksUp, nvTotal+info.NVLinksTotal
+			pUp, pTotal = pUp+info.ComputePortsUp, pTotal+info.ComputePortsTotal
+		}
+	}
+	for _, ns := range []ginv1.NodeState{ginv1.NodeState_NODE_STATE_UP, ginv1.NodeState_NODE_STATE_DOWN, ginv1.NodeState_NODE_STATE_DRAINING} {
+		g(c.nodes, float64(byState[ns]), id, stateLabel(ns))
+	}
+	g(c.nvlinks, float64(nvUp), id, "up")
+	g(c.nvlinks, float64(nvTotal-nvUp), id, "down")
+	g(c.ports, float64(pUp), id, "up")
+	g(c.ports, float64(pTotal-pUp), id, "down")
+	g(c.agents, float64(s.sessions.count()), id)
+	g(c.plans, float64(len(s.store.Plans())), id)
+}
+
+func stateLabel(s ginv1.NodeState) string {
+	switch s {
+	case ginv1.NodeState_NODE_STATE_UP:
+		return "up"
+	case ginv1.NodeState_NODE_STATE_DOWN:
+		return "down"
+	case ginv1.NodeState_NODE_STATE_DRAINING:
+		return "draining"
+	}
+	return strconv.Itoa(int(s))
+}
+
+// serveHTTP serves /metrics and /healthz (200 while a leader is known) on
+// cfg.HTTPBind until ctx ends.
+func (s *Server) serveHTTP(ctx context.Context) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newMasterCollector(s), s.metrics.rejected, s.metrics.applyLatency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if id, _ := s.node.Leader(); id == "" {
+			http.Error(w, "no Raft leader known\n", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("master: http: %w", err)
+	}
+	return nil
+}
+
+// listenHTTP binds the HTTP listener when configured.
+func listenHTTP(bind string) (net.Listener, error) {
+	if bind == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, fmt.Errorf("master: listen on --http-bind %s: %w", bind, err)
+	}
+	return l, nil
+}
