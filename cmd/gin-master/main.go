@@ -24,6 +24,7 @@ import (
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
+	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
 func main() {
@@ -34,6 +35,8 @@ type options struct {
 	nodeID, bind, advertise, raftBind, dataDir string
 	httpBind                                   string
 	bootstrap                                  bool
+	bootstrapExpect                            int
+	join                                       string
 	heartbeat                                  time.Duration
 	missed                                     int
 	logLevel                                   string
@@ -62,7 +65,8 @@ A fresh --data-dir is bootstrapped as a single-voter cluster (--bootstrap).
 127.0.0.1:5000 (or --bind) with its data in a temporary directory, and
 --dev-agents simulated nodes of --dev-profile on a simulated leaf/spine fabric.
 Then try: ginctl nodes; ginctl topo -m`,
-		Example: `  gin-master --dev
+		Example: `  gin-master --node-id m1 --bootstrap-expect 3 --join m1,m2,m3   # on m1, m2 and m3 alike
+  gin-master --dev
   gin-master --dev --dev-agents 18 --dev-profile gb200-nvl72
   gin-master --node-id m1 --bind :5000 --raft-bind :5001 --data-dir /var/lib/gin-master`,
 		SilenceUsage:  true,
@@ -89,7 +93,9 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.httpBind, "http-bind", ":5002", "HTTP address of /metrics (Prometheus) and /healthz; empty disables it (off with --dev unless given)")
 	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
 	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
-	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state")
+	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state (off when --join or --bootstrap-expect is given)")
+	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
+	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -131,9 +137,27 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	var join []string
+	if o.join != "" {
+		var err error
+		if join, err = masteraddr.Parse(o.join); err != nil {
+			return fmt.Errorf("--join: %w", err)
+		}
+	}
+	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
+		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
+	}
+	bootstrap := o.bootstrap
+	if o.bootstrapExpect > 1 || (len(join) > 0 && o.bootstrapExpect != 1) {
+		bootstrap = false
+	}
+	if o.bootstrapExpect == 1 {
+		bootstrap = true
+	}
 	s, err := master.New(master.Config{
 		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, DataDir: o.dataDir,
-		Bootstrap: o.bootstrap, HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
+		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join,
+		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -60,9 +60,15 @@ func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfo
 	resp := &ginv1.GetClusterInfoResponse{
 		ServerId: a.s.cfg.ID, RaftState: st.State, Term: st.Term, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, LeaderId: lid, LeaderAddress: a.s.leaderHint(),
+		ClusterId: a.s.store.ClusterID(), HasState: a.s.node.HasState(),
+		RaftAddress: a.s.node.Addr(), ClientAddress: a.s.cfg.Advertise,
 	}
 	for _, m := range st.Members {
-		resp.Members = append(resp.Members, &ginv1.Member{Id: m.ID, Address: m.Address, Voter: m.Voter, Leader: m.ID == lid})
+		mem := &ginv1.Member{Id: m.ID, Address: m.Address, Voter: m.Voter, Leader: m.ID == lid}
+		if r, ok := a.s.store.Server(m.ID); ok {
+			mem.ClientAddress = r.GetClientAddress()
+		}
+		resp.Members = append(resp.Members, mem)
 	}
 	return resp, nil
 }

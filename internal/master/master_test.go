@@ -42,7 +42,9 @@ func startServer(t *testing.T, hb time.Duration) (*Server, *grpc.ClientConn) {
 	if err := s.WaitReady(wctx); err != nil {
 		t.Fatal(err)
 	}
-	for !s.node.IsLeader() {
+	// Leader, with the cluster id set and itself registered: no background
+	// write may race with a test's checks of the Raft index.
+	for !s.node.IsLeader() || s.store.ClusterID() == "" || !registered(s) {
 		select {
 		case <-wctx.Done():
 			t.Fatal("no leadership")
@@ -346,4 +348,9 @@ func TestReadsRejectBadSelectors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func registered(s *Server) bool {
+	_, ok := s.store.Server(s.cfg.ID)
+	return ok
 }

@@ -40,6 +40,13 @@ type Config struct {
 	DataDir string
 	// Bootstrap makes a fresh data directory a single-voter cluster.
 	Bootstrap bool
+	// BootstrapExpect > 1: a fresh server waits until this many fresh
+	// servers (itself included, found through Join) see each other, and the
+	// one with the smallest id bootstraps them.
+	BootstrapExpect int
+	// Join lists other masters' client addresses: a fresh server joins the
+	// cluster they form (retried until it works).
+	Join []string
 	// FastRaft uses short Raft timeouts (dev cluster and tests on loopback).
 	FastRaft bool
 	// HeartbeatInterval is what agents are told to use (default 5s).
@@ -141,7 +148,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 		s.log.Info("serving /metrics and /healthz", "addr", s.httpLis.Addr().String())
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go func() {
+		defer s.wg.Done()
+		s.formCluster(ctx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.planExpiryLoop(ctx, time.Minute)
@@ -184,6 +195,7 @@ func (s *Server) watchLeadership(ctx context.Context) {
 				}
 				s.live.rearm()
 				s.log.Info("became leader; liveness timers re-armed")
+				go s.onLeadership(ctx)
 			}
 		case <-t.C:
 		}
@@ -202,8 +214,19 @@ func (s *Server) watchLeadership(ctx context.Context) {
 // WaitReady blocks until the cluster has a leader and this server can serve.
 func (s *Server) WaitReady(ctx context.Context) error { return s.node.WaitLeader(ctx) }
 
-// Close stops serving and shuts Raft down.
+// Close stops serving and shuts Raft down. A leader first hands leadership
+// to another voter (planned shutdown), so the cluster does not wait for an
+// election timeout.
 func (s *Server) Close() error {
+	if s.node.IsLeader() && len(s.node.Stats().Members) > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.node.TransferLeadership(ctx); err != nil {
+			s.log.Warn("leadership transfer before shutdown failed", "err", err)
+		} else {
+			s.log.Info("leadership transferred before shutdown")
+		}
+		cancel()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -256,13 +279,19 @@ func (s *Server) HTTPAddr() string {
 	return s.httpLis.Addr().String()
 }
 
-// leaderHint is the client address of the leader, when this server knows it.
+// leaderHint is the client address of the leader, when this server knows
+// it (servers register their client addresses through Raft).
 func (s *Server) leaderHint() string {
 	if s.node.IsLeader() {
 		return s.cfg.Advertise
 	}
-	// Followers learn the leader's client address from replicated membership
-	// metadata (issue: replication); until then they name no address.
+	id, _ := s.node.Leader()
+	if id == "" {
+		return ""
+	}
+	if r, ok := s.store.Server(id); ok {
+		return r.GetClientAddress()
+	}
 	return ""
 }
 

@@ -67,6 +67,10 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.PutPlan(index, c.PutPlan)
 	case *statev1.Command_DeletePlan:
 		return f.store.DeletePlan(index, c.DeletePlan)
+	case *statev1.Command_RegisterServer:
+		return f.store.RegisterServer(index, c.RegisterServer)
+	case *statev1.Command_SetClusterId:
+		return f.store.SetClusterID(index, c.SetClusterId)
 	default:
 		f.store.SetIndex(index)
 		f.log.Warn("raft entry has a command this version does not know; skipped", "index", index)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -64,6 +65,7 @@ func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 // Node is one Raft server with its FSM and stores.
 type Node struct {
 	cfg       Config
+	hadState  atomic.Bool
 	raft      *hraft.Raft
 	transport *hraft.NetworkTransport
 	logs      *wal.WAL
@@ -124,13 +126,13 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		rc.CommitTimeout = 5 * time.Millisecond
 	}
 	fsm := NewFSM(store, log)
+	has, err := hraft.HasExistingState(logs, logs, snaps)
+	if err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft: inspect data dir: %w", err)
+	}
 	if cfg.Bootstrap {
-		has, err := hraft.HasExistingState(logs, logs, snaps)
-		if err != nil {
-			_ = trans.Close()
-			_ = logs.Close()
-			return nil, fmt.Errorf("raft: inspect data dir: %w", err)
-		}
 		if !has {
 			conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
 			if err := hraft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
@@ -147,7 +149,9 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
-	return &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log}, nil
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log}
+	n.hadState.Store(has || cfg.Bootstrap)
+	return n, nil
 }
 
 // Apply proposes cmd and waits until it is applied, or ctx ends.
@@ -305,4 +309,58 @@ func (n *Node) Shutdown() error {
 		err = cerr
 	}
 	return err
+}
+
+// HasState reports whether this server belongs to a cluster: it had Raft
+// state when opened, was bootstrapped, or is in a configuration now.
+func (n *Node) HasState() bool {
+	if n.hadState.Load() {
+		return true
+	}
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// BootstrapCluster makes a fresh server the first member of a cluster of
+// the given voters (each server id and Raft address).
+func (n *Node) BootstrapCluster(members []Member) error {
+	conf := hraft.Configuration{}
+	for _, m := range members {
+		conf.Servers = append(conf.Servers, hraft.Server{ID: hraft.ServerID(m.ID), Address: hraft.ServerAddress(m.Address), Suffrage: hraft.Voter})
+	}
+	if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
+		return fmt.Errorf("raft: bootstrap: %w", err)
+	}
+	n.hadState.Store(true)
+	return nil
+}
+
+// AddVoter adds (or keeps) a voter; a no-op when it is already one at addr.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if err := waitFuture(ctx, n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, 10*time.Second)); err != nil {
+		if errors.Is(err, hraft.ErrNotLeader) {
+			return n.notLeader()
+		}
+		return fmt.Errorf("raft: add voter %s at %s: %w", id, addr, err)
+	}
+	return nil
+}
+
+// RemoveServer removes a server from the configuration.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if err := waitFuture(ctx, n.raft.RemoveServer(hraft.ServerID(id), 0, 10*time.Second)); err != nil {
+		if errors.Is(err, hraft.ErrNotLeader) {
+			return n.notLeader()
+		}
+		return fmt.Errorf("raft: remove server %s: %w", id, err)
+	}
+	return nil
+}
+
+// TransferLeadership hands leadership to another voter (planned shutdown).
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	if n.raft.State() != hraft.Leader {
+		return nil
+	}
+	return waitFuture(ctx, n.raft.LeadershipTransfer())
 }

@@ -46,6 +46,9 @@ type Store struct {
 	index       uint64
 	// plans are the pinned job plans by job id; never modified once stored.
 	plans map[string]*ginv1.Plan
+	// servers are the masters' registered addresses, by server id.
+	servers   map[string]*statev1.RegisterServer
+	clusterID string
 
 	watchers watchers
 }
@@ -230,6 +233,15 @@ func (s *Store) Snapshot() *statev1.Snapshot {
 	for _, j := range jobs {
 		snap.Plans = append(snap.Plans, s.plans[j])
 	}
+	snap.ClusterId = s.clusterID
+	ids := make([]string, 0, len(s.servers))
+	for id := range s.servers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		snap.Servers = append(snap.Servers, s.servers[id])
+	}
 	names := make([]string, 0, len(s.nodes))
 	for n := range s.nodes {
 		names = append(names, n)
@@ -266,6 +278,10 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 		}
 		plans[p.GetJobId()] = p
 	}
+	servers := make(map[string]*statev1.RegisterServer, len(snap.GetServers()))
+	for _, r := range snap.GetServers() {
+		servers[r.GetServerId()] = r
+	}
 	g, err := graph.Build(nil, nil)
 	if err != nil {
 		return err
@@ -285,6 +301,7 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 	}
 	s.mu.Lock()
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index, plans
+	s.servers, s.clusterID = servers, snap.GetClusterId()
 	s.mu.Unlock()
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED})
 	return nil

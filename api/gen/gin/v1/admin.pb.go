@@ -21,6 +21,221 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// JoinRequest asks the leader to add the calling server.
+type JoinRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// Raft address of the joining server.
+	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// Client (gRPC) address of the joining server.
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// The cluster id the joining server already belongs to, "" for a new one.
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *JoinRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+// JoinResponse says the server is a voter.
+type JoinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JoinResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *JoinResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// RemoveServerRequest names a server to remove.
+type RemoveServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ServerId      string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerRequest) Reset() {
+	*x = RemoveServerRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerRequest) ProtoMessage() {}
+
+func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
+func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RemoveServerRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+// RemoveServerResponse confirms the removal.
+type RemoveServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerResponse) Reset() {
+	*x = RemoveServerResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerResponse) ProtoMessage() {}
+
+func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
+func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RemoveServerResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 // ImportFabricRequest replaces the fabric topology.
 type ImportFabricRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -31,7 +246,7 @@ type ImportFabricRequest struct {
 
 func (x *ImportFabricRequest) Reset() {
 	*x = ImportFabricRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	mi := &file_gin_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +258,7 @@ func (x *ImportFabricRequest) String() string {
 func (*ImportFabricRequest) ProtoMessage() {}
 
 func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	mi := &file_gin_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +271,7 @@ func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricRequest.ProtoReflect.Descriptor instead.
 func (*ImportFabricRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ImportFabricRequest) GetFabric() *FabricTopology {
@@ -78,7 +293,7 @@ type ImportFabricResponse struct {
 
 func (x *ImportFabricResponse) Reset() {
 	*x = ImportFabricResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	mi := &file_gin_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -90,7 +305,7 @@ func (x *ImportFabricResponse) String() string {
 func (*ImportFabricResponse) ProtoMessage() {}
 
 func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	mi := &file_gin_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -103,7 +318,7 @@ func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricResponse.ProtoReflect.Descriptor instead.
 func (*ImportFabricResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ImportFabricResponse) GetIndex() uint64 {
@@ -136,7 +351,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	mi := &file_gin_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +363,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	mi := &file_gin_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +376,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 // Member is one server of the Raft configuration.
@@ -169,16 +384,18 @@ type Member struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Raft address.
-	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
-	Leader        bool   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
-	Voter         bool   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Leader  bool   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Voter   bool   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	// Client (gRPC) address, when the server registered it.
+	ClientAddress string `protobuf:"bytes,5,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	mi := &file_gin_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +407,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	mi := &file_gin_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +420,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Member) GetId() string {
@@ -234,6 +451,13 @@ func (x *Member) GetVoter() bool {
 	return false
 }
 
+func (x *Member) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
 // GetClusterInfoResponse is the Raft cluster's state as one server sees it.
 type GetClusterInfoResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -247,13 +471,20 @@ type GetClusterInfoResponse struct {
 	// Client (gRPC) address of the leader, when known.
 	LeaderAddress string    `protobuf:"bytes,7,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
 	Members       []*Member `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	// Set once at bootstrap; a server of another cluster cannot join.
+	ClusterId string `protobuf:"bytes,9,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// Whether this server holds Raft state (false before bootstrap or join).
+	HasState bool `protobuf:"varint,10,opt,name=has_state,json=hasState,proto3" json:"has_state,omitempty"`
+	// This server's own Raft and client addresses.
+	RaftAddress   string `protobuf:"bytes,11,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	ClientAddress string `protobuf:"bytes,12,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	mi := &file_gin_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +496,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	mi := &file_gin_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +509,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetClusterInfoResponse) GetServerId() string {
@@ -337,23 +568,66 @@ func (x *GetClusterInfoResponse) GetMembers() []*Member {
 	return nil
 }
 
+func (x *GetClusterInfoResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *GetClusterInfoResponse) GetHasState() bool {
+	if x != nil {
+		return x.HasState
+	}
+	return false
+}
+
+func (x *GetClusterInfoResponse) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *GetClusterInfoResponse) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
 var File_gin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\"E\n" +
+	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\"\x93\x01\n" +
+	"\vJoinRequest\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"C\n" +
+	"\fJoinResponse\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"2\n" +
+	"\x13RemoveServerRequest\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\",\n" +
+	"\x14RemoveServerResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"E\n" +
 	"\x13ImportFabricRequest\x12.\n" +
 	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"^\n" +
 	"\x14ImportFabricResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1a\n" +
 	"\bswitches\x18\x02 \x01(\rR\bswitches\x12\x14\n" +
 	"\x05links\x18\x03 \x01(\rR\x05links\"\x17\n" +
-	"\x15GetClusterInfoRequest\"`\n" +
+	"\x15GetClusterInfoRequest\"\x87\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x14\n" +
-	"\x05voter\x18\x04 \x01(\bR\x05voter\"\x9e\x02\n" +
+	"\x05voter\x18\x04 \x01(\bR\x05voter\x12%\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"\xa4\x03\n" +
 	"\x16GetClusterInfoResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12\x1d\n" +
 	"\n" +
@@ -363,10 +637,18 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x1b\n" +
 	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12%\n" +
 	"\x0eleader_address\x18\a \x01(\tR\rleaderAddress\x12(\n" +
-	"\amembers\x18\b \x03(\v2\x0e.gin.v1.MemberR\amembers2\xaa\x01\n" +
+	"\amembers\x18\b \x03(\v2\x0e.gin.v1.MemberR\amembers\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\t \x01(\tR\tclusterId\x12\x1b\n" +
+	"\thas_state\x18\n" +
+	" \x01(\bR\bhasState\x12!\n" +
+	"\fraft_address\x18\v \x01(\tR\vraftAddress\x12%\n" +
+	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\xa8\x02\n" +
 	"\fAdminService\x12I\n" +
 	"\fImportFabric\x12\x1b.gin.v1.ImportFabricRequest\x1a\x1c.gin.v1.ImportFabricResponse\x12O\n" +
-	"\x0eGetClusterInfo\x12\x1d.gin.v1.GetClusterInfoRequest\x1a\x1e.gin.v1.GetClusterInfoResponseB2Z0github.com/gin-topology/gin/api/gen/gin/v1;ginv1b\x06proto3"
+	"\x0eGetClusterInfo\x12\x1d.gin.v1.GetClusterInfoRequest\x1a\x1e.gin.v1.GetClusterInfoResponse\x121\n" +
+	"\x04Join\x12\x13.gin.v1.JoinRequest\x1a\x14.gin.v1.JoinResponse\x12I\n" +
+	"\fRemoveServer\x12\x1b.gin.v1.RemoveServerRequest\x1a\x1c.gin.v1.RemoveServerResponseB2Z0github.com/gin-topology/gin/api/gen/gin/v1;ginv1b\x06proto3"
 
 var (
 	file_gin_v1_admin_proto_rawDescOnce sync.Once
@@ -380,24 +662,32 @@ func file_gin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gin_v1_admin_proto_rawDescData
 }
 
-var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_gin_v1_admin_proto_goTypes = []any{
-	(*ImportFabricRequest)(nil),    // 0: gin.v1.ImportFabricRequest
-	(*ImportFabricResponse)(nil),   // 1: gin.v1.ImportFabricResponse
-	(*GetClusterInfoRequest)(nil),  // 2: gin.v1.GetClusterInfoRequest
-	(*Member)(nil),                 // 3: gin.v1.Member
-	(*GetClusterInfoResponse)(nil), // 4: gin.v1.GetClusterInfoResponse
-	(*FabricTopology)(nil),         // 5: gin.v1.FabricTopology
+	(*JoinRequest)(nil),            // 0: gin.v1.JoinRequest
+	(*JoinResponse)(nil),           // 1: gin.v1.JoinResponse
+	(*RemoveServerRequest)(nil),    // 2: gin.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),   // 3: gin.v1.RemoveServerResponse
+	(*ImportFabricRequest)(nil),    // 4: gin.v1.ImportFabricRequest
+	(*ImportFabricResponse)(nil),   // 5: gin.v1.ImportFabricResponse
+	(*GetClusterInfoRequest)(nil),  // 6: gin.v1.GetClusterInfoRequest
+	(*Member)(nil),                 // 7: gin.v1.Member
+	(*GetClusterInfoResponse)(nil), // 8: gin.v1.GetClusterInfoResponse
+	(*FabricTopology)(nil),         // 9: gin.v1.FabricTopology
 }
 var file_gin_v1_admin_proto_depIdxs = []int32{
-	5, // 0: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
-	3, // 1: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
-	0, // 2: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
-	2, // 3: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
-	1, // 4: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
-	4, // 5: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
+	9, // 0: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
+	7, // 1: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
+	4, // 2: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
+	6, // 3: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
+	0, // 4: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
+	2, // 5: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
+	5, // 6: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
+	8, // 7: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
+	1, // 8: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
+	3, // 9: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
+	6, // [6:10] is the sub-list for method output_type
+	2, // [2:6] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -415,7 +705,7 @@ func file_gin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_admin_proto_rawDesc), len(file_gin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

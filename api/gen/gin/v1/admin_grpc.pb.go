@@ -21,6 +21,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AdminService_ImportFabric_FullMethodName   = "/gin.v1.AdminService/ImportFabric"
 	AdminService_GetClusterInfo_FullMethodName = "/gin.v1.AdminService/GetClusterInfo"
+	AdminService_Join_FullMethodName           = "/gin.v1.AdminService/Join"
+	AdminService_RemoveServer_FullMethodName   = "/gin.v1.AdminService/RemoveServer"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -32,6 +34,11 @@ const (
 type AdminServiceClient interface {
 	ImportFabric(ctx context.Context, in *ImportFabricRequest, opts ...grpc.CallOption) (*ImportFabricResponse, error)
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
+	// Adds a server to the Raft configuration as a voter (on the leader;
+	// followers answer FAILED_PRECONDITION naming the leader).
+	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// Removes a server (a dead one, or one being decommissioned).
+	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 }
 
 type adminServiceClient struct {
@@ -62,6 +69,26 @@ func (c *adminServiceClient) GetClusterInfo(ctx context.Context, in *GetClusterI
 	return out, nil
 }
 
+func (c *adminServiceClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, AdminService_Join_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveServerResponse)
+	err := c.cc.Invoke(ctx, AdminService_RemoveServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -71,6 +98,11 @@ func (c *adminServiceClient) GetClusterInfo(ctx context.Context, in *GetClusterI
 type AdminServiceServer interface {
 	ImportFabric(context.Context, *ImportFabricRequest) (*ImportFabricResponse, error)
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
+	// Adds a server to the Raft configuration as a voter (on the leader;
+	// followers answer FAILED_PRECONDITION naming the leader).
+	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// Removes a server (a dead one, or one being decommissioned).
+	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -86,6 +118,12 @@ func (UnimplementedAdminServiceServer) ImportFabric(context.Context, *ImportFabr
 }
 func (UnimplementedAdminServiceServer) GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClusterInfo not implemented")
+}
+func (UnimplementedAdminServiceServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedAdminServiceServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveServer not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -144,6 +182,42 @@ func _AdminService_GetClusterInfo_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_Join_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).Join(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_Join_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).Join(ctx, req.(*JoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RemoveServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RemoveServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RemoveServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RemoveServer(ctx, req.(*RemoveServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -158,6 +232,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClusterInfo",
 			Handler:    _AdminService_GetClusterInfo_Handler,
+		},
+		{
+			MethodName: "Join",
+			Handler:    _AdminService_Join_Handler,
+		},
+		{
+			MethodName: "RemoveServer",
+			Handler:    _AdminService_RemoveServer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

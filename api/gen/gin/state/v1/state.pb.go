@@ -36,6 +36,8 @@ type Command struct {
 	//	*Command_ImportFabric
 	//	*Command_PutPlan
 	//	*Command_DeletePlan
+	//	*Command_RegisterServer
+	//	*Command_SetClusterId
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -123,6 +125,24 @@ func (x *Command) GetDeletePlan() *DeletePlan {
 	return nil
 }
 
+func (x *Command) GetRegisterServer() *RegisterServer {
+	if x != nil {
+		if x, ok := x.Command.(*Command_RegisterServer); ok {
+			return x.RegisterServer
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetClusterId() *SetClusterId {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SetClusterId); ok {
+			return x.SetClusterId
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -147,6 +167,14 @@ type Command_DeletePlan struct {
 	DeletePlan *DeletePlan `protobuf:"bytes,5,opt,name=delete_plan,json=deletePlan,proto3,oneof"`
 }
 
+type Command_RegisterServer struct {
+	RegisterServer *RegisterServer `protobuf:"bytes,6,opt,name=register_server,json=registerServer,proto3,oneof"`
+}
+
+type Command_SetClusterId struct {
+	SetClusterId *SetClusterId `protobuf:"bytes,7,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
@@ -156,6 +184,117 @@ func (*Command_ImportFabric) isCommand_Command() {}
 func (*Command_PutPlan) isCommand_Command() {}
 
 func (*Command_DeletePlan) isCommand_Command() {}
+
+func (*Command_RegisterServer) isCommand_Command() {}
+
+func (*Command_SetClusterId) isCommand_Command() {}
+
+// RegisterServer records a master's client address (so that followers can
+// name the leader's address in hints). Idempotent; the latest wins.
+type RegisterServer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ServerId      string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	ClientAddress string                 `protobuf:"bytes,2,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	RaftAddress   string                 `protobuf:"bytes,3,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterServer) Reset() {
+	*x = RegisterServer{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterServer) ProtoMessage() {}
+
+func (x *RegisterServer) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterServer.ProtoReflect.Descriptor instead.
+func (*RegisterServer) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RegisterServer) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *RegisterServer) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+func (x *RegisterServer) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+// SetClusterId sets the cluster id once; later ones are no-ops.
+type SetClusterId struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterId) Reset() {
+	*x = SetClusterId{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterId) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterId) ProtoMessage() {}
+
+func (x *SetClusterId) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
+func (*SetClusterId) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SetClusterId) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
 
 // PutPlan pins a job's plan. A no-op when the job already has a plan (the
 // first one wins: a plan never changes for its job).
@@ -168,7 +307,7 @@ type PutPlan struct {
 
 func (x *PutPlan) Reset() {
 	*x = PutPlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -180,7 +319,7 @@ func (x *PutPlan) String() string {
 func (*PutPlan) ProtoMessage() {}
 
 func (x *PutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -193,7 +332,7 @@ func (x *PutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutPlan.ProtoReflect.Descriptor instead.
 func (*PutPlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PutPlan) GetPlan() *v1.Plan {
@@ -214,7 +353,7 @@ type DeletePlan struct {
 
 func (x *DeletePlan) Reset() {
 	*x = DeletePlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +365,7 @@ func (x *DeletePlan) String() string {
 func (*DeletePlan) ProtoMessage() {}
 
 func (x *DeletePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +378,7 @@ func (x *DeletePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlan.ProtoReflect.Descriptor instead.
 func (*DeletePlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeletePlan) GetJobId() string {
@@ -270,7 +409,7 @@ type PutInventory struct {
 
 func (x *PutInventory) Reset() {
 	*x = PutInventory{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +421,7 @@ func (x *PutInventory) String() string {
 func (*PutInventory) ProtoMessage() {}
 
 func (x *PutInventory) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +434,7 @@ func (x *PutInventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutInventory.ProtoReflect.Descriptor instead.
 func (*PutInventory) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PutInventory) GetInventory() *v1.NodeInventory {
@@ -332,7 +471,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +483,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +496,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SetNodeState) GetNodeName() string {
@@ -398,7 +537,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +549,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +562,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -448,7 +587,7 @@ type NodeRecord struct {
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +599,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +612,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -527,13 +666,15 @@ type Snapshot struct {
 	Fabric        *v1.FabricTopology `protobuf:"bytes,3,opt,name=fabric,proto3" json:"fabric,omitempty"`
 	FabricIndex   uint64             `protobuf:"varint,4,opt,name=fabric_index,json=fabricIndex,proto3" json:"fabric_index,omitempty"`
 	Plans         []*v1.Plan         `protobuf:"bytes,5,rep,name=plans,proto3" json:"plans,omitempty"`
+	Servers       []*RegisterServer  `protobuf:"bytes,6,rep,name=servers,proto3" json:"servers,omitempty"`
+	ClusterId     string             `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +686,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +699,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -596,19 +737,42 @@ func (x *Snapshot) GetPlans() []*v1.Plan {
 	return nil
 }
 
+func (x *Snapshot) GetServers() []*RegisterServer {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *Snapshot) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x02\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x03\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
 	"\rimport_fabric\x18\x03 \x01(\v2\x1a.gin.state.v1.ImportFabricH\x00R\fimportFabric\x122\n" +
 	"\bput_plan\x18\x04 \x01(\v2\x15.gin.state.v1.PutPlanH\x00R\aputPlan\x12;\n" +
 	"\vdelete_plan\x18\x05 \x01(\v2\x18.gin.state.v1.DeletePlanH\x00R\n" +
-	"deletePlanB\t\n" +
-	"\acommandJ\x04\b\x06\x10\x10\"+\n" +
+	"deletePlan\x12G\n" +
+	"\x0fregister_server\x18\x06 \x01(\v2\x1c.gin.state.v1.RegisterServerH\x00R\x0eregisterServer\x12B\n" +
+	"\x0eset_cluster_id\x18\a \x01(\v2\x1a.gin.state.v1.SetClusterIdH\x00R\fsetClusterIdB\t\n" +
+	"\acommandJ\x04\b\b\x10\x10\"w\n" +
+	"\x0eRegisterServer\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
+	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
+	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\"-\n" +
+	"\fSetClusterId\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"+\n" +
 	"\aPutPlan\x12 \n" +
 	"\x04plan\x18\x01 \x01(\v2\f.gin.v1.PlanR\x04plan\";\n" +
 	"\n" +
@@ -633,13 +797,16 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12!\n" +
 	"\fstate_reason\x18\x04 \x01(\tR\vstateReason\x12D\n" +
 	"\x10state_changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0estateChangedAt\x12#\n" +
-	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xd8\x01\n" +
+	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xaf\x02\n" +
 	"\bSnapshot\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12.\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x18.gin.state.v1.NodeRecordR\x05nodes\x12.\n" +
 	"\x06fabric\x18\x03 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\x12!\n" +
 	"\ffabric_index\x18\x04 \x01(\x04R\vfabricIndex\x12\"\n" +
-	"\x05plans\x18\x05 \x03(\v2\f.gin.v1.PlanR\x05plansB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
+	"\x05plans\x18\x05 \x03(\v2\f.gin.v1.PlanR\x05plans\x126\n" +
+	"\aservers\x18\x06 \x03(\v2\x1c.gin.state.v1.RegisterServerR\aservers\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\a \x01(\tR\tclusterIdB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
 
 var (
 	file_gin_state_v1_state_proto_rawDescOnce sync.Once
@@ -653,45 +820,50 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
-	(*PutPlan)(nil),               // 1: gin.state.v1.PutPlan
-	(*DeletePlan)(nil),            // 2: gin.state.v1.DeletePlan
-	(*PutInventory)(nil),          // 3: gin.state.v1.PutInventory
-	(*SetNodeState)(nil),          // 4: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 5: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 6: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 7: gin.state.v1.Snapshot
-	(*v1.Plan)(nil),               // 8: gin.v1.Plan
-	(*v1.NodeInventory)(nil),      // 9: gin.v1.NodeInventory
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(v1.NodeState)(0),             // 11: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 12: gin.v1.FabricTopology
+	(*RegisterServer)(nil),        // 1: gin.state.v1.RegisterServer
+	(*SetClusterId)(nil),          // 2: gin.state.v1.SetClusterId
+	(*PutPlan)(nil),               // 3: gin.state.v1.PutPlan
+	(*DeletePlan)(nil),            // 4: gin.state.v1.DeletePlan
+	(*PutInventory)(nil),          // 5: gin.state.v1.PutInventory
+	(*SetNodeState)(nil),          // 6: gin.state.v1.SetNodeState
+	(*ImportFabric)(nil),          // 7: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 8: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 9: gin.state.v1.Snapshot
+	(*v1.Plan)(nil),               // 10: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 11: gin.v1.NodeInventory
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(v1.NodeState)(0),             // 13: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 14: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
-	3,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
-	4,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	5,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
-	1,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
-	2,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
-	8,  // 5: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
-	9,  // 6: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	10, // 7: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	11, // 8: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	10, // 9: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	12, // 10: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	9,  // 11: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	11, // 12: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	10, // 13: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	6,  // 14: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	12, // 15: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	8,  // 16: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
+	6,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
+	7,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	3,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
+	4,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
+	1,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
+	2,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
+	10, // 7: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	11, // 8: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	12, // 9: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	13, // 10: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	12, // 11: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	14, // 12: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	11, // 13: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	13, // 14: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	12, // 15: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	8,  // 16: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	14, // 17: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	10, // 18: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	1,  // 19: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -705,6 +877,8 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_ImportFabric)(nil),
 		(*Command_PutPlan)(nil),
 		(*Command_DeletePlan)(nil),
+		(*Command_RegisterServer)(nil),
+		(*Command_SetClusterId)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -712,7 +886,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

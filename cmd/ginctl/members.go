@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// memberJSON is one element of `ginctl members -o json`.
+type memberJSON struct {
+	ID            string `json:"id"`
+	Address       string `json:"address"`
+	ClientAddress string `json:"client_address,omitempty"`
+	Leader        bool   `json:"leader"`
+	Voter         bool   `json:"voter"`
+}
+
+func (a *app) withAdmin(ctx context.Context, fn func(context.Context, ginv1.AdminServiceClient) error) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return c.Admin(ctx, func(ac ginv1.AdminServiceClient) error { return fn(ctx, ac) })
+}
+
+func (a *app) membersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the masters of the Raft cluster",
+		Long:  "List the masters: id, Raft address, client address, leader, voter. -o json prints an array of objects.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp *ginv1.GetClusterInfoResponse
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
+				return err
+			}); err != nil {
+				return err
+			}
+			out := make([]memberJSON, 0, len(resp.GetMembers()))
+			for _, m := range resp.GetMembers() {
+				out = append(out, memberJSON{ID: m.GetId(), Address: m.GetAddress(), ClientAddress: m.GetClientAddress(), Leader: m.GetLeader(), Voter: m.GetVoter()})
+			}
+			if a.output == "json" {
+				return a.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tCLIENT ADDRESS\tLEADER\tVOTER")
+			for _, m := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.Address, dash(m.ClientAddress), m.Leader, m.Voter)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "cluster %s, term %d, commit index %d (as %s sees it)\n", dash(resp.GetClusterId()), resp.GetTerm(), resp.GetCommitIndex(), resp.GetServerId())
+			return nil
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a master (a dead one, or one being decommissioned) from the cluster",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.RemoveServerResponse
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.RemoveServer(ctx, &ginv1.RemoveServerRequest{ServerId: args[0]})
+				return err
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "removed %s (commit index %d)\n", args[0], resp.GetIndex())
+			return nil
+		},
+	}
+	cmd.AddCommand(rm)
+	return cmd
+}

@@ -1,0 +1,218 @@
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	ginraft "github.com/gin-topology/gin/internal/raft"
+)
+
+// formCluster makes this server a member of its cluster, retrying until it
+// is one or ctx ends, so that one command line serves first boot, restart
+// and scale-up:
+//   - a server with Raft state (restart) only registers its addresses;
+//   - a fresh server whose --join peers already have a leader asks it to
+//     add this server (scale-up);
+//   - with --bootstrap-expect N, once N fresh servers (this one included)
+//     see each other, the one with the smallest id bootstraps them all.
+func (s *Server) formCluster(ctx context.Context) {
+	wait := 200 * time.Millisecond
+	for {
+		done, err := s.formOnce(ctx)
+		if done {
+			return
+		}
+		if err != nil {
+			s.log.Info("forming the cluster", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (s *Server) formOnce(ctx context.Context) (bool, error) {
+	if s.node.HasState() {
+		if id, _ := s.node.Leader(); id == "" {
+			return false, nil // wait for an election, then register
+		}
+		return s.registerSelf(ctx)
+	}
+	if len(s.cfg.Join) == 0 {
+		return false, fmt.Errorf("no Raft state and no --join peers: start with --bootstrap-expect 1 or --join")
+	}
+	type peer struct{ id, raft string }
+	peers := map[string]peer{s.cfg.ID: {s.cfg.ID, s.node.Addr()}}
+	var lastErr error
+	for _, addr := range s.cfg.Join {
+		info, err := s.peerInfo(ctx, addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if info.GetLeaderAddress() != "" {
+			return s.joinVia(ctx, info.GetLeaderAddress())
+		}
+		if info.GetHasState() {
+			lastErr = fmt.Errorf("%s is in a cluster that has no leader now", addr)
+			continue
+		}
+		if info.GetServerId() != "" && info.GetRaftAddress() != "" {
+			peers[info.GetServerId()] = peer{info.GetServerId(), info.GetRaftAddress()}
+		}
+	}
+	if s.cfg.BootstrapExpect <= 1 || len(peers) < s.cfg.BootstrapExpect {
+		if lastErr == nil {
+			lastErr = fmt.Errorf("%d of %d expected servers seen", len(peers), s.cfg.BootstrapExpect)
+		}
+		return false, lastErr
+	}
+	ids := make([]string, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if ids[0] != s.cfg.ID {
+		return false, fmt.Errorf("waiting for %s to bootstrap the cluster", ids[0])
+	}
+	var members []ginraft.Member
+	for _, id := range ids[:s.cfg.BootstrapExpect] {
+		members = append(members, ginraft.Member{ID: id, Address: peers[id].raft, Voter: true})
+	}
+	if err := s.node.BootstrapCluster(members); err != nil {
+		return false, err
+	}
+	s.log.Info("bootstrapped the cluster", "voters", ids[:s.cfg.BootstrapExpect])
+	return false, nil // register once a leader is elected
+}
+
+// peerInfo asks a master (by client address) for its cluster state.
+func (s *Server) peerInfo(ctx context.Context, addr string) (*ginv1.GetClusterInfoResponse, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return ginv1.NewAdminServiceClient(conn).GetClusterInfo(cctx, &ginv1.GetClusterInfoRequest{})
+}
+
+// joinVia asks the leader at addr to add this server.
+func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := ginv1.NewAdminServiceClient(conn).Join(cctx, &ginv1.JoinRequest{
+		ServerId: s.cfg.ID, RaftAddress: s.node.Addr(), ClientAddress: s.cfg.Advertise, ClusterId: s.store.ClusterID(),
+	})
+	if err != nil {
+		return false, fmt.Errorf("join via %s: %w", addr, err)
+	}
+	s.log.Info("joined the cluster", "via", addr, "cluster_id", resp.GetClusterId(), "index", resp.GetIndex())
+	return true, nil
+}
+
+// registerSelf makes sure the replicated state knows this server's client
+// address (the leader applies it; a follower asks the leader through Join,
+// which is idempotent for an existing voter).
+func (s *Server) registerSelf(ctx context.Context) (bool, error) {
+	if r, ok := s.store.Server(s.cfg.ID); ok && r.GetClientAddress() == s.cfg.Advertise && r.GetRaftAddress() == s.node.Addr() {
+		return true, nil
+	}
+	if s.node.IsLeader() {
+		_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
+			ServerId: s.cfg.ID, ClientAddress: s.cfg.Advertise, RaftAddress: s.node.Addr(),
+		}}})
+		return err == nil, err
+	}
+	hint := s.leaderHint()
+	if hint == "" {
+		return false, fmt.Errorf("the leader has not registered its client address yet")
+	}
+	return s.joinVia(ctx, hint)
+}
+
+// onLeadership runs once this server becomes leader: it sets the cluster id
+// when the cluster has none and registers this server.
+func (s *Server) onLeadership(ctx context.Context) {
+	if s.store.ClusterID() == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		if _, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_SetClusterId{SetClusterId: &statev1.SetClusterId{ClusterId: hex.EncodeToString(b)}}}); err != nil {
+			s.log.Warn("cluster id not set", "err", err)
+		}
+	}
+	if _, err := s.registerSelf(ctx); err != nil {
+		s.log.Warn("leader registration not committed", "err", err)
+	}
+}
+
+func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1.JoinResponse, error) {
+	switch {
+	case req.GetServerId() == "" || len(req.GetServerId()) > maxJobIDLen:
+		return nil, toStatus(invalidf("server_id", "must be 1..%d bytes", maxJobIDLen))
+	case req.GetRaftAddress() == "" || len(req.GetRaftAddress()) > 256:
+		return nil, toStatus(invalidf("raft_address", "must be 1..256 bytes"))
+	case len(req.GetClientAddress()) > 256:
+		return nil, toStatus(invalidf("client_address", "longer than 256 bytes"))
+	}
+	s := a.s
+	if cid := s.store.ClusterID(); req.GetClusterId() != "" && cid != "" && req.GetClusterId() != cid {
+		s.log.Warn("join refused: another cluster", "server", req.GetServerId(), "its_cluster", req.GetClusterId(), "cluster", cid)
+		return nil, toStatus(fmt.Errorf("%w: server %s belongs to cluster %s, this is cluster %s", errFailedPrecondition, req.GetServerId(), req.GetClusterId(), cid))
+	}
+	if !s.node.IsLeader() {
+		return nil, toStatus(s.notLeaderErr())
+	}
+	if err := s.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
+		ServerId: req.GetServerId(), ClientAddress: req.GetClientAddress(), RaftAddress: req.GetRaftAddress(),
+	}}})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.log.Info("server joined", slog.String("server", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
+	return &ginv1.JoinResponse{ClusterId: s.store.ClusterID(), Index: res.Index}, nil
+}
+
+func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServerRequest) (*ginv1.RemoveServerResponse, error) {
+	if req.GetServerId() == "" {
+		return nil, toStatus(invalidf("server_id", "is empty"))
+	}
+	s := a.s
+	found := false
+	for _, m := range s.node.Stats().Members {
+		found = found || m.ID == req.GetServerId()
+	}
+	if !found {
+		return nil, toStatus(&notFound{what: fmt.Sprintf("server %q", req.GetServerId())})
+	}
+	if !s.node.IsLeader() {
+		return nil, toStatus(s.notLeaderErr())
+	}
+	if err := s.node.RemoveServer(ctx, req.GetServerId()); err != nil {
+		return nil, toStatus(err)
+	}
+	s.log.Info("server removed", "server", req.GetServerId())
+	return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
+}

@@ -1,0 +1,206 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
+)
+
+type member struct {
+	s      *Server
+	cancel context.CancelFunc
+	done   chan error
+	dead   bool
+}
+
+// startCluster starts n masters on loopback with real Raft over TCP, each
+// with --bootstrap-expect n and --join naming all of them.
+func startCluster(t *testing.T, n int) []*member {
+	t.Helper()
+	var ms []*member
+	var addrs []string
+	for i := range n {
+		s, err := New(Config{ID: fmt.Sprintf("m%d", i+1), Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
+			BootstrapExpect: n, FastRaft: true, HeartbeatInterval: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, &member{s: s, done: make(chan error, 1)})
+		addrs = append(addrs, s.Addr())
+	}
+	for _, m := range ms {
+		m.s.cfg.Join = addrs
+		ctx, cancel := context.WithCancel(context.Background())
+		m.cancel = cancel
+		go func() { m.done <- m.s.Serve(ctx) }()
+		t.Cleanup(func() { m.stop() })
+	}
+	return ms
+}
+
+func (m *member) stop() {
+	if m.dead {
+		return
+	}
+	m.dead = true
+	m.cancel()
+	<-m.done
+	_ = m.s.Close()
+}
+
+// crash stops a master without a leadership transfer (as kill -9 would).
+func (m *member) crash() {
+	m.dead = true
+	m.s.grpc.Stop()
+	m.cancel()
+	<-m.done
+	_ = m.s.node.Shutdown()
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func leaderOf(ms []*member) *member {
+	for _, m := range ms {
+		if !m.dead && m.s.node.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+func formed(ms []*member) bool {
+	for _, m := range ms {
+		if m.dead {
+			continue
+		}
+		if len(m.s.store.Servers()) != len(ms) || m.s.store.ClusterID() == "" {
+			return false
+		}
+	}
+	return leaderOf(ms) != nil
+}
+
+func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
+	ms := startCluster(t, 3)
+	waitUntil(t, "3 masters to bootstrap, elect and register", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	cid := leader.s.store.ClusterID()
+	for _, m := range ms {
+		if got := m.s.store.ClusterID(); got != cid {
+			t.Fatalf("%s has cluster id %q, leader %q", m.s.cfg.ID, got, cid)
+		}
+	}
+
+	// A follower points agents at the leader's client address.
+	var follower *member
+	for _, m := range ms {
+		if m != leader {
+			follower = m
+			break
+		}
+	}
+	conn, err := grpc.NewClient(follower.s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inv := simInventory(t, "dgx-h100", "node001")
+	sess, ack := openSession(t, conn, inv)
+	if ack != nil {
+		t.Fatal("a follower acknowledged a hello")
+	}
+	_ = sess
+	st, _ := ginv1.NewAgentServiceClient(conn).Session(context.Background())
+	hash, _ := inventory.ContentHash(inv)
+	_ = st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{NodeName: "node001", MachineId: inv.GetHost().GetMachineId(), InventoryHash: hash}}})
+	resp, err := st.Recv()
+	if err != nil || resp.GetLeaderHint() != leader.s.Addr() {
+		t.Fatalf("follower's answer = %v, %v; want a leader hint %s", resp, err, leader.s.Addr())
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("follower ended the session with %v, want FailedPrecondition", err)
+	}
+
+	// Acknowledged writes on the leader.
+	acked := []string{"node001", "node002", "node003"}
+	for _, n := range acked {
+		i := simInventory(t, "dgx-h100", n)
+		i.Generation = 1
+		if _, err := leader.s.putInventory(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A server of another cluster cannot join.
+	lconn, err := grpc.NewClient(leader.s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lconn.Close()
+	if _, err := ginv1.NewAdminServiceClient(lconn).Join(context.Background(), &ginv1.JoinRequest{ServerId: "x", RaftAddress: "127.0.0.1:1", ClusterId: "another"}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("join from another cluster: %v, want FailedPrecondition", err)
+	}
+
+	// The leader crashes: a new one is elected and has every acknowledged write.
+	start := time.Now()
+	leader.crash()
+	var next *member
+	waitUntil(t, "a new leader", func() bool { next = leaderOf(ms); return next != nil })
+	t.Logf("new leader %s after %s", next.s.cfg.ID, time.Since(start))
+	if err := next.s.node.Barrier(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range acked {
+		if _, ok := next.s.store.Node(n); !ok {
+			t.Fatalf("acknowledged write %s lost after failover", n)
+		}
+	}
+	i := simInventory(t, "pcie-8gpu", "node004")
+	i.Generation = 1
+	if _, err := next.s.putInventory(context.Background(), i); err != nil {
+		t.Fatalf("write after failover: %v", err)
+	}
+	// The dead server can be removed.
+	nconn, err := grpc.NewClient(next.s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nconn.Close()
+	if _, err := ginv1.NewAdminServiceClient(nconn).RemoveServer(context.Background(), &ginv1.RemoveServerRequest{ServerId: leader.s.cfg.ID}); err != nil {
+		t.Fatalf("remove the dead server: %v", err)
+	}
+	if n := len(next.s.node.Stats().Members); n != 2 {
+		t.Fatalf("%d members after removal, want 2", n)
+	}
+}
+
+func TestPlannedShutdownTransfersLeadership(t *testing.T) {
+	ms := startCluster(t, 3)
+	waitUntil(t, "the cluster", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	leader.stop() // SIGTERM path: Close transfers leadership first
+	var next *member
+	waitUntil(t, "a new leader", func() bool { next = leaderOf(ms); return next != nil })
+	if next == leader {
+		t.Fatal("the stopped server is still leader")
+	}
+}
