@@ -109,7 +109,7 @@ func TestThreeMasterProcesses(t *testing.T) {
 	// The agent's node is still there and up on the survivors (it reattached
 	// to the new leader; heartbeats keep it up past the missed-beat limit).
 	waitFor(t, "node001 up on the new leader", 60*time.Second, func() bool {
-		out, err := runTool(t, bin, "ginctl", "--master", other, "--consistent", "nodes", "-o", "json")
+		out, err := runTool(t, bin, "ginctl", "--master", join, "--timeout", "3s", "--consistent", "nodes", "-o", "json")
 		return err == nil && strings.Contains(out, `"state": "up"`)
 	})
 	if strings.Count(agentLog.String(), "inventory sent") != 1 {
