@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -46,9 +45,9 @@ func TestThreeMasterProcesses(t *testing.T) {
 	}
 	join := strings.Join(clients, ",")
 	procs := make([]*exec.Cmd, 3)
-	logs := make([]*bytes.Buffer, 3)
+	logs := make([]*lockedBuffer, 3)
 	for i := range 3 {
-		logs[i] = &bytes.Buffer{}
+		logs[i] = &lockedBuffer{}
 		cmd := exec.Command(filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 			"--bind", clients[i], "--raft-bind", "127.0.0.1:"+strconv.Itoa(ports[3+i]), "--http-bind", "",
 			"--data-dir", t.TempDir(), "--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "warn")
@@ -86,7 +85,7 @@ func TestThreeMasterProcesses(t *testing.T) {
 	})
 	agent := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--master", join,
 		"--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", "")
-	var agentLog bytes.Buffer
+	var agentLog lockedBuffer
 	agent.Stderr = &agentLog
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)

@@ -29,14 +29,14 @@ func binaries(t *testing.T) string {
 
 var upRE = regexp.MustCompile(`GIN dev cluster is up: master (\S+),`)
 
-func startDev(t *testing.T, bin string, args ...string) (addr string, cmd *exec.Cmd, stderr *bytes.Buffer) {
+func startDev(t *testing.T, bin string, args ...string) (addr string, cmd *exec.Cmd, stderr *lockedBuffer) {
 	t.Helper()
 	cmd = exec.Command(filepath.Join(bin, "gin-master"), append([]string{"--dev", "--bind", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr = &bytes.Buffer{}
+	stderr = &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestDevClusterEndToEnd(t *testing.T) {
 	// A separate agent process joins, then dies: its node goes down.
 	agent := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:pcie-8gpu", "--master", addr,
 		"--node-name", "extra01", "--heartbeat-interval", "1s", "--metrics-bind", "127.0.0.1:0")
-	var agentErr bytes.Buffer
+	var agentErr lockedBuffer
 	agent.Stderr = &agentErr
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
