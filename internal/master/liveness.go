@@ -13,7 +13,7 @@ import (
 
 // liveness tracks heartbeats in the leader's memory only. A node becomes
 // DOWN through one Raft entry after `missed` intervals without a heartbeat,
-// and UP again through one entry when it is heard from. Every election
+// and UP again through one entry after upAfter signs of life (damping). Every election
 // re-arms all timers with a full grace period, so a new leader does not mark
 // the whole cluster down before agents have reattached.
 type liveness struct {
@@ -28,12 +28,19 @@ type liveness struct {
 	lastSeen map[string]time.Time
 	armedAt  time.Time
 	pending  map[string]bool // a state change is being proposed
+	// beatsSinceDown counts signs of life from a node recorded DOWN: it comes
+	// back UP only after upAfter of them (damping: one stray heartbeat from a
+	// flapping node does not flip it).
+	beatsSinceDown map[string]int
 }
+
+// upAfter is how many signs of life bring a DOWN node back UP.
+const upAfter = 2
 
 func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
 	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
-		lastSeen: map[string]time.Time{}, pending: map[string]bool{}}
+		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, beatsSinceDown: map[string]int{}}
 }
 
 // rearm restarts every timer (called when this server becomes leader).
@@ -47,11 +54,20 @@ func (l *liveness) rearm() {
 // seen records a sign of life and, when the node is recorded DOWN, brings it
 // back UP.
 func (l *liveness) seen(ctx context.Context, node string) {
+	rec, ok := l.store.Node(node)
+	down := ok && rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN
 	l.mu.Lock()
 	l.lastSeen[node] = l.now()
+	n := 0
+	if down {
+		l.beatsSinceDown[node]++
+		n = l.beatsSinceDown[node]
+	} else {
+		delete(l.beatsSinceDown, node)
+	}
 	l.mu.Unlock()
-	if rec, ok := l.store.Node(node); ok && rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN {
-		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed")
+	if down && n >= upAfter {
+		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received)", n))
 	}
 }
 
@@ -97,6 +113,9 @@ func (l *liveness) check(ctx context.Context) {
 	}
 	l.mu.Unlock()
 	for _, n := range down {
+		l.mu.Lock()
+		delete(l.beatsSinceDown, n)
+		l.mu.Unlock()
 		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_DOWN, fmt.Sprintf("missed %d heartbeats (%s)", l.missed, limit))
 	}
 }

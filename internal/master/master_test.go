@@ -309,9 +309,21 @@ func TestMissedHeartbeatsMarkNodeDownAndBackUp(t *testing.T) {
 	if rec.GetStateReason() == "" {
 		t.Error("down without a reason")
 	}
-	if err := sess.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: 1, Generation: 1}}}); err != nil {
-		t.Fatal(err)
+	beat := func(seq uint64) {
+		t.Helper()
+		if err := sess.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: seq, Generation: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sess.stream.Recv(); err != nil { // the heartbeat ack: the beat was seen
+			t.Fatal(err)
+		}
 	}
+	// Damping: one stray heartbeat does not bring a down node back.
+	beat(1)
+	if rec, _ := s.store.Node("ws01"); rec.GetState() != ginv1.NodeState_NODE_STATE_DOWN {
+		t.Fatalf("one heartbeat brought the node back: %v", rec.GetState())
+	}
+	beat(2)
 	waitState(ginv1.NodeState_NODE_STATE_UP)
 }
 
