@@ -37,6 +37,7 @@ type options struct {
 	bootstrap                                  bool
 	bootstrapExpect                            int
 	join                                       string
+	deadServerTimeout                          time.Duration
 	heartbeat                                  time.Duration
 	missed                                     int
 	logLevel                                   string
@@ -96,6 +97,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state (off when --join or --bootstrap-expect is given)")
 	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
 	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up")
+	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -156,7 +158,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	s, err := master.New(master.Config{
 		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, DataDir: o.dataDir,
-		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join,
+		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 	})
 	if err != nil {

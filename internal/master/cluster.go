@@ -47,7 +47,15 @@ func (s *Server) formCluster(ctx context.Context) {
 func (s *Server) formOnce(ctx context.Context) (bool, error) {
 	if s.node.HasState() {
 		if id, _ := s.node.Leader(); id == "" {
-			return false, nil // wait for an election, then register
+			// No leader: an election is running, or this server was removed
+			// from the configuration while it was away; then its peers have a
+			// leader and it joins again.
+			for _, addr := range s.cfg.Join {
+				if info, err := s.peerInfo(ctx, addr); err == nil && info.GetLeaderAddress() != "" && info.GetLeaderId() != s.cfg.ID {
+					return s.joinVia(ctx, info.GetLeaderAddress())
+				}
+			}
+			return false, nil
 		}
 		return s.registerSelf(ctx)
 	}

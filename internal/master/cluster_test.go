@@ -27,11 +27,18 @@ type member struct {
 // with --bootstrap-expect n and --join naming all of them.
 func startCluster(t *testing.T, n int) []*member {
 	t.Helper()
+	return startClusterWith(t, n, func(*Config) {})
+}
+
+func startClusterWith(t *testing.T, n int, mod func(*Config)) []*member {
+	t.Helper()
 	var ms []*member
 	var addrs []string
 	for i := range n {
-		s, err := New(Config{ID: fmt.Sprintf("m%d", i+1), Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
-			BootstrapExpect: n, FastRaft: true, HeartbeatInterval: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		cfg := Config{ID: fmt.Sprintf("m%d", i+1), Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
+			BootstrapExpect: n, FastRaft: true, HeartbeatInterval: time.Second, Logger: slog.New(slog.DiscardHandler)}
+		mod(&cfg)
+		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,4 +210,51 @@ func TestPlannedShutdownTransfersLeadership(t *testing.T) {
 	if next == leader {
 		t.Fatal("the stopped server is still leader")
 	}
+}
+
+// A voter failing heartbeats past the timeout is removed by the leader; when
+// it comes back (same data directory) it rejoins through --join.
+func TestDeadServerCleanupAndRejoin(t *testing.T) {
+	ms := startClusterWith(t, 3, func(c *Config) { c.DeadServerTimeout = time.Second })
+	waitUntil(t, "the cluster", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	var victim *member
+	for _, m := range ms {
+		if m != leader {
+			victim = m
+			break
+		}
+	}
+	id, dir := victim.s.cfg.ID, victim.s.cfg.DataDir
+	victim.crash()
+	waitUntil(t, "the dead server to be removed", func() bool {
+		l := leaderOf(ms)
+		return l != nil && len(l.s.node.Stats().Members) == 2
+	})
+
+	// It comes back with its data directory (and a new Raft port).
+	var join []string
+	for _, m := range ms {
+		if !m.dead {
+			join = append(join, m.s.Addr())
+		}
+	}
+	s, err := New(Config{ID: id, Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: dir, Join: join,
+		FastRaft: true, HeartbeatInterval: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &member{s: s, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	back.cancel = cancel
+	go func() { back.done <- s.Serve(ctx) }()
+	t.Cleanup(back.stop)
+	waitUntil(t, "the server to rejoin", func() bool {
+		l := leaderOf(ms)
+		if l == nil || len(l.s.node.Stats().Members) != 3 {
+			return false
+		}
+		lid, _ := s.node.Leader()
+		return lid != ""
+	})
 }

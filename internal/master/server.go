@@ -47,6 +47,9 @@ type Config struct {
 	// Join lists other masters' client addresses: a fresh server joins the
 	// cluster they form (retried until it works).
 	Join []string
+	// DeadServerTimeout > 0: the leader removes a voter failing heartbeats
+	// for longer (autopilot-style), keeping at least two healthy voters.
+	DeadServerTimeout time.Duration
 	// FastRaft uses short Raft timeouts (dev cluster and tests on loopback).
 	FastRaft bool
 	// HeartbeatInterval is what agents are told to use (default 5s).
@@ -148,7 +151,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 		s.log.Info("serving /metrics and /healthz", "addr", s.httpLis.Addr().String())
 	}
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go func() {
+		defer s.wg.Done()
+		s.cleanupDeadServers(ctx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.formCluster(ctx)

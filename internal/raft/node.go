@@ -364,3 +364,37 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 	}
 	return waitFuture(ctx, n.raft.LeadershipTransfer())
 }
+
+// PeerHealth reports, on the leader, the followers that are failing
+// heartbeats and since when. It returns a stop function.
+func (n *Node) PeerHealth(onFail func(id string, since time.Time), onResume func(id string)) (stop func()) {
+	ch := make(chan hraft.Observation, 64)
+	obs := hraft.NewObserver(ch, false, func(o *hraft.Observation) bool {
+		switch o.Data.(type) {
+		case hraft.FailedHeartbeatObservation, hraft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case o := <-ch:
+				switch d := o.Data.(type) {
+				case hraft.FailedHeartbeatObservation:
+					onFail(string(d.PeerID), d.LastContact)
+				case hraft.ResumedHeartbeatObservation:
+					onResume(string(d.PeerID))
+				}
+			}
+		}
+	}()
+	return func() {
+		n.raft.DeregisterObserver(obs)
+		close(done)
+	}
+}

@@ -1,0 +1,90 @@
+package master
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// minHealthyVoters is the fewest healthy voters dead-server cleanup leaves.
+const minHealthyVoters = 2
+
+// deadServers tracks, on the leader, the voters failing heartbeats.
+type deadServers struct {
+	mu      sync.Mutex
+	failing map[string]time.Time // server id → last contact
+}
+
+func (d *deadServers) fail(id string, since time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failing == nil {
+		d.failing = map[string]time.Time{}
+	}
+	if _, ok := d.failing[id]; !ok {
+		d.failing[id] = since
+	}
+}
+
+func (d *deadServers) resume(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.failing, id)
+}
+
+// overdue returns one server failing for longer than timeout, if any.
+func (d *deadServers) overdue(now time.Time, timeout time.Duration) (string, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, since := range d.failing {
+		if !since.IsZero() && now.Sub(since) > timeout {
+			return id, len(d.failing)
+		}
+	}
+	return "", len(d.failing)
+}
+
+// cleanupDeadServers removes, one at a time and only on the leader, a voter
+// that has failed heartbeats for longer than cfg.DeadServerTimeout, when at
+// least minHealthyVoters healthy voters remain (autopilot-style). A removed
+// server that comes back rejoins through --join.
+func (s *Server) cleanupDeadServers(ctx context.Context) {
+	if s.cfg.DeadServerTimeout <= 0 {
+		return
+	}
+	var dead deadServers
+	stop := s.node.PeerHealth(dead.fail, dead.resume)
+	defer stop()
+	t := time.NewTicker(min(s.cfg.DeadServerTimeout/2, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if !s.node.IsLeader() {
+				continue
+			}
+			id, failing := dead.overdue(now, s.cfg.DeadServerTimeout)
+			if id == "" {
+				continue
+			}
+			voters := 0
+			for _, m := range s.node.Stats().Members {
+				if m.Voter {
+					voters++
+				}
+			}
+			if healthy := voters - failing; healthy < minHealthyVoters {
+				s.log.Warn("dead server kept: removing it would leave too few healthy voters", "server", id, "healthy", healthy)
+				continue
+			}
+			if err := s.node.RemoveServer(ctx, id); err != nil {
+				s.log.Warn("dead server cleanup failed", "server", id, "err", err)
+				continue
+			}
+			dead.resume(id)
+			s.log.Warn("removed a dead server", "server", id, "failing_for", s.cfg.DeadServerTimeout)
+		}
+	}
+}
