@@ -25,12 +25,12 @@ type member struct {
 
 // startCluster starts n masters on loopback with real Raft over TCP, each
 // with --bootstrap-expect n and --join naming all of them.
-func startCluster(t *testing.T, n int) []*member {
+func startCluster(t testing.TB, n int) []*member {
 	t.Helper()
 	return startClusterWith(t, n, func(*Config) {})
 }
 
-func startClusterWith(t *testing.T, n int, mod func(*Config)) []*member {
+func startClusterWith(t testing.TB, n int, mod func(*Config)) []*member {
 	t.Helper()
 	var ms []*member
 	var addrs []string
@@ -74,7 +74,7 @@ func (m *member) crash() {
 	_ = m.s.node.Shutdown()
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {

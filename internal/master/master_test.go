@@ -59,7 +59,7 @@ func startServer(t *testing.T, hb time.Duration) (*Server, *grpc.ClientConn) {
 	return s, conn
 }
 
-func simInventory(t *testing.T, profile, node string) *ginv1.NodeInventory {
+func simInventory(t testing.TB, profile, node string) *ginv1.NodeInventory {
 	t.Helper()
 	src, err := sim.NewSource(profile, sim.NodeOptions{NodeName: node, Cluster: "test"})
 	if err != nil {
