@@ -9,7 +9,7 @@ CMDS      := gin-agent gin-master ginctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/gin-topology/gin/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: install verify-units all build plugin test test-short generate check-generate lint vet clean dev
+.PHONY: install verify-units all build plugin test test-short fault-test generate check-generate lint vet clean dev
 
 all: build
 
@@ -54,6 +54,12 @@ test-short:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# Opt-in fault-injection campaign against three masters in network
+# namespaces (needs root and `ip netns`; not part of `make test`).
+# GIN_FAULT_SEED and GIN_FAULT_ROUNDS replay or resize a campaign.
+fault-test:
+	GIN_FAULT_TESTS=1 $(GO) test -count=1 -v -timeout 15m ./faulttest/
 
 # Regenerate api/gen from api/proto (buf pinned in tools/go.mod).
 generate:
