@@ -41,15 +41,8 @@ the cluster's fabric topology with it, through Raft. A dump that does not parse
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
 			var resp *ginv1.ImportFabricResponse
-			if err := c.Admin(ctx, func(ac ginv1.AdminServiceClient) (err error) {
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
 				resp, err = ac.ImportFabric(ctx, &ginv1.ImportFabricRequest{Fabric: topo})
 				return err
 			}); err != nil {

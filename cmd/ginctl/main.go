@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -129,8 +130,9 @@ func (a *app) consistency() ginv1.ReadConsistency {
 	return ginv1.ReadConsistency_READ_CONSISTENCY_ANY
 }
 
-// withTopology runs fn against the masters with the request deadline.
-func (a *app) withTopology(ctx context.Context, fn func(context.Context, ginv1.TopologyServiceClient) error) error {
+// withService runs fn against the masters (failing over between them) with
+// a client of one service, under the request deadline (--timeout).
+func withService[C any](ctx context.Context, a *app, newClient func(grpc.ClientConnInterface) C, fn func(context.Context, C) error) error {
 	c, err := a.client()
 	if err != nil {
 		return err
@@ -138,7 +140,19 @@ func (a *app) withTopology(ctx context.Context, fn func(context.Context, ginv1.T
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	return c.Topology(ctx, func(tc ginv1.TopologyServiceClient) error { return fn(ctx, tc) })
+	return c.Do(ctx, func(ctx context.Context, conn *grpc.ClientConn) error { return fn(ctx, newClient(conn)) })
+}
+
+func (a *app) withTopology(ctx context.Context, fn func(context.Context, ginv1.TopologyServiceClient) error) error {
+	return withService(ctx, a, ginv1.NewTopologyServiceClient, fn)
+}
+
+func (a *app) withPlans(ctx context.Context, fn func(context.Context, ginv1.PlanServiceClient) error) error {
+	return withService(ctx, a, ginv1.NewPlanServiceClient, fn)
+}
+
+func (a *app) withAdmin(ctx context.Context, fn func(context.Context, ginv1.AdminServiceClient) error) error {
+	return withService(ctx, a, ginv1.NewAdminServiceClient, fn)
 }
 
 var (

@@ -19,17 +19,6 @@ type memberJSON struct {
 	Voter         bool   `json:"voter"`
 }
 
-func (a *app) withAdmin(ctx context.Context, fn func(context.Context, ginv1.AdminServiceClient) error) error {
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	return c.Admin(ctx, func(ac ginv1.AdminServiceClient) error { return fn(ctx, ac) })
-}
-
 func (a *app) membersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "members",

@@ -17,18 +17,6 @@ import (
 	"github.com/gin-topology/gin/internal/plan"
 )
 
-// withPlans runs fn against the masters with the request deadline.
-func (a *app) withPlans(ctx context.Context, fn func(context.Context, ginv1.PlanServiceClient) error) error {
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	return c.Plans(ctx, func(pc ginv1.PlanServiceClient) error { return fn(ctx, pc) })
-}
-
 func (a *app) planCmd() *cobra.Command {
 	var (
 		job, nodes, stage string

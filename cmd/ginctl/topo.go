@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/render"
@@ -110,8 +111,9 @@ func (a *app) watchCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			return c.Topology(cmd.Context(), func(tc ginv1.TopologyServiceClient) error {
-				st, err := tc.Watch(cmd.Context(), &ginv1.WatchRequest{})
+			// No deadline: a watch lasts until interrupted.
+			return c.Do(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn) error {
+				st, err := ginv1.NewTopologyServiceClient(conn).Watch(ctx, &ginv1.WatchRequest{})
 				if err != nil {
 					return err
 				}
@@ -146,15 +148,8 @@ func (a *app) clusterCmd() *cobra.Command {
 		Short: "Show the Raft cluster as the answering master sees it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
 			var resp *ginv1.GetClusterInfoResponse
-			if err := c.Admin(ctx, func(ac ginv1.AdminServiceClient) (err error) {
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
 				resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
 				return err
 			}); err != nil {

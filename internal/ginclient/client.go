@@ -10,8 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-
-	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
 // MaxResponseBytes bounds a response (a topology matrix of 512 devices fits).
@@ -77,19 +75,4 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, conn *grpc
 		errs = append(errs, fmt.Sprintf("%s: %s", m, status.Convert(err).Message()))
 	}
 	return status.Errorf(codes.Unavailable, "no master answered (%s)", strings.Join(errs, "; "))
-}
-
-// Topology runs fn with a TopologyService client, with failover.
-func (c *Client) Topology(ctx context.Context, fn func(ginv1.TopologyServiceClient) error) error {
-	return c.Do(ctx, func(_ context.Context, conn *grpc.ClientConn) error { return fn(ginv1.NewTopologyServiceClient(conn)) })
-}
-
-// Admin runs fn with an AdminService client, with failover.
-func (c *Client) Admin(ctx context.Context, fn func(ginv1.AdminServiceClient) error) error {
-	return c.Do(ctx, func(_ context.Context, conn *grpc.ClientConn) error { return fn(ginv1.NewAdminServiceClient(conn)) })
-}
-
-// Plans runs fn with a PlanService client, with failover.
-func (c *Client) Plans(ctx context.Context, fn func(ginv1.PlanServiceClient) error) error {
-	return c.Do(ctx, func(_ context.Context, conn *grpc.ClientConn) error { return fn(ginv1.NewPlanServiceClient(conn)) })
 }

@@ -168,17 +168,12 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 	// duplicate is already committed, a stale generation is refused. The FSM
 	// checks again, in log order.
 	if rec, ok := s.store.Node(inv.GetNodeName()); ok {
-		held := rec.GetInventory().GetGeneration()
-		if pm, nm := rec.GetInventory().GetHost().GetMachineId(), inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
-			return resultWithGen{}, fmt.Errorf("%w: node %q is machine %q, not %q", state.ErrIdentityConflict, inv.GetNodeName(), pm, nm)
+		dup, err := state.CheckInventory(rec, inv, hash)
+		if err != nil {
+			return resultWithGen{}, err
 		}
-		switch {
-		case inv.GetGeneration() == held && rec.GetContentHash() == hash:
-			return resultWithGen{Index: rec.GetUpdatedIndex(), Generation: held}, nil
-		case inv.GetGeneration() == held:
-			return resultWithGen{}, fmt.Errorf("%w: node %q generation %d", state.ErrGenerationReused, inv.GetNodeName(), held)
-		case inv.GetGeneration() < held:
-			return resultWithGen{}, fmt.Errorf("%w: node %q holds generation %d, got %d", state.ErrStaleGeneration, inv.GetNodeName(), held, inv.GetGeneration())
+		if dup {
+			return resultWithGen{Index: rec.GetUpdatedIndex(), Generation: rec.GetInventory().GetGeneration()}, nil
 		}
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{

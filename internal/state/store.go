@@ -140,19 +140,8 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	defer s.mu.Unlock()
 	s.bump(index)
 	prev := s.nodes[name]
-	if prev != nil {
-		held := prev.GetInventory().GetGeneration()
-		if pm, nm := prev.GetInventory().GetHost().GetMachineId(), inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
-			return Result{Index: index, Generation: held}, fmt.Errorf("%w: node %q is machine %q, not %q", ErrIdentityConflict, name, pm, nm)
-		}
-		switch {
-		case inv.GetGeneration() < held:
-			return Result{Index: index, Generation: held}, fmt.Errorf("%w: node %q holds generation %d, got %d", ErrStaleGeneration, name, held, inv.GetGeneration())
-		case inv.GetGeneration() == held && prev.GetContentHash() == cmd.GetContentHash():
-			return Result{Index: index, Generation: held}, nil // duplicate apply: idempotent
-		case inv.GetGeneration() == held:
-			return Result{Index: index, Generation: held}, fmt.Errorf("%w: node %q generation %d", ErrGenerationReused, name, held)
-		}
+	if dup, err := CheckInventory(prev, inv, cmd.GetContentHash()); err != nil || dup {
+		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, err
 	}
 	g, err := s.graph.WithNode(inv)
 	if err != nil {
@@ -177,6 +166,31 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	s.graph = g
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: name})
 	return Result{Index: index, Changed: true, Generation: inv.GetGeneration()}, nil
+}
+
+// CheckInventory applies the rules for storing inv (with content hash
+// hash) over prev, the node's current record (nil for a new node): the
+// machine must be the same, the generation must not go back, and a held
+// generation may only be re-sent with the same content, which is a
+// duplicate (dup true: nothing to store). The FSM applies it in log order;
+// the master applies it at the edge to refuse or answer without a write.
+func CheckInventory(prev *statev1.NodeRecord, inv *ginv1.NodeInventory, hash string) (dup bool, err error) {
+	if prev == nil {
+		return false, nil
+	}
+	name, held := inv.GetNodeName(), prev.GetInventory().GetGeneration()
+	if pm, nm := prev.GetInventory().GetHost().GetMachineId(), inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
+		return false, fmt.Errorf("%w: node %q is machine %q, not %q", ErrIdentityConflict, name, pm, nm)
+	}
+	switch {
+	case inv.GetGeneration() < held:
+		return false, fmt.Errorf("%w: node %q holds generation %d, got %d", ErrStaleGeneration, name, held, inv.GetGeneration())
+	case inv.GetGeneration() == held && prev.GetContentHash() == hash:
+		return true, nil
+	case inv.GetGeneration() == held:
+		return false, fmt.Errorf("%w: node %q generation %d", ErrGenerationReused, name, held)
+	}
+	return false, nil
 }
 
 // SetNodeState changes a node's liveness state; a no-op when unchanged.
