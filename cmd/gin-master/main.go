@@ -25,6 +25,7 @@ import (
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
 func main() {
@@ -33,6 +34,8 @@ func main() {
 
 type options struct {
 	nodeID, bind, advertise, raftBind, dataDir string
+	raftAdvertise                              string
+	tuning                                     ginraft.Tuning
 	httpBind                                   string
 	bootstrap                                  bool
 	bootstrapExpect                            int
@@ -93,6 +96,13 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address)")
 	f.StringVar(&o.httpBind, "http-bind", ":5002", "HTTP address of /metrics (Prometheus) and /healthz; empty disables it (off with --dev unless given)")
 	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
+	f.StringVar(&o.raftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, which must then not be 0.0.0.0 or ::)")
+	f.DurationVar(&o.tuning.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "a follower that hears nothing from the leader this long starts an election (0: Raft's default, 1s)")
+	f.DurationVar(&o.tuning.ElectionTimeout, "raft-election-timeout", 0, "a candidate without a quorum this long starts a new election (0: Raft's default, 1s)")
+	f.DurationVar(&o.tuning.LeaderLeaseTimeout, "raft-leader-lease-timeout", 0, "a leader without contact to a quorum this long steps down; at most the heartbeat timeout (0: Raft's default, 500ms)")
+	f.Uint64Var(&o.tuning.SnapshotThreshold, "snapshot-threshold", 0, "Raft log entries since the last snapshot that trigger a new one (0: 8192)")
+	f.DurationVar(&o.tuning.SnapshotInterval, "snapshot-interval", 0, "how often the snapshot threshold is checked (0: Raft's default, 2m)")
+	f.Uint64Var(&o.tuning.TrailingLogs, "trailing-logs", 0, "log entries kept after a snapshot, so a lagging master catches up without a snapshot transfer (0: Raft's default, 10240)")
 	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
 	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state (off when --join or --bootstrap-expect is given)")
 	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
@@ -146,6 +156,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 			return fmt.Errorf("--join: %w", err)
 		}
 	}
+	if err := o.tuning.Validate(); err != nil {
+		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
+	}
 	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
 		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
 	}
@@ -157,7 +170,8 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		bootstrap = true
 	}
 	s, err := master.New(master.Config{
-		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, DataDir: o.dataDir,
+		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, RaftAdvertise: o.raftAdvertise,
+		RaftTuning: o.tuning, DataDir: o.dataDir,
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 	})

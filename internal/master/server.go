@@ -36,6 +36,11 @@ type Config struct {
 	Advertise string
 	// RaftBind is the Raft TCP address.
 	RaftBind string
+	// RaftAdvertise is the Raft address peers dial (host:port, resolved at
+	// start); defaults to RaftBind, which must then be a routable address.
+	RaftAdvertise string
+	// RaftTuning overrides Raft timeouts and the snapshot policy.
+	RaftTuning ginraft.Tuning
 	// DataDir holds the Raft log and snapshots.
 	DataDir string
 	// Bootstrap makes a fresh data directory a single-voter cluster.
@@ -101,7 +106,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	store := state.New(log)
 	node, err := ginraft.Open(ginraft.Config{
-		ID: cfg.ID, Bind: cfg.RaftBind, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap, Fast: cfg.FastRaft, Logger: log,
+		ID: cfg.ID, Bind: cfg.RaftBind, Advertise: cfg.RaftAdvertise, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap,
+		Fast: cfg.FastRaft, Tuning: cfg.RaftTuning, Logger: log,
 	}, store)
 	if err != nil {
 		_ = lis.Close()

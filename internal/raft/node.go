@@ -32,9 +32,82 @@ type Config struct {
 	DataDir string
 	// Bootstrap makes a fresh data directory a single-voter cluster.
 	Bootstrap bool
-	// Fast uses short timeouts (dev cluster, tests on loopback).
-	Fast   bool
+	// Fast uses short timeouts (dev cluster, tests on loopback); Tuning
+	// fields that are set win over it.
+	Fast bool
+	// Tuning overrides hashicorp/raft's timeouts and snapshot policy.
+	Tuning Tuning
 	Logger *slog.Logger
+}
+
+// Tuning holds the Raft timing and snapshot knobs an operator may set; a
+// zero field keeps the default (hashicorp/raft's, or Fast's).
+type Tuning struct {
+	// HeartbeatTimeout: a follower without contact from the leader this
+	// long starts an election (hashicorp/raft default 1s).
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout: a candidate without a quorum this long retries
+	// (default 1s).
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout: a leader without a quorum's contact this long
+	// steps down (default 500ms; at most HeartbeatTimeout).
+	LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold: log entries since the last snapshot that trigger a
+	// new one (default 8192).
+	SnapshotThreshold uint64
+	// SnapshotInterval: how often the threshold is checked (default 120s).
+	SnapshotInterval time.Duration
+	// TrailingLogs: entries kept after a snapshot so a slightly lagging
+	// follower catches up without a snapshot install (default 10240).
+	TrailingLogs uint64
+}
+
+// Bounds of the Tuning values, checked by Validate.
+const (
+	minTimeout = 20 * time.Millisecond
+	maxTimeout = time.Minute
+)
+
+// Validate reports a Tuning that hashicorp/raft would refuse or that
+// cannot work, naming the knob.
+func (t Tuning) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"heartbeat timeout", t.HeartbeatTimeout}, {"election timeout", t.ElectionTimeout}, {"leader lease timeout", t.LeaderLeaseTimeout}} {
+		if d.v != 0 && (d.v < minTimeout || d.v > maxTimeout) {
+			return fmt.Errorf("raft %s %s: want %s..%s", d.name, d.v, minTimeout, maxTimeout)
+		}
+	}
+	if t.SnapshotInterval != 0 && (t.SnapshotInterval < 100*time.Millisecond || t.SnapshotInterval > 24*time.Hour) {
+		return fmt.Errorf("raft snapshot interval %s: want 100ms..24h", t.SnapshotInterval)
+	}
+	if t.SnapshotThreshold > 1<<30 || t.TrailingLogs > 1<<30 {
+		return errors.New("raft snapshot threshold and trailing logs: want at most 2^30 entries")
+	}
+	return nil
+}
+
+// apply sets the non-zero fields on rc.
+func (t Tuning) apply(rc *hraft.Config) {
+	if t.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = t.HeartbeatTimeout
+	}
+	if t.ElectionTimeout > 0 {
+		rc.ElectionTimeout = t.ElectionTimeout
+	}
+	if t.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
+	}
+	if t.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = t.SnapshotThreshold
+	}
+	if t.SnapshotInterval > 0 {
+		rc.SnapshotInterval = t.SnapshotInterval
+	}
+	if t.TrailingLogs > 0 {
+		rc.TrailingLogs = t.TrailingLogs
+	}
 }
 
 // Errors of Apply.
@@ -124,6 +197,17 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		rc.ElectionTimeout = 200 * time.Millisecond
 		rc.LeaderLeaseTimeout = 100 * time.Millisecond
 		rc.CommitTimeout = 5 * time.Millisecond
+	}
+	if err := cfg.Tuning.Validate(); err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, err
+	}
+	cfg.Tuning.apply(rc)
+	if err := hraft.ValidateConfig(rc); err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft: configuration: %w", err)
 	}
 	fsm := NewFSM(store, log)
 	has, err := hraft.HasExistingState(logs, logs, snaps)

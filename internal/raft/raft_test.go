@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -179,5 +181,84 @@ func TestNodeRestartKeepsCommittedWrites(t *testing.T) {
 	}
 	if got := st2.View().NodeNames(); len(got) != 2 {
 		t.Fatalf("after restart nodes = %v, want x1 x2", got)
+	}
+}
+
+func TestTuningValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		t    Tuning
+		ok   bool
+	}{
+		{"zero keeps defaults", Tuning{}, true},
+		{"tuned for fast failover", Tuning{HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 150 * time.Millisecond}, true},
+		{"heartbeat below the floor", Tuning{HeartbeatTimeout: time.Millisecond}, false},
+		{"election timeout above the ceiling", Tuning{ElectionTimeout: time.Hour}, false},
+		{"snapshot interval too short", Tuning{SnapshotInterval: time.Millisecond}, false},
+		{"absurd trailing logs", Tuning{TrailingLogs: 1 << 40}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.t.Validate(); (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	// hashicorp/raft's own rule (lease <= heartbeat) is reported by Open.
+	_, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+		Tuning: Tuning{HeartbeatTimeout: 100 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond}}, state.New(nil))
+	if err == nil {
+		t.Fatal("Open accepted a leader lease longer than the heartbeat timeout")
+	}
+}
+
+// A small snapshot threshold makes the node snapshot and compact its log;
+// a restart restores the snapshot plus the trailing entries.
+func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
+	dir := t.TempDir()
+	tun := Tuning{SnapshotThreshold: 16, SnapshotInterval: 100 * time.Millisecond, TrailingLogs: 4}
+	open := func() (*Node, *state.Store) {
+		t.Helper()
+		st := state.New(nil)
+		n, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: dir, Bootstrap: true, Fast: true, Tuning: tun}, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.WaitLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n, st
+	}
+	n, _ := open()
+	ctx := context.Background()
+	const writes = 40
+	for i := range writes {
+		if _, err := n.Apply(ctx, put(fmt.Sprintf("s%02d", i), 1, "h")); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "meta.json"))
+		if len(snaps) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot was taken with a threshold of 16 entries after 40 writes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	n2, st2 := open()
+	defer n2.Shutdown()
+	if err := n2.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st2.View().NodeNames(); len(got) != writes {
+		t.Fatalf("after restart from a snapshot: %d nodes, want %d", len(got), writes)
 	}
 }
