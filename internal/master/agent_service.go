@@ -86,6 +86,10 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		if err != nil {
 			return err
 		}
+		if a.s.closing.Load() {
+			_ = stream.Send(a.s.response(name))
+			return status.Error(codes.Unavailable, "master is shutting down")
+		}
 		switch m := req.GetMsg().(type) {
 		case *ginv1.SessionRequest_Heartbeat:
 			a.s.live.seen(ctx, name)

@@ -36,6 +36,11 @@ type notFound struct{ what string }
 
 func (e *notFound) Error() string { return e.what + " not found" }
 
+// notLeaderInfo marks a follower's FailedPrecondition as a redirect.
+func notLeaderInfo(leaderID string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: ReasonNotLeader, Domain: errorDomain, Metadata: map[string]string{"leader_id": leaderID}}
+}
+
 // toStatus maps an internal error to the gRPC status clients see. It is the
 // only place where that mapping is decided.
 func toStatus(err error) error {
@@ -71,7 +76,11 @@ func toStatus(err error) error {
 	case errors.As(err, &nf), errors.Is(err, state.ErrUnknownNode):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.As(err, &nl):
-		return status.Error(codes.FailedPrecondition, err.Error())
+		st := status.New(codes.FailedPrecondition, err.Error())
+		if wd, derr := st.WithDetails(notLeaderInfo(nl.LeaderID)); derr == nil {
+			st = wd
+		}
+		return st.Err()
 	case errors.Is(err, state.ErrIdentityConflict):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):

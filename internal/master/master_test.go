@@ -23,9 +23,14 @@ import (
 // startServer runs a single-voter master on loopback with a real Raft data dir.
 func startServer(t *testing.T, hb time.Duration) (*Server, *grpc.ClientConn) {
 	t.Helper()
+	return startServerLogging(t, hb, slog.New(slog.DiscardHandler))
+}
+
+func startServerLogging(t *testing.T, hb time.Duration, log *slog.Logger) (*Server, *grpc.ClientConn) {
+	t.Helper()
 	s, err := New(Config{ID: "m1", Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
 		Bootstrap: true, FastRaft: true, HeartbeatInterval: hb, MissedHeartbeats: 3,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

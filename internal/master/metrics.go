@@ -28,7 +28,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gin_master_rejected_messages_total", Help: "Agent messages and requests rejected, by gRPC code.",
+			Name: "gin_master_rejected_messages_total", Help: "Requests and agent messages rejected as bad input (invalid, conflicting, stale, oversized, unparsable), by gRPC code.",
 		}, []string{"code"}),
 		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "gin_master_apply_duration_seconds", Help: "Time from proposing a Raft command to its application on the leader.",

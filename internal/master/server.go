@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -82,7 +81,14 @@ type Server struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// closing is set once shutdown starts: agent sessions end at their next
+	// message with Unavailable and the leader hint.
+	closing atomic.Bool
 }
+
+// shutdownGrace bounds how long shutdown waits for in-flight RPCs before it
+// closes the remaining connections (agent streams never end by themselves).
+const shutdownGrace = 2 * time.Second
 
 // New opens the data directory, starts Raft and binds the gRPC listener.
 // Serve must be called to answer requests.
@@ -122,8 +128,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis}
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.countRejectedUnary),
-		grpc.ChainStreamInterceptor(s.countRejectedStream),
+		grpc.StatsHandler(rejections{s: s}),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -180,7 +185,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}()
 	go func() {
 		<-ctx.Done()
-		s.grpc.GracefulStop()
+		s.shutdown()
 	}()
 	s.log.Info("gin-master serving", "grpc", s.Addr(), "raft", s.RaftAddr(), "data_dir", s.cfg.DataDir)
 	if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -231,15 +236,7 @@ func (s *Server) WaitReady(ctx context.Context) error { return s.node.WaitLeader
 // to another voter (planned shutdown), so the cluster does not wait for an
 // election timeout.
 func (s *Server) Close() error {
-	if s.node.IsLeader() && len(s.node.Stats().Members) > 1 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := s.node.TransferLeadership(ctx); err != nil {
-			s.log.Warn("leadership transfer before shutdown failed", "err", err)
-		} else {
-			s.log.Info("leadership transferred before shutdown")
-		}
-		cancel()
-	}
+	s.handOff()
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -249,6 +246,44 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return s.node.Shutdown()
+}
+
+// shutdown stops serving: leadership first goes to another master (so
+// clients and agents redirected from here find a leader), then in-flight
+// RPCs get shutdownGrace to finish before the connections are closed.
+func (s *Server) shutdown() {
+	s.closing.Store(true)
+	s.health.Shutdown() // NOT_SERVING from now on
+	s.handOff()
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownGrace):
+		s.log.Info("closing remaining connections", "sessions", s.sessions.count())
+		s.grpc.Stop()
+		<-stopped
+	}
+}
+
+// handOff transfers leadership when this server leads a multi-server
+// cluster (planned shutdown); bounded, and a no-op the second time.
+func (s *Server) handOff() {
+	if !s.node.IsLeader() || len(s.node.Stats().Members) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.node.TransferLeadership(ctx); err != nil {
+		s.log.Warn("leadership transfer before shutdown failed", "err", err)
+		return
+	}
+	id, _ := s.node.Leader()
+	s.log.Info("leadership transferred before shutdown", "to", id, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // apply proposes a command on the leader.
@@ -262,26 +297,6 @@ func (s *Server) apply(ctx context.Context, cmd *statev1.Command) (state.Result,
 		s.metrics.applyLatency.Observe(time.Since(start).Seconds())
 	}
 	return res, err
-}
-
-// countRejectedUnary counts requests answered with a client-side error.
-func (s *Server) countRejectedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	resp, err := h(ctx, req)
-	s.countRejected(err)
-	return resp, err
-}
-
-func (s *Server) countRejectedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	err := h(srv, ss)
-	s.countRejected(err)
-	return err
-}
-
-func (s *Server) countRejected(err error) {
-	switch c := status.Code(err); c {
-	case codes.InvalidArgument, codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound, codes.ResourceExhausted:
-		s.metrics.rejected.WithLabelValues(c.String()).Inc()
-	}
 }
 
 // HTTPAddr is the bound /metrics address ("" when disabled).

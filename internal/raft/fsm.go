@@ -102,7 +102,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	for _, p := range snap.GetPlans() {
 		idx = max(idx, p.GetCreatedIndex())
 	}
-	return f.store.Restore(idx, snap)
+	if err := f.store.Restore(idx, snap); err != nil {
+		return err
+	}
+	f.log.Info("restored state from a snapshot", "nodes", len(snap.GetNodes()), "plans", len(snap.GetPlans()), "index", idx)
+	return nil
 }
 
 type fsmSnapshot struct {

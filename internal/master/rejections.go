@@ -1,0 +1,83 @@
+package master
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+)
+
+// ReasonNotLeader is the errdetails.ErrorInfo reason on the
+// FailedPrecondition a follower answers a write with: a redirect, not a
+// rejection (the leader hint travels in the LeaderHintKey trailer).
+const ReasonNotLeader = "NOT_LEADER"
+
+// errorDomain is the errdetails.ErrorInfo domain of GIN's own reasons.
+const errorDomain = "gin-topology.io"
+
+// rejections is a gRPC stats handler that counts and logs every RPC the
+// master answers with an error blaming the request. Being a stats handler,
+// it also sees what grpc-go refuses before any handler or interceptor runs:
+// messages over MaxMessageBytes (ResourceExhausted) and bytes that do not
+// parse as the request message (Internal, "grpc: failed to unmarshal",
+// the code gRPC's status-code table assigns to "error parsing request
+// proto").
+type rejections struct{ s *Server }
+
+type methodKey struct{}
+
+func (r rejections) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	return context.WithValue(ctx, methodKey{}, info.FullMethodName)
+}
+
+func (r rejections) HandleRPC(ctx context.Context, st stats.RPCStats) {
+	end, ok := st.(*stats.End)
+	if !ok || end.Error == nil {
+		return
+	}
+	s := status.Convert(end.Error)
+	reason := rejectionReason(s)
+	if reason == "" {
+		return
+	}
+	r.s.metrics.rejected.WithLabelValues(s.Code().String()).Inc()
+	method, _ := ctx.Value(methodKey{}).(string)
+	from := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	r.s.log.Warn("rejected request", "method", method, "peer", from, "code", s.Code().String(), "reason", reason, "err", s.Message())
+}
+
+func (rejections) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (rejections) HandleConn(context.Context, stats.ConnStats)                       {}
+
+// rejectionReason says why s rejects a request ("" when it does not: a
+// success, a redirect to the leader, an unavailable cluster, a lookup that
+// found nothing, a cancelled call).
+func rejectionReason(s *status.Status) string {
+	switch s.Code() {
+	case codes.InvalidArgument:
+		return "invalid"
+	case codes.AlreadyExists:
+		return "conflict"
+	case codes.ResourceExhausted:
+		return "too large"
+	case codes.FailedPrecondition:
+		for _, d := range s.Details() {
+			if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonNotLeader {
+				return ""
+			}
+		}
+		return "precondition"
+	case codes.Internal:
+		if strings.HasPrefix(s.Message(), "grpc: failed to unmarshal") {
+			return "malformed"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,185 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// rawCodec sends bytes as they are, so a test can put on the wire what no
+// generated client would: bytes that are not a protobuf message.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return nil, fmt.Errorf("rawCodec: %T", v)
+	}
+	return *b, nil
+}
+
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("rawCodec: %T", v)
+	}
+	*b = append((*b)[:0], data...)
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" } // the server decodes it as protobuf
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Messages the master cannot or must not read are refused with the status
+// gRPC defines for them, counted in gin_master_rejected_messages_total,
+// logged, and change nothing.
+func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
+	logs := &lockedBuffer{}
+	s, conn := startServerLogging(t, time.Second, slog.New(slog.NewTextHandler(logs, nil)))
+	good := simInventory(t, "dgx-h100", "node001")
+	good.Generation = 1
+	sess, _ := openSession(t, conn, good)
+	if _, err := sess.send(good); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := s.store.Node("node001")
+
+	// 0x0a = field 1, length-delimited, with a length running past the end.
+	truncated := []byte{0x0a, 0xff, 0xff, 0x03, 'x'}
+	// A valid GetOrCreatePlanRequest one byte over the limit.
+	big, err := proto.Marshal(&ginv1.GetOrCreatePlanRequest{JobId: "j", Nodes: strings.Repeat("n", MaxMessageBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigInv := proto.CloneOf(good)
+	bigInv.Generation = 2
+	for proto.Size(bigInv) <= MaxMessageBytes {
+		bigInv.Host.KernelVersion += strings.Repeat("k", 1<<20)
+	}
+
+	tests := []struct {
+		name   string
+		call   func(ctx context.Context) error
+		code   codes.Code
+		reason string
+	}{
+		{"unary request that does not parse", func(ctx context.Context) error {
+			var out []byte
+			return conn.Invoke(ctx, ginv1.PlanService_GetOrCreatePlan_FullMethodName, &truncated, &out, grpc.ForceCodec(rawCodec{}))
+		}, codes.Internal, "malformed"},
+		{"unary request over the size limit", func(ctx context.Context) error {
+			var out []byte
+			return conn.Invoke(ctx, ginv1.PlanService_GetOrCreatePlan_FullMethodName, &big, &out, grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(64<<20))
+		}, codes.ResourceExhausted, "too large"},
+		{"agent stream message that does not parse", func(ctx context.Context) error {
+			st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, ginv1.AgentService_Session_FullMethodName, grpc.ForceCodec(rawCodec{}))
+			if err != nil {
+				return err
+			}
+			if err := st.SendMsg(&truncated); err != nil {
+				return err
+			}
+			var out []byte
+			return st.RecvMsg(&out)
+		}, codes.Internal, "malformed"},
+		{"inventory over the size limit", func(ctx context.Context) error {
+			sess, _ := openSession(t, conn, good)
+			_, err := sess.send(bigInv)
+			return err
+		}, codes.ResourceExhausted, "too large"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.store.Index()
+			counted := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String()))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := tc.call(ctx)
+			if status.Code(err) != tc.code {
+				t.Fatalf("status = %v, want %v", err, tc.code)
+			}
+			// The stats handler runs after the status went out: poll (bounded).
+			deadline := time.Now().Add(10 * time.Second)
+			for testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String())) < counted+1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("gin_master_rejected_messages_total{code=%q} stayed at %v", tc.code, counted)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			want := fmt.Sprintf("reason=%q", tc.reason)
+			if tc.reason == "malformed" {
+				want = "reason=malformed"
+			}
+			for !strings.Contains(logs.String(), want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no log line with %s; logs:\n%s", want, logs.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			rec, _ := s.store.Node("node001")
+			if !proto.Equal(rec, held) || s.store.Index() != before {
+				t.Errorf("state changed after a rejected message (index %d -> %d)", before, s.store.Index())
+			}
+		})
+	}
+	if n := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.FailedPrecondition.String())); n != 0 {
+		t.Errorf("rejected{FailedPrecondition} = %v; redirects and these cases must not count as such", n)
+	}
+}
+
+// A follower's redirect carries ErrorInfo NOT_LEADER and is no rejection.
+func TestRejectionReason(t *testing.T) {
+	redirect, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(notLeaderInfo("m2"))
+	tests := []struct {
+		name string
+		st   *status.Status
+		want string
+	}{
+		{"redirect to the leader", redirect, ""},
+		{"stale generation", status.New(codes.FailedPrecondition, "stale generation"), "precondition"},
+		{"bad field", status.New(codes.InvalidArgument, "x"), "invalid"},
+		{"identity conflict", status.New(codes.AlreadyExists, "x"), "conflict"},
+		{"oversized", status.New(codes.ResourceExhausted, "grpc: received message larger than max"), "too large"},
+		{"unparsable", status.New(codes.Internal, "grpc: failed to unmarshal the received message: x"), "malformed"},
+		{"a server bug is no rejection", status.New(codes.Internal, "boom"), ""},
+		{"not found is an answer", status.New(codes.NotFound, "plan not found"), ""},
+		{"unavailable", status.New(codes.Unavailable, "x"), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rejectionReason(tc.st); got != tc.want {
+				t.Fatalf("rejectionReason = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
