@@ -99,6 +99,19 @@ func (p *proc) kill() {
 	<-done
 }
 
+// wait waits (bounded) for the process to exit by itself.
+func (p *proc) wait(d time.Duration) error {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("still running after %s", d)
+	}
+}
+
 func (p *proc) exited() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,6 +132,7 @@ type cluster struct {
 	addrs   []string // client addresses
 	conns   []*grpc.ClientConn
 	agents  []*proc
+	data    []string // masters' data dirs
 }
 
 func (c *cluster) admin(i int) ginv1.AdminServiceClient {
@@ -460,11 +474,26 @@ const (
 	stopLeader
 	isolateFollower
 	isolateLeader
+	noQuorum
+	oneWayLeader
+	lossyLinks
+	termLeader
+	killFollower
 	nFaults
 )
 
 func (f fault) String() string {
-	return [...]string{"kill-9 leader + restart", "SIGSTOP/SIGCONT leader", "isolate a follower (minority)", "isolate the leader (majority elects)"}[f]
+	return [...]string{
+		"kill-9 leader + restart",
+		"SIGSTOP/SIGCONT leader",
+		"isolate a follower (minority)",
+		"isolate the leader (majority elects)",
+		"isolate the leader and a follower (no quorum anywhere)",
+		"leader deaf to the other masters (one-way partition)",
+		"30% packet loss into every master",
+		"SIGTERM leader (planned shutdown) + restart",
+		"kill-9 a follower, restart it behind the snapshots",
+	}[f]
 }
 
 func envInt(name string, def int64) int64 {
@@ -482,7 +511,7 @@ func envInt(name string, def int64) int64 {
 func TestFaultCampaign(t *testing.T) {
 	requireNetns(t)
 	seed := envInt("GIN_FAULT_SEED", time.Now().UnixNano())
-	rounds := int(envInt("GIN_FAULT_ROUNDS", 6))
+	rounds := int(envInt("GIN_FAULT_ROUNDS", int64(nFaults)))
 	t.Logf("fault campaign: seed %d, %d rounds (rerun with GIN_FAULT_SEED=%d GIN_FAULT_ROUNDS=%d)", seed, rounds, seed, rounds)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	began := time.Now()
@@ -502,10 +531,14 @@ func TestFaultCampaign(t *testing.T) {
 	join := strings.Join(c.addrs, ",")
 	for i := range nMasters {
 		dataDir := filepath.Join(t.TempDir(), fmt.Sprintf("m%d", i+1))
+		c.data = append(c.data, dataDir)
 		p := &proc{name: fmt.Sprintf("m%d", i+1), log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1)),
 			argv: []string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 				"--bind", c.addrs[i], "--raft-bind", tn.IP(i) + ":5001", "--http-bind", "", "--data-dir", dataDir,
-				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info"}}
+				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info",
+				// Snapshots every few dozen entries, so that snapshots, log
+				// compaction and snapshot installs happen under the faults.
+				"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "500ms"}}
 		c.masters = append(c.masters, p)
 		// Short reconnect backoff: "healed" is measured by this client, and
 		// gRPC's default backoff (up to 120 s) would measure the client.
@@ -627,7 +660,10 @@ func TestFaultCampaign(t *testing.T) {
 	// The campaign: shuffled bags of every fault kind.
 	var plan []fault
 	for len(plan) < rounds {
-		bag := []fault{killLeader, stopLeader, isolateFollower, isolateLeader}
+		var bag []fault
+		for f := range nFaults {
+			bag = append(bag, f)
+		}
 		rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		plan = append(plan, bag...)
 	}
@@ -639,6 +675,7 @@ func TestFaultCampaign(t *testing.T) {
 			t.Fatalf("round %d: no leader before the fault", r+1)
 		}
 		hold := time.Duration(2000+rng.IntN(4000)) * time.Millisecond
+		follower := func(l int) int { return (l + 1 + rng.IntN(nMasters-1)) % nMasters }
 		fstart := time.Now()
 		t.Logf("round %d: %s at %.3fs (leader m%d)", r+1, f, fstart.Sub(h.start).Seconds(), l+1)
 		var desc string
@@ -664,7 +701,7 @@ func TestFaultCampaign(t *testing.T) {
 		case isolateFollower, isolateLeader:
 			victim := l
 			if f == isolateFollower {
-				victim = (l + 1 + rng.IntN(nMasters-1)) % nMasters
+				victim = follower(l)
 			}
 			hold += 2 * time.Second
 			if err := tn.Isolate(victim); err != nil {
@@ -679,6 +716,89 @@ func TestFaultCampaign(t *testing.T) {
 				role = "leader"
 			}
 			desc = fmt.Sprintf("isolate %s m%d for %s", role, victim+1, hold)
+		case noQuorum:
+			other := follower(l)
+			for _, v := range []int{l, other} {
+				if err := tn.Isolate(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(hold)
+			for _, v := range []int{l, other} {
+				if err := tn.Heal(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			desc = fmt.Sprintf("isolate leader m%d and follower m%d (every master alone) for %s", l+1, other+1, hold)
+		case oneWayLeader:
+			var peers []int
+			for i := range nMasters {
+				if i != l {
+					peers = append(peers, i)
+				}
+			}
+			hold += 2 * time.Second
+			if err := tn.DropFrom(l, peers); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(hold)
+			if err := tn.ClearFilters(l); err != nil {
+				t.Fatal(err)
+			}
+			desc = fmt.Sprintf("leader m%d deaf to m%d and m%d for %s", l+1, peers[0]+1, peers[1]+1, hold)
+		case lossyLinks:
+			for i := range nMasters {
+				if err := tn.Lossy(i, 30); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(hold)
+			for i := range nMasters {
+				if err := tn.ClearFilters(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			desc = fmt.Sprintf("30%% loss into every master for %s", hold)
+		case termLeader:
+			p := c.masters[l]
+			if err := p.signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.wait(30 * time.Second); err != nil {
+				t.Fatalf("%s after SIGTERM: %v", p.name, err)
+			}
+			exitedAfter := time.Since(fstart)
+			nl := -1
+			if err := waitFor("a new leader after the planned shutdown", 30*time.Second, func() (bool, string) {
+				nl = c.leader()
+				return nl >= 0 && nl != l, "none yet"
+			}); err != nil {
+				t.Fatalf("round %d: %v", r+1, err)
+			}
+			newLeader := time.Since(fstart)
+			time.Sleep(hold)
+			if err := p.start(); err != nil {
+				t.Fatalf("restart %s: %v", p.name, err)
+			}
+			desc = fmt.Sprintf("SIGTERM m%d (exited after %s, m%d led after %s), restarted after %s",
+				l+1, exitedAfter.Round(time.Millisecond), nl+1, newLeader.Round(time.Millisecond), hold)
+		case killFollower:
+			victim := follower(l)
+			p := c.masters[victim]
+			p.kill()
+			// Wait until the others have written past the trailing logs, so
+			// the follower comes back needing a snapshot.
+			before := w.acks.Load()
+			if err := waitFor("writes while a follower is down", 30*time.Second, func() (bool, string) {
+				n := w.acks.Load() - before
+				return n >= 80, fmt.Sprintf("%d acknowledged", n)
+			}); err != nil {
+				t.Fatalf("round %d: %v", r+1, err)
+			}
+			if err := p.start(); err != nil {
+				t.Fatalf("restart %s: %v", p.name, err)
+			}
+			desc = fmt.Sprintf("kill -9 follower m%d, restarted after %d more acknowledged writes", victim+1, w.acks.Load()-before)
 		}
 		healStart := time.Now()
 		if err := waitFor("the cluster to heal", 90*time.Second, c.healthy); err != nil {
@@ -816,6 +936,20 @@ func TestFaultCampaign(t *testing.T) {
 		problems = append(problems, err.Error())
 	}
 
+	// (5) Snapshots were taken (and so the log compacted) on every master
+	// during the faults; restores count local restarts and installs sent by
+	// the leader alike.
+	var snapLines []string
+	for i := range nMasters {
+		snaps, _ := filepath.Glob(filepath.Join(c.data[i], "snapshots", "*", "meta.json"))
+		logText, _ := os.ReadFile(c.masters[i].log)
+		restores := strings.Count(string(logText), "restored state from a snapshot")
+		snapLines = append(snapLines, fmt.Sprintf("m%d: %d snapshots kept, %d restores", i+1, len(snaps), restores))
+		if len(snaps) == 0 {
+			problems = append(problems, fmt.Sprintf("m%d took no snapshot (threshold 64 entries)", i+1))
+		}
+	}
+
 	h.mu.Lock()
 	created := 0
 	for _, n := range h.createdTrue {
@@ -838,6 +972,7 @@ func TestFaultCampaign(t *testing.T) {
 		}
 	}
 	t.Logf("leaders seen per term: %s", strings.Join(perTerm, "; "))
+	t.Logf("snapshots: %s", strings.Join(snapLines, "; "))
 	t.Logf("acknowledged writes missing or different on some master: %d", lost)
 	t.Logf("linearizability (porcupine, per-key put-if-absent register): %s", res)
 	if visPath != "" {

@@ -54,6 +54,9 @@ func requireNetns(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
 		t.Skipf("ip netns is unavailable: %v: %s", err, out)
 	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("fault-injection campaign needs nftables' nft for one-way and lossy links (apt-get install nftables)")
+	}
 }
 
 func randHex(n int) string {
@@ -129,6 +132,44 @@ func (tn *testNet) Isolate(i int) error {
 
 func (tn *testNet) Heal(i int) error {
 	return ipCmd("-n", tn.sw, "link", "set", fmt.Sprintf("p%d", i+1), "up")
+}
+
+// filterTable is the nftables table the fault filters live in; it exists
+// only inside a master's namespace, never on the host.
+const filterTable = "ginft"
+
+// nft loads an nftables script into master i's namespace.
+func (tn *testNet) nft(i int, script string) error {
+	cmd := exec.Command("ip", "netns", "exec", tn.ns[i], "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft in %s: %v: %s", tn.ns[i], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// DropFrom makes master i deaf to the given masters while it can still send
+// to them (a one-way partition: its packets leave, theirs are dropped on
+// arrival, so TCP connections between them stall instead of resetting).
+// Agents and clients still reach it.
+func (tn *testNet) DropFrom(i int, from []int) error {
+	var ips []string
+	for _, j := range from {
+		ips = append(ips, tn.IP(j))
+	}
+	return tn.nft(i, fmt.Sprintf("table inet %s {\n chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr { %s } drop\n }\n}\n",
+		filterTable, strings.Join(ips, ", ")))
+}
+
+// Lossy drops pct percent of the packets master i receives, at random.
+func (tn *testNet) Lossy(i, pct int) error {
+	return tn.nft(i, fmt.Sprintf("table inet %s {\n chain input {\n  type filter hook input priority 0; policy accept;\n  iifname \"eth0\" numgen random mod 100 < %d drop\n }\n}\n",
+		filterTable, pct))
+}
+
+// ClearFilters removes master i's DropFrom/Lossy rules.
+func (tn *testNet) ClearFilters(i int) error {
+	return tn.nft(i, fmt.Sprintf("table inet %s {}\ndelete table inet %s\n", filterTable, filterTable))
 }
 
 func (tn *testNet) destroy() {
