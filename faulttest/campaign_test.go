@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -496,6 +497,16 @@ func (f fault) String() string {
 	}[f]
 }
 
+// Flags of a longer or replayed campaign:
+//
+//	go test ./faulttest -run Campaign -v -args -rounds 45 -seed 777
+//
+// GIN_FAULT_ROUNDS and GIN_FAULT_SEED set the same from make.
+var (
+	roundsFlag = flag.Int("rounds", 0, "fault rounds (default: GIN_FAULT_ROUNDS, else one of each kind)")
+	seedFlag   = flag.Int64("seed", 0, "campaign seed (default: GIN_FAULT_SEED, else the clock)")
+)
+
 func envInt(name string, def int64) int64 {
 	if v := os.Getenv(name); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -511,7 +522,16 @@ func envInt(name string, def int64) int64 {
 func TestFaultCampaign(t *testing.T) {
 	requireNetns(t)
 	seed := envInt("GIN_FAULT_SEED", time.Now().UnixNano())
+	if *seedFlag != 0 {
+		seed = *seedFlag
+	}
 	rounds := int(envInt("GIN_FAULT_ROUNDS", int64(nFaults)))
+	if *roundsFlag > 0 {
+		rounds = *roundsFlag
+	}
+	if rounds < 1 || rounds > 1000 {
+		t.Fatalf("rounds %d: want 1..1000", rounds)
+	}
 	t.Logf("fault campaign: seed %d, %d rounds (rerun with GIN_FAULT_SEED=%d GIN_FAULT_ROUNDS=%d)", seed, rounds, seed, rounds)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	began := time.Now()
@@ -801,7 +821,14 @@ func TestFaultCampaign(t *testing.T) {
 			desc = fmt.Sprintf("kill -9 follower m%d, restarted after %d more acknowledged writes", victim+1, w.acks.Load()-before)
 		}
 		healStart := time.Now()
-		if err := waitFor("the cluster to heal", 90*time.Second, c.healthy); err != nil {
+		var waits []string // what "healthy" waited on, in order, with times
+		if err := waitFor("the cluster to heal", 90*time.Second, func() (bool, string) {
+			ok, why := c.healthy()
+			if !ok && (len(waits) == 0 || !strings.HasSuffix(waits[len(waits)-1], why)) && len(waits) < 6 {
+				waits = append(waits, fmt.Sprintf("+%.1fs %s", time.Since(healStart).Seconds(), why))
+			}
+			return ok, why
+		}); err != nil {
 			t.Fatalf("round %d (%s): %v", r+1, desc, err)
 		}
 		// ... and to serve writes again.
@@ -814,6 +841,9 @@ func TestFaultCampaign(t *testing.T) {
 		}
 		line := fmt.Sprintf("round %d: %s; healthy %s after the heal (leader m%d), fault+recovery %s",
 			r+1, desc, time.Since(healStart).Round(time.Millisecond), c.leader()+1, time.Since(fstart).Round(time.Millisecond))
+		if len(waits) > 0 {
+			line += "; waited on: " + strings.Join(waits, ", ")
+		}
 		applied = append(applied, line)
 		t.Log(line)
 	}

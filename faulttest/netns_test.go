@@ -39,23 +39,31 @@ func ipOut(args ...string) string {
 	return string(out)
 }
 
-// requireNetns skips unless the test may create network namespaces.
+// requireNetns skips unless the test may create network namespaces. With
+// GIN_FAULT_REQUIRE=1 (CI) a missing prerequisite fails the test instead.
 func requireNetns(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GIN_FAULT_TESTS") != "1" {
-		t.Skip("fault-injection campaign is opt-in: set GIN_FAULT_TESTS=1 (make fault-test); needs root and ip netns")
+		t.Skip("fault-injection campaign runs from `make test` as root or `make fault-test` (GIN_FAULT_TESTS=1); needs root, ip netns and nft")
+	}
+	missing := func(why string) {
+		t.Helper()
+		if os.Getenv("GIN_FAULT_REQUIRE") == "1" {
+			t.Fatal("fault-injection campaign is required (GIN_FAULT_REQUIRE=1) but " + why)
+		}
+		t.Skip("fault-injection campaign skipped: " + why)
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("fault-injection campaign needs root (network namespaces, veth, bridge)")
+		missing("it needs root (network namespaces, veth, bridge)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("fault-injection campaign needs iproute2's ip (not found in PATH)")
+		missing("it needs iproute2's ip (not found in PATH)")
 	}
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		t.Skipf("ip netns is unavailable: %v: %s", err, out)
+		missing(fmt.Sprintf("ip netns is unavailable: %v: %s", err, out))
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("fault-injection campaign needs nftables' nft for one-way and lossy links (apt-get install nftables)")
+		missing("it needs nftables' nft for one-way and lossy links (apt-get install nftables)")
 	}
 }
 
@@ -94,7 +102,11 @@ func newTestNet(t *testing.T, n int) *testNet {
 	must := func(args ...string) {
 		t.Helper()
 		if err := ipCmd(args...); err != nil {
-			t.Skipf("cannot build the test network (needs CAP_NET_ADMIN and netns/veth/bridge support): %v", err)
+			msg := fmt.Sprintf("cannot build the test network (needs CAP_NET_ADMIN and netns/veth/bridge support): %v", err)
+			if os.Getenv("GIN_FAULT_REQUIRE") == "1" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
 		}
 	}
 	must("netns", "add", tn.sw)
