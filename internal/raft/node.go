@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -216,6 +217,13 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: inspect data dir: %w", err)
 	}
+	if has {
+		if err := checkSnapshotCoverage(logs, snaps); err != nil {
+			_ = trans.Close()
+			_ = logs.Close()
+			return nil, fmt.Errorf("raft: data dir %s: %w", cfg.DataDir, err)
+		}
+	}
 	if cfg.Bootstrap {
 		if !has {
 			conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
@@ -236,6 +244,49 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
+}
+
+// checkSnapshotCoverage refuses a data dir whose log was compacted but
+// whose snapshots cannot stand in for the compacted entries: missing,
+// unreadable, or failing their checksum. hashicorp/raft would otherwise skip
+// such snapshots and start from an incomplete state (or panic later, when it
+// needs an entry that is gone).
+func checkSnapshotCoverage(logs hraft.LogStore, snaps hraft.SnapshotStore) error {
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("read the log's first index: %w", err)
+	}
+	if first <= 1 {
+		return nil // nothing was compacted
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	var tried []string
+	for _, m := range metas { // newest first
+		if m.Index+1 < first {
+			tried = append(tried, fmt.Sprintf("%s ends at index %d, before the log", m.ID, m.Index))
+			continue
+		}
+		_, rc, err := snaps.Open(m.ID)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %v", m.ID, err))
+			continue
+		}
+		_, err = ReadSnapshot(rc)
+		_ = rc.Close()
+		if err == nil {
+			return nil
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v", m.ID, err))
+	}
+	if len(tried) == 0 {
+		tried = append(tried, "no snapshot found")
+	}
+	return fmt.Errorf("the log starts at index %d but no readable snapshot holds the entries before it (%s); "+
+		"refusing to start from an incomplete state: restore the snapshots directory from a backup, "+
+		"or move this data dir away and let the master rejoin its cluster empty", first, strings.Join(tried, "; "))
 }
 
 // Apply proposes cmd and waits until it is applied, or ctx ends.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,11 +256,58 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2, st2 := open()
-	defer n2.Shutdown()
 	if err := n2.Barrier(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := st2.View().NodeNames(); len(got) != writes {
 		t.Fatalf("after restart from a snapshot: %d nodes, want %d", len(got), writes)
+	}
+	if err := n2.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The log is compacted now: without a good snapshot the state would be
+	// incomplete, and Open must say so instead of starting.
+	damage := []struct {
+		name string
+		do   func(t *testing.T, dir string)
+	}{
+		{"snapshots removed", func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "snapshots")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"every snapshot corrupt", func(t *testing.T, dir string) {
+			states, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+			if len(states) == 0 {
+				t.Fatal("no state.bin to corrupt")
+			}
+			for _, f := range states {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, flip(b, len(b)/2), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	}
+	for _, tc := range damage {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := t.TempDir()
+			if err := os.CopyFS(cp, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			tc.do(t, cp)
+			n, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: cp, Bootstrap: true, Fast: true, Tuning: tun}, state.New(nil))
+			if err == nil {
+				_ = n.Shutdown()
+				t.Fatal("Open started from a compacted log without a readable snapshot")
+			}
+			if !strings.Contains(err.Error(), "no readable snapshot") {
+				t.Fatalf("Open error = %v; want it to name the missing snapshot", err)
+			}
+		})
 	}
 }
