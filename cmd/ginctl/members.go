@@ -55,6 +55,10 @@ func (a *app) membersCmd() *cobra.Command {
 	rm := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a master (a dead one, or one being decommissioned) from the cluster",
+		Long: `Remove a master from the Raft configuration. Stop the master first: a running
+master started with --join notices within seconds that it was removed and joins
+again (that is how a master cut off by a partition comes back after dead-server
+cleanup).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.RemoveServerResponse

@@ -25,24 +25,40 @@ import (
 //     add this server (scale-up);
 //   - with --bootstrap-expect N, once N fresh servers (this one included)
 //     see each other, the one with the smallest id bootstraps them all.
+//
+// Once a member, it keeps checking every membershipCheck: a server removed
+// from the configuration while it was running (dead-server cleanup during
+// a partition) knows no leader afterwards while its peers do, and joins
+// again without a restart.
 func (s *Server) formCluster(ctx context.Context) {
 	wait := 200 * time.Millisecond
+	member := false
 	for {
 		done, err := s.formOnce(ctx)
-		if done {
-			return
-		}
 		if err != nil {
 			s.log.Info("forming the cluster", "err", err)
+		}
+		switch {
+		case done:
+			if !member {
+				s.log.Info("member of the cluster", "server", s.cfg.ID)
+			}
+			member, wait = true, membershipCheck
+		case member:
+			wait = membershipCheck
+		default:
+			wait = min(2*wait, 5*time.Second)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// membershipCheck is how often a member re-checks that it still is one.
+const membershipCheck = 3 * time.Second
 
 func (s *Server) formOnce(ctx context.Context) (bool, error) {
 	if s.node.HasState() {

@@ -258,3 +258,34 @@ func TestDeadServerCleanupAndRejoin(t *testing.T) {
 		return lid != ""
 	})
 }
+
+// A master removed from the configuration while it runs (here by an
+// operator; by dead-server cleanup when a partition heals) loses its leader
+// and joins again through --join, without a restart.
+func TestRemovedRunningServerRejoins(t *testing.T) {
+	ms := startCluster(t, 3)
+	waitUntil(t, "the cluster", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	var victim *member
+	for _, m := range ms {
+		if m != leader {
+			victim = m
+			break
+		}
+	}
+	if err := leader.s.node.RemoveServer(context.Background(), victim.s.cfg.ID); err != nil {
+		t.Fatalf("remove %s: %v", victim.s.cfg.ID, err)
+	}
+	waitUntil(t, "the removal", func() bool {
+		l := leaderOf(ms)
+		return l != nil && len(l.s.node.Stats().Members) == 2
+	})
+	waitUntil(t, "the removed server to rejoin", func() bool {
+		l := leaderOf(ms)
+		if l == nil || len(l.s.node.Stats().Members) != 3 {
+			return false
+		}
+		lid, _ := victim.s.node.Leader()
+		return lid == l.s.cfg.ID
+	})
+}
