@@ -59,7 +59,7 @@ func (a *app) membersCmd() *cobra.Command {
 master started with --join notices within seconds that it was removed and joins
 again (that is how a master cut off by a partition comes back after dead-server
 cleanup).`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.RemoveServerResponse
 			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
