@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/apierr"
 )
 
 // MaxResponseBytes bounds a response (a topology matrix of 512 devices fits).
@@ -50,13 +52,12 @@ func (c *Client) Close() {
 	}
 }
 
-// retryable reports whether another master may succeed where this one failed.
+// retryable reports whether another master may succeed where this one
+// failed: it is unreachable, or it is a follower redirecting to the leader.
+// Any other refusal (a stale generation, a conflicting cluster id, ...)
+// would be the same on every master and is returned as it is.
 func retryable(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.FailedPrecondition:
-		return true
-	}
-	return false
+	return status.Code(err) == codes.Unavailable || apierr.IsNotLeader(err)
 }
 
 // Do runs fn against each master in turn until one answers with something

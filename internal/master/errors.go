@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/state"
@@ -35,11 +36,6 @@ var errFailedPrecondition = errors.New("failed precondition")
 type notFound struct{ what string }
 
 func (e *notFound) Error() string { return e.what + " not found" }
-
-// notLeaderInfo marks a follower's FailedPrecondition as a redirect.
-func notLeaderInfo(leaderID string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: ReasonNotLeader, Domain: errorDomain, Metadata: map[string]string{"leader_id": leaderID}}
-}
 
 // toStatus maps an internal error to the gRPC status clients see. It is the
 // only place where that mapping is decided.
@@ -77,7 +73,7 @@ func toStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.As(err, &nl):
 		st := status.New(codes.FailedPrecondition, err.Error())
-		if wd, derr := st.WithDetails(notLeaderInfo(nl.LeaderID)); derr == nil {
+		if wd, derr := st.WithDetails(apierr.NotLeaderInfo(nl.LeaderID)); derr == nil {
 			st = wd
 		}
 		return st.Err()

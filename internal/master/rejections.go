@@ -4,20 +4,13 @@ import (
 	"context"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/apierr"
 )
-
-// ReasonNotLeader is the errdetails.ErrorInfo reason on the
-// FailedPrecondition a follower answers a write with: a redirect, not a
-// rejection (the leader hint travels in the LeaderHintKey trailer).
-const ReasonNotLeader = "NOT_LEADER"
-
-// errorDomain is the errdetails.ErrorInfo domain of GIN's own reasons.
-const errorDomain = "gin-topology.io"
 
 // rejections is a gRPC stats handler that counts and logs every RPC the
 // master answers with an error blaming the request. Being a stats handler,
@@ -68,10 +61,8 @@ func rejectionReason(s *status.Status) string {
 	case codes.ResourceExhausted:
 		return "too large"
 	case codes.FailedPrecondition:
-		for _, d := range s.Details() {
-			if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonNotLeader {
-				return ""
-			}
+		if apierr.IsNotLeader(s.Err()) {
+			return ""
 		}
 		return "precondition"
 	case codes.Internal:

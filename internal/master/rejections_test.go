@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 )
 
 // rawCodec sends bytes as they are, so a test can put on the wire what no
@@ -159,7 +160,7 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 
 // A follower's redirect carries ErrorInfo NOT_LEADER and is no rejection.
 func TestRejectionReason(t *testing.T) {
-	redirect, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(notLeaderInfo("m2"))
+	redirect, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m2"))
 	tests := []struct {
 		name string
 		st   *status.Status

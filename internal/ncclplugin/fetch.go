@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/plan"
 )
@@ -321,7 +322,7 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 		}
 		errs = append(errs, fmt.Sprintf("%s: %s", addr, status.Convert(err).Message()))
 		code := status.Code(err)
-		if code != codes.Unavailable && code != codes.FailedPrecondition && code != codes.DeadlineExceeded {
+		if code != codes.Unavailable && !apierr.IsNotLeader(err) && code != codes.DeadlineExceeded {
 			break // the answer would be the same elsewhere
 		}
 		if !cfg.failover {

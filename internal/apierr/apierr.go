@@ -1,0 +1,35 @@
+package apierr
+
+import (
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Domain is the errdetails.ErrorInfo domain of GIN's reasons.
+const Domain = "gin-topology.io"
+
+// ReasonNotLeader marks the FailedPrecondition a follower answers a write
+// or a consistent read with: a redirect (the leader hint travels in the
+// "gin-leader-hint" trailer), not a refusal of the request itself.
+const ReasonNotLeader = "NOT_LEADER"
+
+// NotLeaderInfo is the detail a follower attaches to its redirect.
+func NotLeaderInfo(leaderID string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: ReasonNotLeader, Domain: Domain, Metadata: map[string]string{"leader_id": leaderID}}
+}
+
+// IsNotLeader reports whether err is a follower's redirect: another master
+// (the leader) may succeed where this one refused.
+func IsNotLeader(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok || s.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range s.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonNotLeader && ei.GetDomain() == Domain {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,35 @@
+package apierr
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestIsNotLeader(t *testing.T) {
+	redirect, err := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(NotLeaderInfo("m2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongCode, _ := status.New(codes.Unavailable, "x").WithDetails(NotLeaderInfo("m2"))
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a follower's redirect", redirect.Err(), true},
+		{"a stale generation is a refusal", status.Error(codes.FailedPrecondition, "stale generation"), false},
+		{"the reason on another code", wrongCode.Err(), false},
+		{"not a status", errors.New("not the leader"), false},
+		{"nil", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsNotLeader(tc.err); got != tc.want {
+				t.Fatalf("IsNotLeader = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
