@@ -32,6 +32,15 @@ func (d *deadServers) resume(id string) {
 	delete(d.failing, id)
 }
 
+// reset forgets every failure: they were observed under a leadership this
+// server no longer holds, and a resumed heartbeat seen by another leader
+// never reached it.
+func (d *deadServers) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.failing)
+}
+
 // overdue returns one server failing for longer than timeout, if any.
 func (d *deadServers) overdue(now time.Time, timeout time.Duration) (string, int) {
 	d.mu.Lock()
@@ -63,6 +72,9 @@ func (s *Server) cleanupDeadServers(ctx context.Context) {
 			return
 		case now := <-t.C:
 			if !s.node.IsLeader() {
+				// Failures seen in an earlier term are stale: without this a
+				// master that leads again could remove a healthy server.
+				dead.reset()
 				continue
 			}
 			id, failing := dead.overdue(now, s.cfg.DeadServerTimeout)

@@ -58,7 +58,7 @@ func (s *Server) formCluster(ctx context.Context) {
 }
 
 // membershipCheck is how often a member re-checks that it still is one.
-const membershipCheck = 3 * time.Second
+const membershipCheck = time.Second
 
 func (s *Server) formOnce(ctx context.Context) (bool, error) {
 	if s.node.HasState() {
