@@ -558,7 +558,10 @@ func TestFaultCampaign(t *testing.T) {
 				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info",
 				// Snapshots every few dozen entries, so that snapshots, log
 				// compaction and snapshot installs happen under the faults.
-				"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "500ms"}}
+				"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "500ms",
+				// Dead-server cleanup inside the hold times: a cut-off master
+				// is removed and must join again once healed.
+				"--dead-server-timeout", "4s"}}
 		c.masters = append(c.masters, p)
 		// Short reconnect backoff: "healed" is measured by this client, and
 		// gRPC's default backoff (up to 120 s) would measure the client.
