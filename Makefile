@@ -88,3 +88,15 @@ dev: build
 
 clean:
 	rm -rf $(BIN)
+
+# The Docker image (gin:dev; GIN_IMAGE=... to change the tag), built without
+# any registry: scripts/docker-build.sh imports the host's GOROOT as the
+# builder base and vendors the modules into a temporary build context.
+# docker-test: the compose deployment (3 masters, 4 simulated agents) brought
+# up, its leader killed and restarted, torn down (needs Docker; not in `make test`).
+.PHONY: docker docker-test
+docker:
+	GO=$(GO) VERSION=$(VERSION) bash scripts/docker-build.sh
+
+docker-test:
+	GO=$(GO) VERSION=$(VERSION) bash scripts/compose-smoke.sh

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# End-to-end check of the Docker deployment (deploy/compose): builds the image,
+# starts 3 masters and 4 simulated agents under a unique compose project, and
+# checks with ginctl inside the network:
+#   1. 3 voters, exactly one leader, every master agrees on it, every member's
+#      client address registered and its Raft address = its container's IP;
+#   2. node01..node04 up (a consistent read through the leader) and the
+#      leader holding the 4 agents' sessions (its gin_master_connected_agents,
+#      read from the host at the container's IP:5002/metrics);
+#   3. `docker kill` of the leader: a new leader among the other two, the
+#      nodes still there and up, the agents reconnected to the new leader;
+#   4. the killed master started again: 3 members agreeing again, nodes up.
+# Always tears the project down (containers, network, volumes), and prints
+# `docker-compose logs` when a check fails. Exit status 0 only if all passed.
+#
+# Usage: scripts/compose-smoke.sh        (make docker-test)
+# Env:   GIN_IMAGE (default gin:dev), GIN_SMOKE_SKIP_BUILD=1 (use the image as is),
+#        GIN_SMOKE_TIMEOUT (seconds per wait, default 120), GIN_SMOKE_PROJECT,
+#        GIN_SMOKE_LOGS=1 (print the logs also when every check passed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+t0=$(date +%s)
+log() { printf '[smoke %4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
+die() { log "FAIL: $*"; exit 1; }
+
+export GIN_IMAGE=${GIN_IMAGE:-gin:dev}
+timeout_s=${GIN_SMOKE_TIMEOUT:-120}
+poll_s=1
+file=deploy/compose/docker-compose.yml
+masters=(m1 m2 m3)
+agents=(node01 node02 node03 node04)
+# Unique per run, so parallel runs on one engine do not share anything.
+project=${GIN_SMOKE_PROJECT:-ginsmoke$(date +%s)$$$RANDOM}
+project=$(printf '%s' "$project" | tr '[:upper:]' '[:lower:]' | tr -cd 'a-z0-9_-')
+
+# --- prerequisites (nothing installed by hand) --------------------------------
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "$1 is missing (install it, or run as root to apt-get it)"
+  command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get"
+  log "installing $1 with apt-get"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+}
+command -v docker >/dev/null || die "docker is not installed"
+docker info >/dev/null 2>&1 || die "the Docker daemon is not reachable"
+command -v docker-compose >/dev/null || apt_install docker-compose
+command -v python3 >/dev/null || apt_install python3
+command -v git >/dev/null || apt_install git
+log "$(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /'), engine $(docker version -f '{{.Server.Version}}'), project $project"
+
+compose() { docker-compose --ansi never -p "$project" -f "$file" "$@"; }
+
+work=$(mktemp -d)
+cleanup() {
+  local rc=$? left
+  trap - EXIT INT TERM
+  set +e
+  if [ "$rc" != 0 ] || [ "${GIN_SMOKE_LOGS:-0}" = 1 ]; then
+    [ "$rc" != 0 ] && log "failed or interrupted (exit $rc); state and logs follow"
+    compose ps
+    compose logs --no-color --timestamps --tail=200
+  fi
+  log "tearing down $project (containers, network, volumes)"
+  compose down -v --remove-orphans -t 5 >/dev/null 2>&1
+  left=$({
+    docker ps -aq --filter "label=com.docker.compose.project=$project"
+    docker network ls -q --filter "label=com.docker.compose.project=$project"
+    docker volume ls -q --filter "label=com.docker.compose.project=$project"
+  })
+  if [ -n "$left" ]; then
+    log "FAIL: left behind after down -v: ${left//$'\n'/ }"
+    [ "$rc" = 0 ] && rc=1
+  fi
+  rm -rf "$work"
+  log "$([ "$rc" = 0 ] && echo PASS || echo FAIL) after $(($(date +%s) - t0))s"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- image --------------------------------------------------------------------
+if [ "${GIN_SMOKE_SKIP_BUILD:-0}" = 1 ]; then
+  docker image inspect "$GIN_IMAGE" >/dev/null 2>&1 || die "GIN_SMOKE_SKIP_BUILD=1 but there is no image $GIN_IMAGE"
+  log "using the existing image $GIN_IMAGE"
+else
+  b=$(date +%s)
+  log "building $GIN_IMAGE (scripts/docker-build.sh)"
+  scripts/docker-build.sh
+  log "image built in $(($(date +%s) - b))s"
+fi
+want_version=$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.version"}}' "$GIN_IMAGE")
+log "image $GIN_IMAGE: $(docker image inspect -f '{{.Size}}' "$GIN_IMAGE" | awk '{printf "%.1f MB", $1/1e6}'), user $(docker image inspect -f '{{.Config.User}}' "$GIN_IMAGE"), version $want_version"
+case "$(docker image inspect -f '{{.Config.User}}' "$GIN_IMAGE")" in
+  "" | 0 | 0:* | root | root:*) die "the image runs as root" ;;
+esac
+
+# --- up -----------------------------------------------------------------------
+b=$(date +%s)
+compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; die "compose up -d failed"; }
+tr -d '\r' <"$work/up.log" | grep -v -E ' \.\.\. *$' || true
+log "compose up -d: $(($(date +%s) - b))s"
+ctl_cid=$(compose ps -q node01)
+[ -n "$ctl_cid" ] || die "no node01 container"
+cid() { compose ps -q "$1"; }
+ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+# ginctl inside the network (the agent container node01 is never killed).
+ctl() { docker exec "$ctl_cid" /usr/local/bin/ginctl --timeout 3s "$@"; }
+
+v=$(ctl --version 2>&1) || die "ginctl --version: $v"
+[ "$v" = "ginctl version $want_version" ] || die "ginctl says '$v', the image label says $want_version"
+log "checked: ginctl in the image reports $want_version"
+
+# wait_until DESC CMD...: polls CMD every $poll_s until it succeeds, at most
+# $timeout_s; CMD prints the reason when it fails, the summary when it passes.
+wait_until() {
+  local desc=$1 start out
+  shift
+  start=$(date +%s)
+  log "waiting (at most ${timeout_s}s) for: $desc"
+  while :; do
+    if out=$("$@" 2>&1); then
+      log "ok after $(($(date +%s) - start))s: $out"
+      return 0
+    fi
+    if [ $(($(date +%s) - start)) -ge "$timeout_s" ]; then
+      log "timed out after ${timeout_s}s waiting for: $desc"
+      log "last answer: $out"
+      return 1
+    fi
+    sleep "$poll_s"
+  done
+}
+
+# members_ok EXCLUDED LIVE...: every live master answers `members -o json`;
+# the views agree: 3 voters m1..m3, exactly one leader, the same one, live and
+# not EXCLUDED ("-" for none); client addresses registered; each live
+# member's Raft address is its container's current IP:5001.
+members_ok() {
+  local excluded=$1 m c ips=""
+  shift
+  rm -f "$work"/members.*
+  for m in "$@"; do
+    ctl --master "$m:5000" members -o json >"$work/members.$m" 2>&1 || { echo "$m: $(tail -1 "$work/members.$m")"; return 1; }
+    c=$(cid "$m")
+    ips="$ips $m=$(ip_of "$c")"
+  done
+  python3 - "$work" "$excluded" "${masters[*]}" "$ips" "$@" <<'PY'
+import json, os, sys
+work, excluded, want, ips, live = sys.argv[1], sys.argv[2], sorted(sys.argv[3].split()), dict(kv.split("=", 1) for kv in sys.argv[4].split()), sys.argv[5:]
+leaders = set()
+for m in live:
+    try:
+        members = json.load(open(os.path.join(work, "members." + m)))
+    except ValueError as e:
+        sys.exit(f"{m}: not JSON: {e}")
+    ids = sorted(x["id"] for x in members)
+    if ids != want:
+        sys.exit(f"{m} sees members {ids}, want {want}")
+    if not all(x["voter"] for x in members):
+        sys.exit(f"{m} sees non-voters: {[x['id'] for x in members if not x['voter']]}")
+    ls = [x["id"] for x in members if x["leader"]]
+    if len(ls) != 1:
+        sys.exit(f"{m} sees {len(ls)} leaders {ls}")
+    leaders.add(ls[0])
+    for x in members:
+        if x.get("client_address") != x["id"] + ":5000":
+            sys.exit(f"{m} sees {x['id']} with client address {x.get('client_address')!r}, want {x['id']}:5000")
+        if x["id"] in ips and x["address"] != ips[x["id"]] + ":5001":
+            sys.exit(f"{m} sees {x['id']} at Raft address {x['address']}, its container is at {ips[x['id']]}")
+if len(leaders) != 1:
+    sys.exit(f"the masters disagree on the leader: {sorted(leaders)}")
+leader = leaders.pop()
+if leader not in live:
+    sys.exit(f"leader {leader} is not one of the live masters {live}")
+if leader == excluded:
+    sys.exit(f"{excluded} (killed) is still the leader")
+print(f"{len(want)} voters, {len(live)} live masters ({' '.join(live)}) agree: leader {leader}")
+open(os.path.join(work, "leader"), "w").write(leader)
+PY
+}
+
+# nodes_ok: a consistent read (through the leader) lists node01..node04, all up.
+nodes_ok() {
+  ctl --consistent nodes -o json >"$work/nodes" 2>&1 || { tail -1 "$work/nodes"; return 1; }
+  python3 - "$work/nodes" "${agents[*]}" <<'PY'
+import json, sys
+nodes, want = json.load(open(sys.argv[1])), sorted(sys.argv[2].split())
+names = sorted(n["name"] for n in nodes)
+if names != want:
+    sys.exit(f"nodes {names}, want {want}")
+bad = [f"{n['name']}={n['state']}" for n in nodes if n["state"] != "up" or n["gpus"] != 8]
+if bad:
+    sys.exit(f"not up with 8 GPUs: {bad}")
+print(f"{len(nodes)} nodes up ({' '.join(names)}), 8 GPUs and {nodes[0]['nvlinks_up']}/{nodes[0]['nvlinks_total']} NVLinks each")
+PY
+}
+
+# agents_ok: the leader (from the last members_ok) has a session with every
+# agent. /metrics is read from the host at the container's IP (no HTTP client
+# in the scratch image).
+agents_ok() {
+  local leader ip
+  leader=$(cat "$work/leader")
+  ip=$(ip_of "$(cid "$leader")")
+  python3 - "$leader" "$ip" "${#agents[@]}" <<'PY'
+import sys, urllib.request
+leader, ip, want = sys.argv[1], sys.argv[2], float(sys.argv[3])
+url = f"http://{ip}:5002/metrics"
+try:
+    text = urllib.request.urlopen(url, timeout=3).read().decode()
+except Exception as e:
+    sys.exit(f"{url}: {e}")
+vals = [float(l.rsplit(None, 1)[1]) for l in text.splitlines() if l.startswith("gin_master_connected_agents")]
+if not vals:
+    sys.exit(f"{url}: no gin_master_connected_agents")
+if sum(vals) != want:
+    sys.exit(f"leader {leader} has {sum(vals):g} agent sessions, want {want:g}")
+print(f"leader {leader} holds {sum(vals):g} agent sessions ({url})")
+PY
+}
+
+# --- 1, 2: the cluster forms --------------------------------------------------
+wait_until "3 masters, one leader they all agree on" members_ok - "${masters[@]}"
+wait_until "the 4 agents' nodes up" nodes_ok
+wait_until "the agents connected to the leader" agents_ok
+ctl members
+ctl nodes
+leader=$(cat "$work/leader")
+others=()
+for m in "${masters[@]}"; do [ "$m" = "$leader" ] || others+=("$m"); done
+
+# --- 3: kill the leader -------------------------------------------------------
+log "killing the leader $leader (docker kill: SIGKILL, no handover)"
+docker kill "$(cid "$leader")" >/dev/null
+[ "$(docker inspect -f '{{.State.Running}}' "$(cid "$leader")")" = false ] || die "$leader still runs after docker kill"
+wait_until "a new leader among ${others[*]}" members_ok "$leader" "${others[@]}"
+wait_until "the nodes still there and up (through the new leader)" nodes_ok
+wait_until "the agents reconnected to the new leader" agents_ok
+ctl members
+
+# --- 4: bring it back ---------------------------------------------------------
+log "starting $leader again"
+compose start "$leader" >"$work/start.log" 2>&1 || { cat "$work/start.log"; die "compose start $leader failed"; }
+wait_until "3 live masters agreeing on one leader again" members_ok - "${masters[@]}"
+wait_until "the nodes up" nodes_ok
+wait_until "the agents connected to the leader" agents_ok
+ctl --master "$leader:5000" cluster
+log "all checks passed"
