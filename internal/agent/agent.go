@@ -378,6 +378,12 @@ func (a *Agent) candidate(i int) (string, int) {
 	return a.candidates[i], i
 }
 
+// candidateAt is the candidate at index i (modulo their number).
+func (a *Agent) candidateAt(i int) string {
+	addr, _ := a.candidate(i)
+	return addr
+}
+
 func (a *Agent) numCandidates() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

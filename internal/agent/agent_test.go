@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -589,5 +590,33 @@ func waitStatus(t *testing.T, a *Agent, cond func(Status) bool) {
 			t.Fatalf("timed out waiting for status; last %+v", a.Status())
 		}
 		<-tick.C
+	}
+}
+
+// After the leader dies, a follower keeps naming it until its own heartbeat
+// timeout. The agent must not bounce between that follower and the dead
+// address: it passes over the dead one and reaches the new leader.
+func TestHintToADeadMasterIsNotFollowedTwice(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := lis.Addr().String()
+	_ = lis.Close() // nothing listens there any more: connection refused
+
+	st := newStore()
+	follower, leader := newFakeMaster(t, st), newFakeMaster(t, st)
+	follower.change(func() { follower.leaderHint = dead })
+	src := newFakeSource("H100")
+	var logs syncBuffer
+	r := runAgent(t, testConfig(src, &logs, follower.addr, leader.addr))
+	leader.waitFor(t, "the agent at the live leader", func() bool {
+		return len(leader.inventories) == 1 && len(leader.heartbeats) >= 1
+	})
+	if fs, _, _ := follower.counts(); fs > 2 {
+		t.Errorf("follower saw %d sessions: the agent kept following its hint to a dead master", fs)
+	}
+	if s := r.a.Status(); s.Master != leader.addr {
+		t.Errorf("status master = %q, want the leader %q", s.Master, leader.addr)
 	}
 }

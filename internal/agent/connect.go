@@ -23,6 +23,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 	}
 
 	bo := newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd)
+	rc := newReach(time.Now)
 	idx := 0
 	redirects := 0 // consecutive redirects without an established session
 	attempts := uint64(0)
@@ -45,6 +46,11 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			return
 		}
 		log := a.log.With(slog.String("master", addr))
+		if masterAnswered(out) {
+			rc.answered(addr)
+		} else {
+			rc.failed(addr)
+		}
 
 		switch {
 		case out.established:
@@ -82,13 +88,19 @@ func (a *Agent) connectLoop(ctx context.Context) {
 
 		var wait time.Duration
 		switch {
+		case out.hint != "" && rc.isDown(out.hint):
+			// A follower still names the leader that just went away (until
+			// its own heartbeat timeout): try another master instead.
+			log.Debug("not following a hint to a master that just failed", slog.String("leader_hint", out.hint))
+			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
+			wait = rc.pace(bo.next())
 		case out.hint != "":
 			idx = a.addCandidate(out.hint)
 			redirects++
 			// Hints are followed at once, unless masters keep pointing at
 			// each other (an election in progress): then back off.
 			if redirects > a.numCandidates() {
-				wait = bo.next()
+				wait = rc.pace(bo.next())
 			}
 		case rejected(out.code):
 			gen, _ := a.acked()
@@ -101,14 +113,30 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			// Stay with this master: it is the leader that judged the inventory.
 		default:
 			// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
-			// other failure: the next master, after a jittered wait.
-			idx++
-			wait = bo.next()
+			// other failure: the next master that did not just fail, after
+			// a jittered wait (short while some master answers).
+			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
+			wait = rc.pace(bo.next())
 		}
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}
 	}
+}
+
+// masterAnswered reports whether the session's end came from the master
+// itself (a redirect, a refusal with a status) rather than from a
+// connection that could not be made, broke, or went silent (an ack timeout
+// is a local error without a status: code OK).
+func masterAnswered(out outcome) bool {
+	if out.hint != "" {
+		return true
+	}
+	switch out.code {
+	case codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		return false
+	}
+	return true
 }
 
 // rejected reports whether a stream ended because the master refused this

@@ -22,6 +22,10 @@
 //     the agent's identity (ALREADY_EXISTS, PERMISSION_DENIED,
 //     UNAUTHENTICATED). A leader hint counts only when it names neither the
 //     session's master nor the name that master gave itself in its HelloAck.
+//   - During a failover (reach.go) it passes over a master that just failed
+//     without answering, even when a follower still names it as leader, and
+//     waits at most a second between attempts while some master answers;
+//     the long exponential backoff is for when no master answers at all.
 //
 // Collection goes on while no master is reachable; Status reports the
 // connection state for logs and metrics.

@@ -1,0 +1,79 @@
+package agent
+
+import "time"
+
+// Failover pacing. When the leader dies, the surviving followers keep naming
+// it as leader until their own Raft heartbeat timeout; an agent that follows
+// those hints bounces between a live follower and a dead address, and a
+// backoff that doubles on every bounce would keep it away long after the new
+// leader is elected. reach remembers which masters answered lately and
+// which did not, so that the agent
+//   - does not follow a hint to (nor rotate onto) a master that just failed
+//     without answering, while another candidate may still answer, and
+//   - waits at most liveRetryCap between attempts while some master answers
+//     (an election is under way: it ends within seconds), keeping the long
+//     exponential backoff for when no master answers at all.
+const (
+	// downMemory: how long a master that failed without answering is
+	// passed over (it is tried again in rotation afterwards, or at once
+	// when every candidate is down).
+	downMemory = 10 * time.Second
+	// aliveMemory: how long after the last answer from any master the
+	// cluster counts as alive for pacing.
+	aliveMemory = 10 * time.Second
+	// liveRetryCap caps the wait between attempts while the cluster is alive.
+	liveRetryCap = time.Second
+)
+
+// reach is the connect loop's memory of who answered; not safe for
+// concurrent use (the connect loop is one goroutine).
+type reach struct {
+	now        func() time.Time
+	down       map[string]time.Time // address → last failure without an answer
+	lastAnswer time.Time
+}
+
+func newReach(now func() time.Time) *reach {
+	return &reach{now: now, down: map[string]time.Time{}}
+}
+
+// answered records that the master at addr answered (any gRPC status from
+// the master itself: an acknowledged Hello, a redirect, a refusal).
+func (r *reach) answered(addr string) {
+	delete(r.down, addr)
+	r.lastAnswer = r.now()
+}
+
+// failed records that addr could not be reached or went away.
+func (r *reach) failed(addr string) { r.down[addr] = r.now() }
+
+// isDown reports whether addr failed without answering within downMemory.
+func (r *reach) isDown(addr string) bool {
+	t, ok := r.down[addr]
+	return ok && r.now().Sub(t) < downMemory
+}
+
+// alive reports whether some master answered within aliveMemory.
+func (r *reach) alive() bool {
+	return !r.lastAnswer.IsZero() && r.now().Sub(r.lastAnswer) < aliveMemory
+}
+
+// pace caps a backoff wait while the cluster is alive.
+func (r *reach) pace(wait time.Duration) time.Duration {
+	if r.alive() {
+		return min(wait, liveRetryCap)
+	}
+	return wait
+}
+
+// next returns the index after i in a list of n candidates, skipping those
+// that are down, unless every other one is.
+func (r *reach) next(i, n int, addrAt func(int) string) int {
+	for k := 1; k <= n; k++ {
+		j := (i + k) % n
+		if !r.isDown(addrAt(j)) {
+			return j
+		}
+	}
+	return (i + 1) % n
+}

@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestReachPacesFailover(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := newReach(func() time.Time { return now })
+	addrs := []string{"m1", "m2", "m3"}
+	at := func(i int) string { return addrs[i%len(addrs)] }
+
+	if r.alive() || r.pace(20*time.Second) != 20*time.Second {
+		t.Fatal("with no answer yet, the backoff must not be capped")
+	}
+	r.failed("m1") // the leader died
+	r.answered("m2")
+	if !r.isDown("m1") || r.isDown("m2") || r.isDown("m3") {
+		t.Fatalf("down: m1=%v m2=%v m3=%v", r.isDown("m1"), r.isDown("m2"), r.isDown("m3"))
+	}
+	if got := r.pace(20 * time.Second); got != liveRetryCap {
+		t.Fatalf("pace while a master answers = %v, want %v", got, liveRetryCap)
+	}
+	if got := r.next(2, 3, at); got != 1 {
+		t.Fatalf("next after m3 = %s, want m2 (m1 is down)", at(got))
+	}
+	if got := r.next(1, 3, at); got != 2 {
+		t.Fatalf("next after m2 = %s, want m3", at(got))
+	}
+	r.failed("m2")
+	r.failed("m3")
+	if got := r.next(0, 3, at); got != 1 {
+		t.Fatalf("next with every master down = %s, want plain rotation to m2", at(got))
+	}
+	now = now.Add(downMemory + time.Second)
+	if r.isDown("m1") || r.alive() {
+		t.Fatal("failures and answers are forgotten after their memory")
+	}
+	if r.pace(20*time.Second) != 20*time.Second {
+		t.Fatal("no recent answer: the full backoff applies again")
+	}
+}
+
+func TestMasterAnswered(t *testing.T) {
+	tests := []struct {
+		name string
+		out  outcome
+		want bool
+	}{
+		{"redirect", outcome{err: errors.New("x"), code: codes.FailedPrecondition, hint: "m2:5000"}, true},
+		{"no leader known", outcome{err: status.Error(codes.FailedPrecondition, "no leader"), code: codes.FailedPrecondition}, true},
+		{"refused inventory", outcome{err: status.Error(codes.InvalidArgument, "x"), code: codes.InvalidArgument}, true},
+		{"connection refused", outcome{err: status.Error(codes.Unavailable, "connection refused"), code: codes.Unavailable}, false},
+		{"session broke after it was established", outcome{established: true, err: status.Error(codes.Unavailable, "EOF"), code: codes.Unavailable}, false},
+		{"ack timeout (local error)", outcome{established: true, err: errors.New("ack timeout")}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := masterAnswered(tc.out); got != tc.want {
+				t.Fatalf("masterAnswered = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
