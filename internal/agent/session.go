@@ -390,6 +390,10 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 
 			case *ginv1.SessionResponse_HeartbeatAck:
 				// Liveness only: the silence timer was reset above.
+			case nil:
+				// A follower that knows no leader yet (an election) answers
+				// with the session's settings only; its stream ends next.
+				log.Debug("master sent no message (it knows no leader)")
 			default:
 				log.Warn("master sent a response with no known message; ignoring it", slog.String("type", fmt.Sprintf("%T", resp.GetMsg())))
 			}
