@@ -38,13 +38,16 @@ install: build
 
 # The README's test command: vet, race tests, generated-code drift, buf lint,
 # systemd unit verification (skipped when systemd-analyze is missing, unless
-# REQUIRE_SYSTEMD=1 as in CI) and the fault campaign on real processes in
-# network namespaces (skipped when not root, unless REQUIRE_FAULT_TESTS=1 as
-# in CI).
+# REQUIRE_SYSTEMD=1 as in CI), the Docker image and compose deployment
+# (skipped without a Docker engine, unless REQUIRE_DOCKER=1 as in CI) and the
+# fault campaign on real processes in network namespaces (skipped when not
+# root, unless REQUIRE_FAULT_TESTS=1 as in CI).
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
 	$(MAKE) check-generate
 	$(MAKE) verify-units
+	@if docker info >/dev/null 2>&1 || [ "$(REQUIRE_DOCKER)" = 1 ]; then $(MAKE) docker-test; \
+	else echo "docker-test: skipped, no Docker engine (make docker-test)"; fi
 	@if [ "$$(id -u)" = 0 ] || [ "$(REQUIRE_FAULT_TESTS)" = 1 ]; then $(MAKE) fault-test; \
 	else echo "fault-test: skipped, needs root (sudo make fault-test)"; fi
 
@@ -93,7 +96,8 @@ clean:
 # any registry: scripts/docker-build.sh imports the host's GOROOT as the
 # builder base and vendors the modules into a temporary build context.
 # docker-test: the compose deployment (3 masters, 4 simulated agents) brought
-# up, its leader killed and restarted, torn down (needs Docker; not in `make test`).
+# up, its leader killed and restarted, torn down (needs Docker; part of
+# `make test` when an engine answers).
 .PHONY: docker docker-test
 docker:
 	GO=$(GO) VERSION=$(VERSION) bash scripts/docker-build.sh
