@@ -14,8 +14,9 @@ import (
 // liveness tracks heartbeats in the leader's memory only. A node becomes
 // DOWN through one Raft entry after `missed` intervals without a heartbeat,
 // and UP again through one entry after upAfter signs of life (damping). Every election
-// re-arms all timers with a full grace period, so a new leader does not mark
-// the whole cluster down before agents have reattached.
+// re-arms all timers with a grace period, so a new leader does not mark the
+// whole cluster down before agents have reattached: a node not heard from
+// since the election gets reattachGrace on top of the missed intervals.
 type liveness struct {
 	interval time.Duration
 	missed   int
@@ -36,6 +37,14 @@ type liveness struct {
 
 // upAfter is how many signs of life bring a DOWN node back UP.
 const upAfter = 2
+
+// reattachGrace is how long, after an election, agents may take to notice
+// that their old master is gone and reattach: when its host vanished rather
+// than its process, an agent learns it only from its silence timeout, which
+// is max(4 heartbeats, 10 s) (internal/agent, defaultSilenceTimeout).
+func reattachGrace(interval time.Duration) time.Duration {
+	return max(4*interval, 10*time.Second)
+}
 
 func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
@@ -105,7 +114,7 @@ func (l *liveness) check(ctx context.Context) {
 		}
 		last, ok := l.lastSeen[name]
 		if !ok {
-			last = l.armedAt
+			last = l.armedAt.Add(reattachGrace(l.interval))
 		}
 		if now.Sub(last) > limit {
 			down = append(down, name)
