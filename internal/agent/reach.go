@@ -16,8 +16,11 @@ import "time"
 const (
 	// downMemory: how long a master that failed without answering is
 	// passed over (it is tried again in rotation afterwards, or at once
-	// when every candidate is down).
-	downMemory = 10 * time.Second
+	// when every candidate is down). It covers the window in which a
+	// follower still names a dead leader (its Raft heartbeat timeout, 1 s by
+	// default, plus an election), and no more: a master restarted right
+	// after it failed may be the next leader.
+	downMemory = 3 * time.Second
 	// aliveMemory: how long after the last answer from any master the
 	// cluster counts as alive for pacing.
 	aliveMemory = 10 * time.Second

@@ -37,7 +37,7 @@ func TestReachPacesFailover(t *testing.T) {
 	if got := r.next(0, 3, at); got != 1 {
 		t.Fatalf("next with every master down = %s, want plain rotation to m2", at(got))
 	}
-	now = now.Add(downMemory + time.Second)
+	now = now.Add(max(downMemory, aliveMemory) + time.Second)
 	if r.isDown("m1") || r.alive() {
 		t.Fatal("failures and answers are forgotten after their memory")
 	}
