@@ -109,7 +109,8 @@ type Status struct {
 	// Collections and CollectErrors count source collections.
 	Collections   uint64
 	CollectErrors uint64
-	// InventoriesSent counts full inventories sent to masters.
+	// InventoriesSent counts inventory updates sent to masters: full
+	// inventories and deltas alike.
 	InventoriesSent uint64
 	// FabricScanner is true while the master has named this agent the one
 	// that scans the fabric; FabricScans and FabricScanErrors count scans

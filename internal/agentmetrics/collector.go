@@ -57,7 +57,7 @@ func New(hostname, version string, state AgentState, counters CounterSource) *Co
 		connected:     d("gin_agent_master_connected", "1 when the agent holds a session with a master, else 0.", []string{"master", "hostname"}, nil),
 		reconnects:    d("gin_agent_master_reconnects_total", "Session attempts after the first one.", []string{"hostname"}, nil),
 		generation:    d("gin_agent_inventory_generation", "Inventory generation last acknowledged by a master.", []string{"hostname"}, nil),
-		sent:          d("gin_agent_inventories_sent_total", "Inventories sent to masters.", []string{"hostname"}, nil),
+		sent:          d("gin_agent_inventories_sent_total", "Inventory updates sent to masters (full inventories and deltas).", []string{"hostname"}, nil),
 		collections:   d("gin_agent_collections_total", "Hardware collections run.", []string{"hostname"}, nil),
 		collectErrors: d("gin_agent_collection_errors_total", "Hardware collections that failed as a whole.", []string{"hostname"}, nil),
 		scrapeErrors:  d("gin_agent_scrape_item_errors", "Items (links, ports, files) that could not be read in this scrape, by collector.", []string{"source", "hostname"}, nil),
