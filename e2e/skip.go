@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
-	"sync"
+
+	"github.com/gin-topology/gin/internal/testlog"
 )
 
 // ciSkipf skips a test that cannot run here, except in CI (CI=true), where
@@ -20,21 +20,5 @@ func ciSkipf(t interface {
 	t.Skipf(format, args...)
 }
 
-// lockedBuffer is a bytes.Buffer that a child process writes to while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is what child processes write to while the test reads it.
+type lockedBuffer = testlog.Buffer

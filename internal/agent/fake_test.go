@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/testlog"
 )
 
 // waitTimeout bounds every wait in these tests; it is generous so that a
@@ -392,22 +392,7 @@ func (m *fakeMaster) counts() (sessions, inventories, heartbeats int) {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 // testConfig is a fast configuration for src against masters.
 func testConfig(src Source, logs *syncBuffer, masters ...string) Config {

@@ -218,13 +218,7 @@ func TestDeadServerCleanupAndRejoin(t *testing.T) {
 	ms := startClusterWith(t, 3, func(c *Config) { c.DeadServerTimeout = time.Second })
 	waitUntil(t, "the cluster", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
-	var victim *member
-	for _, m := range ms {
-		if m != leader {
-			victim = m
-			break
-		}
-	}
+	victim := followerOf(ms, leader)
 	id, dir := victim.s.cfg.ID, victim.s.cfg.DataDir
 	victim.crash()
 	waitUntil(t, "the dead server to be removed", func() bool {
@@ -266,13 +260,7 @@ func TestRemovedRunningServerRejoins(t *testing.T) {
 	ms := startCluster(t, 3)
 	waitUntil(t, "the cluster", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
-	var victim *member
-	for _, m := range ms {
-		if m != leader {
-			victim = m
-			break
-		}
-	}
+	victim := followerOf(ms, leader)
 	if err := leader.s.node.RemoveServer(context.Background(), victim.s.cfg.ID); err != nil {
 		t.Fatalf("remove %s: %v", victim.s.cfg.ID, err)
 	}
@@ -288,4 +276,14 @@ func TestRemovedRunningServerRejoins(t *testing.T) {
 		lid, _ := victim.s.node.Leader()
 		return lid == l.s.cfg.ID
 	})
+}
+
+// followerOf is some member other than leader.
+func followerOf(ms []*member, leader *member) *member {
+	for _, m := range ms {
+		if m != leader {
+			return m
+		}
+	}
+	return nil
 }

@@ -1,12 +1,10 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
+	"github.com/gin-topology/gin/internal/testlog"
 )
 
 // rawCodec sends bytes as they are, so a test can put on the wire what no
@@ -44,22 +43,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 func (rawCodec) Name() string { return "proto" } // the server decodes it as protobuf
 
 // lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testlog.Buffer
 
 // Messages the master cannot or must not read are refused with the status
 // gRPC defines for them, counted in gin_master_rejected_messages_total,
