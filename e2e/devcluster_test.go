@@ -16,7 +16,7 @@ import (
 )
 
 // binaries builds gin-master, gin-agent and ginctl once into a temp dir.
-func binaries(t *testing.T) string {
+func binaries(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/gin-master", "./cmd/gin-agent", "./cmd/ginctl")

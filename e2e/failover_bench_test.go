@@ -71,7 +71,7 @@ func BenchmarkFailover(b *testing.B) {
 			b.Fatalf("%s=%q: want 1..64 agents", failoverAgentsEnv, v)
 		}
 	}
-	bin := buildFailoverBinaries(b)
+	bin := binaries(b)
 	for _, tm := range failoverTimings {
 		b.Run(tm.name, func(b *testing.B) {
 			benchFailover(b, bin, n, []string{
@@ -109,18 +109,6 @@ const (
 	failoverRPCLimit  = time.Second
 	failoverHeartbeat = "1s" // the agents' heartbeat interval, set by the masters
 )
-
-// buildFailoverBinaries builds gin-master and gin-agent once into a temp dir.
-func buildFailoverBinaries(tb testing.TB) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/gin-master", "./cmd/gin-agent")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
 
 // foProc is one child process, restartable with the same arguments. Its
 // output is appended to log; it dies with the test process (Pdeathsig).
