@@ -320,8 +320,8 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 			}
 			return &loaded{plan: p, source: "master " + addr, master: addr}, nil
 		}
-		errs = append(errs, fmt.Sprintf("%s: %s", addr, status.Convert(err).Message()))
 		code := status.Code(err)
+		errs = append(errs, fmt.Sprintf("%s: %s: %s", addr, code, status.Convert(err).Message()))
 		if code != codes.Unavailable && !apierr.IsNotLeader(err) && code != codes.DeadlineExceeded {
 			break // the answer would be the same elsewhere
 		}
@@ -359,7 +359,7 @@ func fetchOne(ctx context.Context, per time.Duration, addr string, req *ginv1.Ge
 		if status.Code(err) == codes.DeadlineExceeded {
 			return nil, hint, status.Errorf(codes.DeadlineExceeded, "no answer within %s", per.Round(time.Millisecond))
 		}
-		return nil, hint, status.Errorf(status.Code(err), "%s: %s", status.Code(err), status.Convert(err).Message())
+		return nil, hint, err // as the master sent it: the details say whether it is a redirect
 	}
 	b, err := proto.Marshal(resp.GetPlan())
 	if err != nil {
