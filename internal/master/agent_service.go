@@ -54,6 +54,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		return invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)
 	}
 	log := a.s.log.With("node", name)
+	if err := a.s.outdated(); err != nil {
+		return err
+	}
 	if !a.s.node.IsLeader() {
 		_ = stream.Send(a.s.response(name))
 		return a.s.notLeaderErr()

@@ -29,6 +29,11 @@ func invalidf(field, format string, args ...any) error {
 	return &badRequest{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
+// errOutdated: this master skipped committed entries it cannot interpret
+// (written by a newer version), so its state is incomplete; clients move on
+// to another master (UNAVAILABLE).
+var errOutdated = errors.New("this master skipped replicated commands written by a newer version and does not serve until it is upgraded")
+
 // errFailedPrecondition marks a request the state does not allow now.
 var errFailedPrecondition = errors.New("failed precondition")
 
@@ -81,7 +86,7 @@ func toStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):
 		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown):
+	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown), errors.Is(err, errOutdated):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, errFailedPrecondition):
 		return status.Error(codes.FailedPrecondition, err.Error())

@@ -42,6 +42,7 @@ type masterCollector struct {
 	s                                                     *Server
 	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
+	skipped                                               *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -58,12 +59,13 @@ func newMasterCollector(s *Server) *masterCollector {
 		nvlinks:       d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
 		ports:         d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
 		agents:        d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
+		skipped:       d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:         d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 	}
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped} {
 		ch <- d
 	}
 }
@@ -105,6 +107,7 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.ports, float64(pUp), id, "up")
 	g(c.ports, float64(pTotal-pUp), id, "down")
 	g(c.agents, float64(s.sessions.count()), id)
+	g(c.skipped, float64(s.node.SkippedEntries()), id)
 	g(c.plans, float64(len(s.store.Plans())), id)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/buildinfo"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/state"
 )
@@ -217,8 +218,11 @@ func (s *Server) watchLeadership(ctx context.Context) {
 			}
 		case <-t.C:
 		}
+		if s.outdated() != nil && s.node.IsLeader() {
+			s.handOff() // let a master that knows every command lead
+		}
 		id, _ := s.node.Leader()
-		if now := id != ""; now != serving {
+		if now := id != "" && s.outdated() == nil; now != serving {
 			serving = now
 			st := healthpb.HealthCheckResponse_NOT_SERVING
 			if serving {
@@ -227,6 +231,18 @@ func (s *Server) watchLeadership(ctx context.Context) {
 			s.health.SetServingStatus("", st)
 		}
 	}
+}
+
+// outdated refuses to serve from a state that lacks committed entries this
+// binary could not interpret (a rolling upgrade in progress: the newer
+// masters wrote a command this one does not know). It keeps replicating and
+// voting, so the cluster keeps its quorum; restarted on the new version it
+// applies the log again and serves.
+func (s *Server) outdated() error {
+	if n := s.node.SkippedEntries(); n > 0 {
+		return fmt.Errorf("%w (%d skipped, version %s)", errOutdated, n, buildinfo.Version)
+	}
+	return nil
 }
 
 // WaitReady blocks until the cluster has a leader and this server can serve.
@@ -288,6 +304,9 @@ func (s *Server) handOff() {
 
 // apply proposes a command on the leader.
 func (s *Server) apply(ctx context.Context, cmd *statev1.Command) (state.Result, error) {
+	if err := s.outdated(); err != nil {
+		return state.Result{}, err
+	}
 	if !s.node.IsLeader() {
 		return state.Result{}, s.notLeaderErr()
 	}

@@ -24,6 +24,9 @@ const maxGPURef = 512
 
 // read prepares a read: a CONSISTENT one is served by a verified leader only.
 func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View, *ginv1.ReadInfo, error) {
+	if err := s.outdated(); err != nil {
+		return state.View{}, nil, err
+	}
 	switch c {
 	case ginv1.ReadConsistency_READ_CONSISTENCY_UNSPECIFIED, ginv1.ReadConsistency_READ_CONSISTENCY_ANY:
 	case ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT:

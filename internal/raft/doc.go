@@ -6,5 +6,10 @@
 // Every command is idempotent, because a leader that loses leadership leaves
 // the outcome of a write unknown and clients retry it. A command this binary
 // does not know (written by a newer version during a rolling upgrade) is
-// skipped with a warning instead of stopping the FSM.
+// skipped and counted (Node.SkippedEntries) instead of stopping the FSM: the
+// server keeps replicating and voting, so the cluster keeps its quorum, while
+// internal/master refuses to serve from the incomplete state until the
+// server runs the newer version (which re-applies the log on restart).
+// Rule for whoever adds a command type: the masters must be upgraded before
+// anything proposes it, or an old leader can be elected that does not know it.
 package raft

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	hraft "github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -27,7 +28,15 @@ type ApplyResponse struct {
 type FSM struct {
 	store *state.Store
 	log   *slog.Logger
+	// skipped counts committed entries this binary could not apply (a
+	// command type from a newer version, or bytes that are no command):
+	// from the first one on, this replica's state lacks something the
+	// others have.
+	skipped atomic.Uint64
 }
+
+// Skipped is how many committed entries this FSM could not apply.
+func (f *FSM) Skipped() uint64 { return f.skipped.Load() }
 
 // NewFSM returns an FSM writing to store.
 func NewFSM(store *state.Store, log *slog.Logger) *FSM {
@@ -48,6 +57,7 @@ func (f *FSM) Apply(l *hraft.Log) any {
 	cmd := &statev1.Command{}
 	if err := proto.Unmarshal(l.Data, cmd); err != nil {
 		f.store.SetIndex(l.Index)
+		f.skipped.Add(1)
 		f.log.Error("raft entry is not a command; skipped", "index", l.Index, "err", err)
 		return &ApplyResponse{Result: state.Result{Index: l.Index}, Err: fmt.Errorf("entry %d: %w", l.Index, err)}
 	}
@@ -73,7 +83,8 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.SetClusterID(index, c.SetClusterId)
 	default:
 		f.store.SetIndex(index)
-		f.log.Warn("raft entry has a command this version does not know; skipped", "index", index)
+		f.skipped.Add(1)
+		f.log.Error("raft entry has a command this version does not know (written by a newer version); skipped: this master stops serving until it is upgraded", "index", index)
 		return state.Result{Index: index}, ErrUnknownCommand
 	}
 }

@@ -145,7 +145,13 @@ type Node struct {
 	logs      *wal.WAL
 	store     *state.Store
 	log       *slog.Logger
+	fsm       *FSM
 }
+
+// SkippedEntries is how many committed entries this node could not apply
+// (see FSM.Skipped): non-zero means its state is incomplete and it must not
+// serve until it runs a version that knows them.
+func (n *Node) SkippedEntries() uint64 { return n.fsm.Skipped() }
 
 // Open opens (or creates) the data directory and starts Raft.
 func Open(cfg Config, store *state.Store) (*Node, error) {
@@ -241,7 +247,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log}
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
 }
