@@ -10,9 +10,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
 )
 
@@ -143,8 +145,21 @@ func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
 	if err != nil || resp.GetLeaderHint() != leader.s.Addr() {
 		t.Fatalf("follower's answer = %v, %v; want a leader hint %s", resp, err, leader.s.Addr())
 	}
-	if _, err := st.Recv(); status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("follower ended the session with %v, want FailedPrecondition", err)
+	if _, err := st.Recv(); status.Code(err) != codes.FailedPrecondition || !apierr.IsNotLeader(err) {
+		t.Fatalf("follower ended the session with %v, want a NOT_LEADER FailedPrecondition", err)
+	}
+	if got := st.Trailer().Get(LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
+		t.Fatalf("session trailer %s = %v, want [%s]", LeaderHintKey, got, leader.s.Addr())
+	}
+	// Unary RPCs name the leader the same way (ginctl, the NCCL plugin).
+	var trl metadata.MD
+	_, err = ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(context.Background(),
+		&ginv1.GetOrCreatePlanRequest{JobId: "not-yet-pinned", Nodes: "node001"}, grpc.Trailer(&trl))
+	if !apierr.IsNotLeader(err) {
+		t.Fatalf("GetOrCreatePlan on a follower = %v, want a NOT_LEADER redirect", err)
+	}
+	if got := trl.Get(LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
+		t.Fatalf("unary trailer %s = %v, want [%s]", LeaderHintKey, got, leader.s.Addr())
 	}
 
 	// Acknowledged writes on the leader.

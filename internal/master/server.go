@@ -130,6 +130,8 @@ func New(cfg Config) (*Server, error) {
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.grpc = grpc.NewServer(
 		grpc.StatsHandler(rejections{s: s}),
+		grpc.ChainUnaryInterceptor(s.leaderHintUnary),
+		grpc.ChainStreamInterceptor(s.leaderHintStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

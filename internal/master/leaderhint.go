@@ -1,0 +1,41 @@
+package master
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/gin-topology/gin/internal/apierr"
+)
+
+// The leader hint: every RPC a follower refuses with a NOT_LEADER redirect
+// carries the leader's client address in the LeaderHintKey trailer, so that
+// ginctl and the NCCL tuner plugin go straight to the leader instead of
+// walking their master lists. (Agent sessions also get it in every
+// SessionResponse.) Set here, in one place, for every service.
+
+func (s *Server) leaderHintUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	s.setLeaderHint(ctx, err)
+	return resp, err
+}
+
+func (s *Server) leaderHintStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	if apierr.IsNotLeader(err) {
+		if hint := s.leaderHint(); hint != "" {
+			ss.SetTrailer(metadata.Pairs(LeaderHintKey, hint))
+		}
+	}
+	return err
+}
+
+func (s *Server) setLeaderHint(ctx context.Context, err error) {
+	if !apierr.IsNotLeader(err) {
+		return
+	}
+	if hint := s.leaderHint(); hint != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(LeaderHintKey, hint))
+	}
+}
