@@ -66,8 +66,11 @@
 // NCCL_GIN_PLAN_FILE when set; else the process's memo of the job's plan;
 // else the node cache <cache>/plan-<job>.pb while younger than the cache
 // timeout; else the masters (PlanService.GetOrCreatePlan, insecure gRPC for
-// now), tried in turn on UNAVAILABLE, FAILED_PRECONDITION or no answer, each
-// given a share of what is left of the deadline. Ranks of one node serialise
+// now), starting at a master chosen by the process id (so a job start
+// spreads over the replicas, any of which serves a pinned plan) and moving on
+// on UNAVAILABLE, a NOT_LEADER redirect (to the leader named in the
+// gin-leader-hint trailer first) or no answer, each given a share of what
+// is left of the deadline; any other refusal is final. Ranks of one node serialise
 // on an exclusive flock of <cache>/plan-<job>.lock: one fetches and writes the
 // cache atomically (temp file + rename), the others wait (bounded by the
 // deadline) and read it. Every plan is checked with plan.Verify (format and

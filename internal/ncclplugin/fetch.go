@@ -89,6 +89,12 @@ func loadPlan(cfg config, l logger) (*loaded, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Spread a job start's fetchers over the masters (any replica
+		// serves a pinned plan); which master answers does not change
+		// the plan, so this need not be rank-invariant.
+		if cfg.failover {
+			addrs = rotate(addrs, os.Getpid())
+		}
 		return fetch(ctx, cfg, addrs)
 	})
 	if cerr != nil {
@@ -285,6 +291,15 @@ func decodePlan(b []byte) (*ginv1.Plan, error) {
 		return nil, fmt.Errorf("plan fails verification (corrupt or truncated, %d bytes): %v", len(b), err)
 	}
 	return p, nil
+}
+
+// rotate returns addrs starting at index k (mod their number).
+func rotate(addrs []string, k int) []string {
+	if len(addrs) < 2 {
+		return addrs
+	}
+	k %= len(addrs)
+	return append(append([]string(nil), addrs[k:]...), addrs[:k]...)
 }
 
 // fetch asks the masters for the job's plan (GetOrCreatePlan), trying each

@@ -107,3 +107,22 @@ func TestFetchFollowsRedirectsAndStopsOnRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestRotate(t *testing.T) {
+	tests := []struct {
+		addrs []string
+		k     int
+		want  string
+	}{
+		{[]string{"a", "b", "c"}, 0, "a,b,c"},
+		{[]string{"a", "b", "c"}, 4, "b,c,a"},
+		{[]string{"a", "b", "c"}, 2, "c,a,b"},
+		{[]string{"a"}, 7, "a"},
+		{nil, 3, ""},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(rotate(tc.addrs, tc.k), ","); got != tc.want {
+			t.Errorf("rotate(%v, %d) = %s, want %s", tc.addrs, tc.k, got, tc.want)
+		}
+	}
+}
