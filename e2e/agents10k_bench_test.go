@@ -1,0 +1,1216 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/inventory"
+)
+
+// BenchmarkMasterTenThousandAgents measures the DESIGN target "one 2-core
+// machine runs a leader holding 10,000 agents (one gRPC stream each, 5 s
+// heartbeats); inventory-change commit p99 ≤ 50 ms under that load; leader
+// RSS ≤ 2 GiB" on a real gin-master process (single master, one-voter Raft
+// cluster on a fresh data directory, fsync on every commit).
+//
+// The load generator runs in this process: GIN_LOAD_AGENTS (default 10,000)
+// simulated agents, each with its own gRPC connection and one
+// AgentService.Session, like gin-agent: Hello, full inventory at generation
+// 1 (a simulated DGX H100, collected once and re-identified per node: name,
+// machine id, GPU UUIDs and serials, HCA and port GUIDs, LIDs, GIDs, MACs and
+// addresses), then a heartbeat every interval the master names (5 s), the
+// first one at a random offset, and inventory changes sent as an
+// InventoryDelta against the acknowledged generation, as the agent's delta
+// encoder does. Registration runs GIN_LOAD_REGISTER_CONCURRENCY (default 64)
+// sessions' handshakes at a time.
+//
+// Phases, one master, one run:
+//
+//  1. registration: every agent attaches and its inventory is committed
+//     (registration_s: first Hello to the last InventoryAck, with the
+//     master's CPU seconds per node); then the master's
+//     gin_master_connected_agents and gin_master_nodes{state="up"} must
+//     reach N;
+//  2. loaded: all N sessions heartbeating; for GIN_LOAD_WINDOW seconds
+//     (default 120), GIN_LOAD_RATE (default 10) changes per second from
+//     random agents (open loop: one every 1/rate; an agent with a change in
+//     flight is skipped): GPU0's NVLink 0 down or up again as the next
+//     generation, latency from Send to the InventoryAck. Over the same
+//     window: the master's CPU seconds (utime+stime of /proc/<pid>/stat) per
+//     second, heartbeat-ack latency (every heartbeat of every agent), this
+//     process's own CPU (the load generator shares the two vCPUs) and the
+//     rest of the machine's (from /proc/stat: other processes would show
+//     there); the master's VmRSS is sampled every second, and on after the
+//     window (heartbeats only) until the master has completed a garbage
+//     collection since the window began, so that the maximum includes a heap
+//     grown to its GC goal; VmHWM is the peak since the master started,
+//     registration included;
+//  3. baseline: all sessions are closed but GIN_LOAD_BASELINE_AGENTS
+//     (default 100); once the master has marked the others DOWN (missed
+//     heartbeats, one Raft entry each) and its snapshot activity is over,
+//     the same change measurement from the remaining agents: same master,
+//     same N nodes registered (the others DOWN).
+//
+// The master runs with --snapshot-interval 5s (default 2 m) so that the Raft
+// snapshots which the registration and the DOWN marking trigger (threshold
+// 8192 entries) are taken before a window starts rather than at a random
+// time in it; snapshots are watched in the data directory and reported, and
+// a window in which one starts fails. GIN_LOAD_MASTER_ENV=K=V,K=V adds to
+// the master's environment only (GODEBUG=gctrace=1: its GC lines are
+// printed after each window; GOMEMLIMIT=...).
+//
+// Run it with, for instance,
+//
+//	go test -run '^$' -bench BenchmarkMasterTenThousandAgents -benchtime=1x -timeout 40m ./e2e/
+func BenchmarkMasterTenThousandAgents(b *testing.B) {
+	cfg := akConfig{
+		agents:      akEnv(b, akAgentsEnv, 10000, 1, 1<<20),
+		baseline:    akEnv(b, akBaselineEnv, 100, 1, 1<<20),
+		rate:        akEnv(b, akRateEnv, 10, 1, 1000),
+		window:      time.Duration(akEnv(b, akWindowEnv, 120, 1, 3600)) * time.Second,
+		concurrency: akEnv(b, akConcurrencyEnv, 64, 1, 4096),
+	}
+	cfg.baseline = min(cfg.baseline, cfg.agents)
+	akRaiseFileLimit(b, cfg.agents)
+	bin := binaries(b)
+	l := startAkLoad(b, bin, cfg)
+
+	// Phase 1: registration.
+	regDur, regCPU := l.register()
+	l.waitMaster(fmt.Sprintf("%d agents attached and %d nodes up", cfg.agents, cfg.agents), akAttachWait, func(m foMetrics) error {
+		agents, up := m.value("gin_master_connected_agents", ""), m.value("gin_master_nodes", `state="up"`)
+		if agents != float64(cfg.agents) || up != float64(cfg.agents) {
+			return fmt.Errorf("%v agents attached, %v nodes up", agents, up)
+		}
+		return nil
+	})
+	l.progress("all %d agents attached; registration took %.1f s (%.0f nodes/s)", cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds())
+	l.quiesce()
+
+	// Phase 2: every stream open.
+	var loaded *akWindow
+	for b.Loop() {
+		loaded = l.measure("loaded", l.agents, true)
+	}
+
+	// Phase 3: baseline, the same master with only cfg.baseline streams.
+	for _, a := range l.agents[cfg.baseline:] {
+		a.close()
+	}
+	down := cfg.agents - cfg.baseline
+	l.waitMaster(fmt.Sprintf("%d sessions left and %d nodes marked down", cfg.baseline, down), akDownWait, func(m foMetrics) error {
+		agents, d := m.value("gin_master_connected_agents", ""), m.value("gin_master_nodes", `state="down"`)
+		if agents != float64(cfg.baseline) || d != float64(down) {
+			return fmt.Errorf("%v agents attached, %v nodes down", agents, d)
+		}
+		return nil
+	})
+	l.quiesce()
+	base := l.measure("baseline", l.agents[:cfg.baseline], false)
+
+	b.ReportMetric(0, "ns/op") // one iteration is one measurement window
+	b.ReportMetric(float64(cfg.agents), "agents")
+	b.ReportMetric(regDur.Seconds(), "registration_s")
+	b.ReportMetric(regCPU*1000/float64(cfg.agents), "reg_master_cpu_ms/node")
+	b.ReportMetric(loaded.commit.q(0.50), "commit_p50_ms")
+	b.ReportMetric(loaded.commit.q(0.99), "commit_p99_ms")
+	b.ReportMetric(loaded.commit.max(), "commit_max_ms")
+	b.ReportMetric(base.commit.q(0.50), "base_commit_p50_ms")
+	b.ReportMetric(base.commit.q(0.99), "base_commit_p99_ms")
+	b.ReportMetric(base.commit.max(), "base_commit_max_ms")
+	b.ReportMetric(loaded.commit.q(0.99)/base.commit.q(0.99), "commit_p99_ratio")
+	b.ReportMetric(loaded.hb.q(0.99), "hb_ack_p99_ms")
+	b.ReportMetric(loaded.rssMax/(1<<20), "master_rss_MiB")
+	b.ReportMetric(loaded.hwm/(1<<20), "master_hwm_MiB")
+	b.ReportMetric(loaded.gcGoal/(1<<20), "master_gc_goal_MiB")
+	b.ReportMetric(loaded.cpu, "master_cpu_s/s")
+	b.ReportMetric(base.cpu, "base_master_cpu_s/s")
+	b.ReportMetric(loaded.selfCPU, "loadgen_cpu_s/s")
+	b.ReportMetric(loaded.otherCPU, "other_cpu_s/s")
+	b.ReportMetric(loaded.load1, "loadavg1")
+}
+
+const (
+	akAgentsEnv      = "GIN_LOAD_AGENTS"
+	akBaselineEnv    = "GIN_LOAD_BASELINE_AGENTS"
+	akRateEnv        = "GIN_LOAD_RATE"
+	akWindowEnv      = "GIN_LOAD_WINDOW" // seconds
+	akConcurrencyEnv = "GIN_LOAD_REGISTER_CONCURRENCY"
+	// akMasterEnv adds K=V,K=V to the master's environment only (for
+	// instance GODEBUG=gctrace=1 or GOMEMLIMIT=1800MiB).
+	akMasterEnv = "GIN_LOAD_MASTER_ENV"
+
+	akHeartbeat = 5 * time.Second
+	// Bounds of the waits; generous: a failure to get there is a finding.
+	akRegisterWait = 30 * time.Minute
+	akAttachWait   = 5 * time.Minute
+	akDownWait     = 10 * time.Minute
+	akSnapshotWait = 5 * time.Minute
+	akAckWait      = 60 * time.Second // outstanding changes after a window
+	akGCWait       = 10 * time.Minute
+	// akSnapshotInterval is the master's --snapshot-interval; akQuiet is how
+	// long no snapshot may start before a window (the check runs every
+	// interval to twice the interval).
+	akSnapshotInterval = 5 * time.Second
+	akQuiet            = 3 * akSnapshotInterval
+	// akSettle lets every agent heartbeat at least once between phases.
+	akSettle = akHeartbeat + time.Second
+	// akSpareFDs is what a process needs beyond one descriptor per
+	// connection (Raft, WAL segments, logs, the runtime).
+	akSpareFDs = 1024
+	akCluster  = "agents10k"
+)
+
+type akConfig struct {
+	agents, baseline, rate, concurrency int
+	window                              time.Duration
+}
+
+func akEnv(b *testing.B, name string, def, lo, hi int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		b.Fatalf("%s=%q: want %d..%d", name, v, lo, hi)
+	}
+	return n
+}
+
+// akRaiseFileLimit raises this process's soft open-file limit to the hard
+// one (the master inherits it): each side holds one descriptor per agent.
+func akRaiseFileLimit(b *testing.B, agents int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
+	need := uint64(agents + akSpareFDs)
+	if lim.Max < need {
+		b.Fatalf("open-file hard limit %d is below the %d that %d agent connections need (in this process and in the master): raise ulimit -Hn or lower %s",
+			lim.Max, need, agents, akAgentsEnv)
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// akLoad is the master under test and the simulated agents.
+type akLoad struct {
+	b        *testing.B
+	cfg      akConfig
+	master   *foProc
+	addr     string
+	httpAddr string
+	dataDir  string
+	scraper  *foCluster // for scrape only
+	tmpl     *ginv1.NodeInventory
+	agents   []*akAgent
+	start    time.Time
+
+	// Heartbeat-ack and commit latencies are recorded while rec is set.
+	recMu  sync.Mutex
+	rec    *akWindow
+	failed atomic.Int64 // sessions that ended unexpectedly
+	errMu  sync.Mutex
+	errs   []string
+
+	snaps *akSnapshots
+}
+
+func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
+	ports := foPorts(b, 3)
+	dir := b.TempDir()
+	l := &akLoad{b: b, cfg: cfg, start: time.Now(),
+		addr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
+		httpAddr: "127.0.0.1:" + strconv.Itoa(ports[2]),
+		dataDir:  filepath.Join(dir, "m1"),
+		scraper:  &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}},
+	}
+	l.master = &foProc{name: "m1", bin: filepath.Join(bin, "gin-master"), log: filepath.Join(dir, "m1.log"),
+		args: []string{"--node-id", "m1", "--bind", l.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--http-bind", l.httpAddr, "--data-dir", l.dataDir, "--heartbeat-interval", akHeartbeat.String(),
+			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}}
+	b.Cleanup(func() { l.master.kill() })
+	akStartWithEnv(b, l.master, os.Getenv(akMasterEnv))
+	l.snaps = watchAkSnapshots(b, filepath.Join(l.dataDir, "snapshots"), l.progress)
+	l.waitMaster("the master to lead", akAttachWait, func(m foMetrics) error {
+		if m.value("gin_master_raft_state", `state="Leader"`) != 1 {
+			return errors.New("not the leader yet")
+		}
+		return nil
+	})
+	l.progress("gin-master pid %d on %s; %s", l.master.cmd.Process.Pid, l.addr, akProcLimit(l.master.cmd.Process.Pid))
+
+	src, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: "template", Cluster: akCluster})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if l.tmpl, err = src.Collect(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	// The re-identified inventories must be valid and distinct.
+	x, y := akInventory(l.tmpl, 0, 0), akInventory(l.tmpl, 1, 2)
+	for _, inv := range []*ginv1.NodeInventory{x, y} {
+		if err := inventory.Validate(inv); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if x.Gpus[0].Uuid == y.Gpus[0].Uuid || x.Host.MachineId == y.Host.MachineId || proto.Equal(x.Gpus[0], y.Gpus[0]) {
+		b.Fatal("re-identified inventories share identities")
+	}
+	for i := range cfg.agents {
+		l.agents = append(l.agents, &akAgent{l: l, idx: i, name: fmt.Sprintf("ak%05d", i)})
+	}
+	b.Cleanup(func() {
+		for _, a := range l.agents {
+			a.close()
+		}
+	})
+	return l
+}
+
+// akStartWithEnv starts p with the variables of spec ("K=V,K=V") added to
+// the environment it inherits; this process's own are restored at once (the
+// Go runtime reads GOGC and GOMEMLIMIT only when it starts).
+func akStartWithEnv(b *testing.B, p *foProc, spec string) {
+	type saved struct {
+		k, v string
+		ok   bool
+	}
+	var restore []saved
+	for kv := range strings.SplitSeq(spec, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			b.Fatalf("%s=%q: want K=V,K=V", akMasterEnv, spec)
+		}
+		old, had := os.LookupEnv(k)
+		restore = append(restore, saved{k, old, had})
+		if err := os.Setenv(k, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p.start(b)
+	for _, r := range slices.Backward(restore) {
+		if r.ok {
+			_ = os.Setenv(r.k, r.v)
+		} else {
+			_ = os.Unsetenv(r.k)
+		}
+	}
+	if spec != "" {
+		fmt.Fprintf(os.Stderr, "agents10k: master started with %s\n", spec)
+	}
+}
+
+// progress prints at once (b.Logf prints when the benchmark ends).
+func (l *akLoad) progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "agents10k %6.1fs: %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (l *akLoad) fatalf(format string, args ...any) {
+	l.b.Helper()
+	msg := fmt.Sprintf(format, args...)
+	l.errMu.Lock()
+	if len(l.errs) > 0 {
+		msg += fmt.Sprintf("\n%d sessions failed, the first: %s", l.failed.Load(), strings.Join(l.errs, "; "))
+	}
+	l.errMu.Unlock()
+	l.b.Fatalf("%s\n--- master (running %v), last lines of %s:\n%s", msg, l.master.alive(), l.master.log, foTail(l.master.log, 30))
+}
+
+func (l *akLoad) sessionFailed(a *akAgent, err error) {
+	l.failed.Add(1)
+	l.errMu.Lock()
+	if len(l.errs) < 5 {
+		l.errs = append(l.errs, a.name+": "+err.Error())
+	}
+	l.errMu.Unlock()
+}
+
+func (l *akLoad) checkHealthy() {
+	l.b.Helper()
+	if !l.master.alive() {
+		l.fatalf("the master exited")
+	}
+	if n := l.failed.Load(); n > 0 {
+		l.fatalf("%d agent sessions ended unexpectedly", n)
+	}
+}
+
+// waitMaster scrapes the master every second until cond holds.
+func (l *akLoad) waitMaster(what string, limit time.Duration, cond func(foMetrics) error) {
+	l.b.Helper()
+	t0 := time.Now()
+	last := time.Now()
+	for {
+		l.checkHealthy()
+		m, err := l.scraper.scrape(l.httpAddr)
+		if err == nil {
+			if err = cond(m); err == nil {
+				l.progress("%s after %.1f s", what, time.Since(t0).Seconds())
+				return
+			}
+		}
+		if time.Since(t0) > limit {
+			l.fatalf("timed out after %s waiting for %s: %v", limit, what, err)
+		}
+		if time.Since(last) >= 10*time.Second {
+			l.progress("waiting for %s: %v", what, err)
+			last = time.Now()
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// register attaches every agent (cfg.concurrency handshakes at a time) and
+// returns the time from the first Hello to the last InventoryAck and the
+// master's CPU seconds meanwhile.
+func (l *akLoad) register() (time.Duration, float64) {
+	l.b.Helper()
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	pid := l.master.cmd.Process.Pid
+	cpu0, self0, all0, t0 := akProcCPU(pid), akProcCPU(os.Getpid()), akMachineCPU(), time.Now()
+	regErr := make(chan error, 1)
+	for range l.cfg.concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(l.agents) {
+					return
+				}
+				if err := l.agents[i].attach(); err != nil {
+					select {
+					case regErr <- fmt.Errorf("%s: %w", l.agents[i].name, err):
+					default:
+					}
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	deadline := time.After(akRegisterWait)
+	prev, prevAt := int64(0), t0
+	for {
+		select {
+		case <-finished:
+			d := time.Since(t0)
+			select {
+			case err := <-regErr:
+				l.fatalf("registration failed: %v", err)
+			default:
+			}
+			master, self, all := akProcCPU(pid)-cpu0, akProcCPU(os.Getpid())-self0, akMachineCPU()-all0
+			rss, hwm := akProcMem(pid)
+			l.progress("registration: %.1f s; CPU seconds: master %.1f (%.2f ms per node), load generator %.1f, the rest of the machine %.1f; master RSS %.0f MiB, HWM %.0f MiB",
+				d.Seconds(), master, master*1000/float64(len(l.agents)), self, all-master-self, rss/(1<<20), hwm/(1<<20))
+			return d, master
+		case err := <-regErr:
+			l.fatalf("registration failed after %d nodes: %v", done.Load(), err)
+		case <-deadline:
+			l.fatalf("registration not done after %s: %d of %d nodes", akRegisterWait, done.Load(), len(l.agents))
+		case now := <-tick.C:
+			l.checkHealthy()
+			n := done.Load()
+			rss, _ := akProcMem(l.master.cmd.Process.Pid)
+			l.progress("registered %d/%d (%.0f/s in the last %.0f s); master RSS %.0f MiB; load %s",
+				n, len(l.agents), float64(n-prev)/now.Sub(prevAt).Seconds(), now.Sub(prevAt).Seconds(), rss/(1<<20), akLoadavg())
+			prev, prevAt = n, now
+		}
+	}
+}
+
+// quiesce waits until no snapshot has started for akQuiet and every agent
+// has heartbeated since.
+func (l *akLoad) quiesce() {
+	l.b.Helper()
+	t0 := time.Now()
+	for {
+		l.checkHealthy()
+		if l.snaps.quietFor() >= akQuiet {
+			break
+		}
+		if time.Since(t0) > akSnapshotWait {
+			l.fatalf("snapshots still being taken %s later", akSnapshotWait)
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(akSettle)
+	l.checkHealthy()
+}
+
+// akWindow is one measurement window.
+type akWindow struct {
+	commit, hb akSamples
+	hbSent     atomic.Int64
+	rssMax     float64 // bytes
+	hwm        float64 // bytes
+	cpu        float64 // master CPU seconds per second
+	selfCPU    float64 // this process's
+	otherCPU   float64 // the rest of the machine's (kernel threads, other processes)
+	gcGoal     float64 // the master's heap goal at the end, bytes
+	load1      float64
+}
+
+// measure runs one window: changes at cfg.rate from random members of
+// from, heartbeats from every open session. With untilGC, the master's RSS
+// is sampled on after the window (heartbeats only) until it has completed
+// a garbage collection since the window began, so that the maximum includes
+// a heap grown to its GC goal (bounded by akGCWait).
+func (l *akLoad) measure(name string, from []*akAgent, untilGC bool) *akWindow {
+	l.b.Helper()
+	pid := l.master.cmd.Process.Pid
+	w := &akWindow{}
+	before, err := l.scraper.scrape(l.httpAddr)
+	if err != nil {
+		l.fatalf("scrape: %v", err)
+	}
+	rt0 := akRuntimeMetrics(l.scraper.web, l.httpAddr)
+	snapsBefore := l.snaps.started()
+	cpu0, self0, all0, t0 := akProcCPU(pid), akProcCPU(os.Getpid()), akMachineCPU(), time.Now()
+	l.recMu.Lock()
+	l.rec = w
+	l.recMu.Unlock()
+	l.progress("%s window: %d changes/s for %s from %d agents; load %s", name, l.cfg.rate, l.cfg.window, len(from), akLoadavg())
+
+	var inflight sync.WaitGroup
+	var sent, skipped int
+	tick := time.NewTicker(time.Second / time.Duration(l.cfg.rate))
+	sample := time.NewTicker(time.Second)
+	end := time.After(l.cfg.window)
+loop:
+	for {
+		select {
+		case <-tick.C:
+			a := from[rand.IntN(len(from))]
+			if !a.askChange(&inflight, w) {
+				skipped++
+				continue
+			}
+			sent++
+		case <-sample.C:
+			if rss, _ := akProcMem(pid); rss > w.rssMax {
+				w.rssMax = rss
+			}
+		case <-end:
+			break loop
+		}
+	}
+	tick.Stop()
+	sample.Stop()
+	elapsed := time.Since(t0)
+	cpu1, self1, all1 := akProcCPU(pid), akProcCPU(os.Getpid()), akMachineCPU()
+	rss, hwm := akProcMem(pid)
+	w.rssMax, w.hwm = max(w.rssMax, rss), hwm
+	w.cpu, w.selfCPU = (cpu1-cpu0)/elapsed.Seconds(), (self1-self0)/elapsed.Seconds()
+	w.otherCPU = (all1-all0)/elapsed.Seconds() - w.cpu - w.selfCPU
+	w.load1, _ = strconv.ParseFloat(strings.Fields(akLoadavg())[0], 64)
+	l.recMu.Lock()
+	l.rec = nil // heartbeats after the window are not counted
+	l.recMu.Unlock()
+
+	acked := make(chan struct{})
+	go func() { inflight.Wait(); close(acked) }()
+	select {
+	case <-acked:
+	case <-time.After(akAckWait):
+		l.fatalf("%s: changes still unacknowledged %s after the window", name, akAckWait)
+	}
+	l.checkHealthy()
+	if s := l.snaps.started() - snapsBefore; s > 0 {
+		l.fatalf("%s: %d snapshots started during the window", name, s)
+	}
+	after, err := l.scraper.scrape(l.httpAddr)
+	if err != nil {
+		l.fatalf("scrape: %v", err)
+	}
+	rt := akRuntimeMetrics(l.scraper.web, l.httpAddr)
+	if untilGC {
+		gc0 := rt0["go_gc_duration_seconds_count"]
+		t1 := time.Now()
+		for rt["go_gc_duration_seconds_count"] == gc0 && time.Since(t1) < akGCWait {
+			time.Sleep(time.Second)
+			if rss, _ := akProcMem(pid); rss > w.rssMax {
+				w.rssMax = rss
+			}
+			rt = akRuntimeMetrics(l.scraper.web, l.httpAddr)
+		}
+		_, w.hwm = akProcMem(pid)
+		l.checkHealthy()
+		if rt["go_gc_duration_seconds_count"] == gc0 {
+			l.progress("%s: no GC in the master within %s after the window", name, akGCWait)
+		} else {
+			l.progress("%s: RSS sampled for %.0f s more, until the master's first GC since the window began", name, time.Since(t1).Seconds())
+		}
+	}
+	w.gcGoal = rt["go_memstats_next_gc_bytes"]
+	applyP99 := akHistQuantile(before, after, "gin_master_apply_duration_seconds", 0.99) * 1000
+	l.progress("%s: %d changes sent (%d ticks skipped: agent busy), %d acked: commit p50 %.1f ms, p99 %.1f ms, max %.1f ms "+
+		"(master apply p99 ≤ %.1f ms); heartbeat acks %d of %d sent, p50 %.2f ms, p99 %.1f ms, max %.1f ms; "+
+		"master RSS max %.0f MiB, HWM %.0f MiB, CPU %.3f s/s, heap in use %.0f MiB, heap allocated %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, "+
+		"from the OS %.0f MiB, allocating %.1f MiB/s, %v goroutines, %v GCs in the window; "+
+		"load generator CPU %.3f s/s, the rest of the machine %.3f s/s; sessions %v, nodes up %v down %v; load %s",
+		name, sent, skipped, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), applyP99,
+		w.hb.n(), w.hbSent.Load(), w.hb.q(0.5), w.hb.q(0.99), w.hb.max(),
+		w.rssMax/(1<<20), w.hwm/(1<<20), w.cpu, rt["go_memstats_heap_inuse_bytes"]/(1<<20), rt["go_memstats_heap_alloc_bytes"]/(1<<20),
+		rt["go_memstats_next_gc_bytes"]/(1<<20), rt["go_memstats_stack_inuse_bytes"]/(1<<20), rt["go_memstats_sys_bytes"]/(1<<20),
+		(rt["go_memstats_alloc_bytes_total"]-rt0["go_memstats_alloc_bytes_total"])/(1<<20)/elapsed.Seconds(), rt["go_goroutines"],
+		rt["go_gc_duration_seconds_count"]-rt0["go_gc_duration_seconds_count"],
+		w.selfCPU, w.otherCPU, after.value("gin_master_connected_agents", ""), after.value("gin_master_nodes", `state="up"`),
+		after.value("gin_master_nodes", `state="down"`), akLoadavg())
+	if gc := akLastGCTrace(l.master.log); gc != "" {
+		l.progress("%s: the master's last GC (GODEBUG=gctrace=1): %s", name, gc)
+	}
+	l.b.Logf("%s: commit p50/p99/max %.1f/%.1f/%.1f ms over %d changes; heartbeat ack p99 %.1f ms over %d; master RSS %.0f MiB (HWM %.0f), CPU %.3f s/s; load generator %.3f s/s; rest of the machine %.3f s/s; load1 %.2f",
+		name, w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), w.commit.n(), w.hb.q(0.99), w.hb.n(),
+		w.rssMax/(1<<20), w.hwm/(1<<20), w.cpu, w.selfCPU, w.otherCPU, w.load1)
+	if w.commit.n() == 0 {
+		l.fatalf("%s: no change was committed", name)
+	}
+	return w
+}
+
+func (l *akLoad) recording() *akWindow {
+	l.recMu.Lock()
+	defer l.recMu.Unlock()
+	return l.rec
+}
+
+// akAgent is one simulated gin-agent: one connection, one session.
+type akAgent struct {
+	l    *akLoad
+	idx  int
+	name string
+
+	conn   *grpc.ClientConn
+	stream ginv1.AgentService_SessionClient
+	ctx    context.Context
+	cancel context.CancelFunc
+	hb     time.Duration
+	reqs   chan akChange // to the sender goroutine
+	closed atomic.Bool
+
+	mu      sync.Mutex
+	gen     uint64   // acknowledged generation
+	pending uint64   // generation in flight (0: none)
+	change  akChange // the pending change
+	sentAt  time.Time
+	hbSeq   uint64
+	hbAt    map[uint64]akSent
+}
+
+// akChange is one change asked for: done is called when it is
+// acknowledged; its latency goes to w (nil: not recorded).
+type akChange struct {
+	done func()
+	w    *akWindow
+}
+
+// akSent is an outstanding heartbeat.
+type akSent struct {
+	at time.Time
+	w  *akWindow // the window it was sent in, nil outside one
+}
+
+// akInventory is the template re-identified as node idx, in the variant of
+// generation gen: even generations from 2 on report GPU0's NVLink 0 down
+// (and its ends), odd ones all links up, so consecutive generations differ.
+func akInventory(tmpl *ginv1.NodeInventory, idx int, gen uint64) *ginv1.NodeInventory {
+	inv := proto.CloneOf(tmpl)
+	name := fmt.Sprintf("ak%05d", idx)
+	id := func(parts ...uint64) uint64 {
+		h := uint64(idx)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+		for _, p := range parts {
+			h ^= p + 0x9e3779b97f4a7c15 + h<<6 + h>>2
+			h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+			h = (h ^ h>>27) * 0x94d049bb133111eb
+			h ^= h >> 31
+		}
+		return h
+	}
+	inv.NodeName = name
+	inv.Generation = gen
+	inv.CollectedAt = timestamppb.Now()
+	inv.Host.Hostname = name
+	inv.Host.MachineId = fmt.Sprintf("%016x%016x", id(1), id(2))
+	for _, g := range inv.Gpus {
+		x := id(3, uint64(g.Index))
+		g.Uuid = fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(idx), g.Index, x>>48, x>>32&0xffff, x&0xffffffffffff)
+		if g.Serial != "" {
+			g.Serial = fmt.Sprintf("%013d", id(4, uint64(g.Index))%1e13)
+		}
+		if g.Index == 0 && gen >= 2 && gen%2 == 0 {
+			for _, nl := range g.Nvlinks {
+				if nl.Index == 0 {
+					nl.State = ginv1.LinkState_LINK_STATE_DOWN
+				}
+			}
+		}
+	}
+	for k, h := range inv.Hcas {
+		h.NodeGuid = fmt.Sprintf("0x%016x", id(5, uint64(k)))
+		h.SysImageGuid = h.NodeGuid
+		for _, p := range h.Ports {
+			pg := id(6, uint64(k), uint64(p.Port))
+			p.PortGuid = fmt.Sprintf("0x%016x", pg)
+			if p.Lid != 0 {
+				p.Lid = uint32(id(7, uint64(k), uint64(p.Port))%0xBFFF + 1)
+			}
+			var v4 string
+			if nd := p.Netdev; nd != nil {
+				m := id(8, uint64(k), uint64(p.Port))
+				nd.Mac = fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", byte(m)&0xfe|0x02, byte(m>>8), byte(m>>16), byte(m>>24), byte(m>>32), byte(m>>40))
+				for i := range nd.Ipv4Addresses {
+					v4 = fmt.Sprintf("10.%d.%d.%d", byte(m>>48), byte(m>>56), byte(idx)%253+1)
+					nd.Ipv4Addresses[i] = v4 + "/16"
+				}
+				for i := range nd.Ipv6Addresses {
+					nd.Ipv6Addresses[i] = fmt.Sprintf("fd00:%x:%x:%x::%x/64", uint16(m), uint16(m>>16), uint16(idx), k+1)
+				}
+			}
+			for i, gid := range p.Gids {
+				switch {
+				case strings.HasPrefix(gid, "fe80:"):
+					p.Gids[i] = fmt.Sprintf("fe80:0000:0000:0000:%04x:%04x:%04x:%04x", pg>>48, pg>>32&0xffff, pg>>16&0xffff, pg&0xffff)
+				case v4 != "":
+					var a [4]byte
+					fmt.Sscanf(v4, "%d.%d.%d.%d", &a[0], &a[1], &a[2], &a[3])
+					p.Gids[i] = fmt.Sprintf("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", a[0], a[1], a[2], a[3])
+				}
+			}
+		}
+	}
+	return inv
+}
+
+func (a *akAgent) inventory(gen uint64) *ginv1.NodeInventory {
+	return akInventory(a.l.tmpl, a.idx, gen)
+}
+
+// attach opens the connection and the session, registers the node at
+// generation 1 and starts heartbeating.
+func (a *akAgent) attach() error {
+	var err error
+	a.conn, err = grpc.NewClient(a.l.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// gin-agent's keepalive (internal/agent.New).
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+	if err != nil {
+		return err
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	if a.stream, err = ginv1.NewAgentServiceClient(a.conn).Session(a.ctx); err != nil {
+		return err
+	}
+	inv := a.inventory(1)
+	hash, err := inventory.ContentHash(inv)
+	if err != nil {
+		return err
+	}
+	hctx, hcancel := context.WithTimeout(a.ctx, akRegisterWait)
+	defer hcancel()
+	stop := context.AfterFunc(hctx, func() {
+		if !errors.Is(hctx.Err(), context.Canceled) {
+			a.cancel()
+		}
+	})
+	defer stop()
+	if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{
+		NodeName: a.name, MachineId: inv.GetHost().GetMachineId(), AgentVersion: "agents10k-bench", InventoryHash: hash,
+	}}}); err != nil {
+		return fmt.Errorf("send hello: %w", err)
+	}
+	resp, err := a.stream.Recv()
+	if err != nil {
+		return fmt.Errorf("hello ack: %w", err)
+	}
+	ack := resp.GetHelloAck()
+	if ack == nil {
+		return fmt.Errorf("answer to hello is %T, want a HelloAck (leader hint %q)", resp.GetMsg(), resp.GetLeaderHint())
+	}
+	a.hb = akHeartbeat
+	if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 {
+		a.hb = d.AsDuration()
+	}
+	if ack.GetInSync() || ack.GetHeldGeneration() != 0 {
+		return fmt.Errorf("a fresh master holds generation %d (in sync %v)", ack.GetHeldGeneration(), ack.GetInSync())
+	}
+	if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: inv}}); err != nil {
+		return fmt.Errorf("send inventory: %w", err)
+	}
+	for {
+		resp, err = a.stream.Recv()
+		if err != nil {
+			return fmt.Errorf("inventory ack: %w", err)
+		}
+		if ack := resp.GetInventoryAck(); ack != nil {
+			if ack.GetAcceptedGeneration() != 1 {
+				return fmt.Errorf("master accepted generation %d, sent 1", ack.GetAcceptedGeneration())
+			}
+			break
+		}
+	}
+	a.gen = 1
+	a.hbAt = map[uint64]akSent{}
+	a.reqs = make(chan akChange, 1)
+	go a.send()
+	go a.recv()
+	return nil
+}
+
+// askChange asks the agent to send its next generation; false when a change
+// is already in flight. done is called when the change is acknowledged.
+func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
+	a.mu.Lock()
+	busy := a.pending != 0
+	a.mu.Unlock()
+	if busy || a.closed.Load() {
+		return false
+	}
+	wg.Add(1)
+	select {
+	case a.reqs <- akChange{done: wg.Done, w: w}:
+		return true
+	default:
+		wg.Done()
+		return false
+	}
+}
+
+// send heartbeats every a.hb (the first one at a random offset) and sends
+// the changes asked for; it is the only goroutine that sends.
+func (a *akAgent) send() {
+	t := time.NewTimer(rand.N(a.hb))
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(a.hb)
+			a.mu.Lock()
+			a.hbSeq++
+			seq, gen := a.hbSeq, a.gen
+			w := a.l.recording()
+			a.hbAt[seq] = akSent{at: time.Now(), w: w}
+			a.mu.Unlock()
+			if w != nil {
+				w.hbSent.Add(1)
+			}
+			if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: seq, Generation: gen}}}); err != nil {
+				a.fail(fmt.Errorf("send heartbeat: %w", err))
+				return
+			}
+		case c := <-a.reqs:
+			a.mu.Lock()
+			base, next := a.gen, a.gen+1
+			a.mu.Unlock()
+			// Like the agent's delta encoder: the changes against the
+			// acknowledged generation.
+			delta := inventory.Diff(a.inventory(base), a.inventory(next))
+			a.mu.Lock()
+			a.pending, a.change, a.sentAt = next, c, time.Now()
+			a.mu.Unlock()
+			if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Delta{Delta: delta}}); err != nil {
+				a.fail(fmt.Errorf("send delta: %w", err))
+				return
+			}
+		}
+	}
+}
+
+// recv reads the master's responses: heartbeat acks and inventory acks.
+func (a *akAgent) recv() {
+	for {
+		resp, err := a.stream.Recv()
+		if err != nil {
+			a.fail(fmt.Errorf("receive: %w", err))
+			return
+		}
+		now := time.Now()
+		if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 && d.AsDuration() != a.hb {
+			a.fail(fmt.Errorf("master changed the heartbeat interval to %s", d.AsDuration()))
+			return
+		}
+		switch m := resp.GetMsg().(type) {
+		case *ginv1.SessionResponse_HeartbeatAck:
+			a.mu.Lock()
+			sent, ok := a.hbAt[m.HeartbeatAck.GetSequence()]
+			delete(a.hbAt, m.HeartbeatAck.GetSequence())
+			a.mu.Unlock()
+			if !ok {
+				a.fail(fmt.Errorf("heartbeat ack for sequence %d, never sent", m.HeartbeatAck.GetSequence()))
+				return
+			}
+			if sent.w != nil {
+				sent.w.hb.add(now.Sub(sent.at))
+			}
+		case *ginv1.SessionResponse_InventoryAck:
+			a.mu.Lock()
+			pending, sentAt, c := a.pending, a.sentAt, a.change
+			if got := m.InventoryAck.GetAcceptedGeneration(); got != pending {
+				a.mu.Unlock()
+				a.fail(fmt.Errorf("master acknowledged generation %d, in flight %d", got, pending))
+				return
+			}
+			a.gen, a.pending, a.change = pending, 0, akChange{}
+			a.mu.Unlock()
+			if c.w != nil {
+				c.w.commit.add(now.Sub(sentAt))
+			}
+			if c.done != nil {
+				c.done()
+			}
+		default:
+			// No other message is expected once attached; the fabric
+			// scanner role (one agent) needs a real fabric source, which
+			// simulated agents do not have.
+			if resp.GetMsg() != nil {
+				a.fail(fmt.Errorf("unexpected %T", resp.GetMsg()))
+				return
+			}
+		}
+	}
+}
+
+func (a *akAgent) fail(err error) {
+	if a.closed.Load() || status.Code(err) == codes.Canceled && a.ctx.Err() != nil {
+		return
+	}
+	a.l.sessionFailed(a, err)
+}
+
+func (a *akAgent) close() {
+	if a.closed.Swap(true) {
+		return
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.conn != nil {
+		_ = a.conn.Close()
+	}
+	a.mu.Lock()
+	c := a.change
+	a.change = akChange{}
+	a.mu.Unlock()
+	if c.done != nil {
+		c.done()
+	}
+}
+
+// akSamples is a concurrency-safe list of latencies in milliseconds.
+type akSamples struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+func (s *akSamples) add(d time.Duration) {
+	s.mu.Lock()
+	s.ms = append(s.ms, float64(d)/float64(time.Millisecond))
+	s.mu.Unlock()
+}
+
+func (s *akSamples) n() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ms)
+}
+
+// q is the nearest-rank quantile (NaN without samples).
+func (s *akSamples) q(p float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ms) == 0 {
+		return math.NaN()
+	}
+	x := slices.Clone(s.ms)
+	slices.Sort(x)
+	return x[max(0, int(math.Ceil(p*float64(len(x))))-1)]
+}
+
+func (s *akSamples) max() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ms) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(s.ms)
+}
+
+// akHistQuantile is the upper bound of the bucket holding quantile p of the
+// observations a Prometheus histogram gained between two scrapes.
+func akHistQuantile(before, after foMetrics, name string, p float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for _, s := range after[name+"_bucket"] {
+		i := strings.Index(s.labels, `le="`)
+		if i < 0 {
+			continue
+		}
+		leText := s.labels[i+4:]
+		leText = leText[:strings.IndexByte(leText, '"')]
+		le, err := strconv.ParseFloat(leText, 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, s.value - before.value(name+"_bucket", `le="`+leText+`"`)})
+	}
+	slices.SortFunc(bs, func(x, y bucket) int {
+		switch {
+		case x.le < y.le:
+			return -1
+		case x.le > y.le:
+			return 1
+		}
+		return 0
+	})
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return math.NaN()
+	}
+	total := bs[len(bs)-1].n
+	for _, x := range bs {
+		if x.n >= p*total {
+			return x.le
+		}
+	}
+	return math.Inf(1)
+}
+
+// akRuntimeMetrics reads the master's unlabelled go_* gauges and counters
+// (the shared scrape keeps gin_* samples only); empty on error.
+func akRuntimeMetrics(web *http.Client, addr string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := web.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if m := foSampleRE.FindStringSubmatch(line); m != nil && strings.HasPrefix(m[1], "go_") && m[2] == "" {
+			if v, err := strconv.ParseFloat(m[3], 64); err == nil {
+				out[m[1]] = v
+			}
+		}
+	}
+	return out
+}
+
+// akLastGCTrace is the last gctrace line in a log ("" without one).
+func akLastGCTrace(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(string(data), "\n")
+	for _, line := range slices.Backward(lines) {
+		if strings.HasPrefix(line, "gc ") {
+			return line
+		}
+	}
+	return ""
+}
+
+// akProcMem is VmRSS and VmHWM of pid, in bytes.
+func akProcMem(pid int) (rss, hwm float64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb * 1024
+		case "VmHWM:":
+			hwm = kb * 1024
+		}
+	}
+	return rss, hwm
+}
+
+// akProcCPU is utime+stime of pid in seconds (clock ticks of 1/100 s, the
+// Linux USER_HZ).
+func akProcCPU(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	// After the command: state(0) ... utime(11) stime(12).
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
+}
+
+// akMachineCPU is the CPU time all CPUs spent busy (not idle or waiting
+// for I/O), from /proc/stat, in seconds.
+func akMachineCPU() float64 {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	busy := 0.0
+	for i, x := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		v, _ := strconv.ParseFloat(x, 64)
+		busy += v
+	}
+	return busy / 100
+}
+
+func akProcLimit(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "Max open files") {
+			return strings.Join(strings.Fields(line), " ")
+		}
+	}
+	return "open-file limit unknown"
+}
+
+func akLoadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// akSnapshots watches a hashicorp/raft file snapshot store: a snapshot
+// being written is a "<id>.tmp" directory, renamed to "<id>" when complete.
+type akSnapshots struct {
+	mu       sync.Mutex
+	n        int // snapshots seen starting
+	lastSeen time.Time
+	inFlight bool
+}
+
+func watchAkSnapshots(b *testing.B, dir string, progress func(string, ...any)) *akSnapshots {
+	s := &akSnapshots{lastSeen: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go func() {
+		seen := map[string]time.Time{}
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ents, _ := os.ReadDir(dir)
+			tmp := false
+			for _, e := range ents {
+				name := e.Name()
+				if id, ok := strings.CutSuffix(name, ".tmp"); ok {
+					tmp = true
+					if _, ok := seen[id]; !ok {
+						seen[id] = time.Now()
+						s.mu.Lock()
+						s.n++
+						s.mu.Unlock()
+						progress("snapshot %s started", id)
+					}
+					continue
+				}
+				at, ok := seen[name]
+				if !ok { // started and completed between two looks
+					s.mu.Lock()
+					s.n++
+					s.lastSeen = time.Now()
+					s.mu.Unlock()
+					at = time.Now()
+				}
+				if !at.IsZero() {
+					fi, _ := os.Stat(filepath.Join(dir, name, "state.bin"))
+					size := int64(0)
+					if fi != nil {
+						size = fi.Size()
+					}
+					progress("snapshot %s complete: %.1f s, %.0f MiB", name, time.Since(at).Seconds(), float64(size)/(1<<20))
+					seen[name] = time.Time{}
+				}
+			}
+			s.mu.Lock()
+			s.inFlight = tmp
+			if tmp {
+				s.lastSeen = time.Now()
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *akSnapshots) started() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// quietFor is how long no snapshot has been in progress.
+func (s *akSnapshots) quietFor() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight {
+		return 0
+	}
+	return time.Since(s.lastSeen)
+}
