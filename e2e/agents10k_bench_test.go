@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,14 +90,14 @@ import (
 //	go test -run '^$' -bench BenchmarkMasterTenThousandAgents -benchtime=1x -timeout 40m ./e2e/
 func BenchmarkMasterTenThousandAgents(b *testing.B) {
 	cfg := akConfig{
-		agents:      akEnv(b, akAgentsEnv, 10000, 1, 1<<20),
-		baseline:    akEnv(b, akBaselineEnv, 100, 1, 1<<20),
-		rate:        akEnv(b, akRateEnv, 10, 1, 1000),
-		window:      time.Duration(akEnv(b, akWindowEnv, 120, 1, 3600)) * time.Second,
-		concurrency: akEnv(b, akConcurrencyEnv, 64, 1, 4096),
+		agents:      benchEnv(b, akAgentsEnv, 10000, 1, 1<<20),
+		baseline:    benchEnv(b, akBaselineEnv, 100, 1, 1<<20),
+		rate:        benchEnv(b, akRateEnv, 10, 1, 1000),
+		window:      time.Duration(benchEnv(b, akWindowEnv, 120, 1, 3600)) * time.Second,
+		concurrency: benchEnv(b, akConcurrencyEnv, 64, 1, 4096),
 	}
 	cfg.baseline = min(cfg.baseline, cfg.agents)
-	akRaiseFileLimit(b, cfg.agents)
+	raiseFileLimit(b, uint64(cfg.agents+akSpareFDs), fmt.Sprintf("%d agent connections need, in this process and in the master (lower %s)", cfg.agents, akAgentsEnv))
 	bin := binaries(b)
 	l := startAkLoad(b, bin, cfg)
 
@@ -191,38 +190,6 @@ const (
 type akConfig struct {
 	agents, baseline, rate, concurrency int
 	window                              time.Duration
-}
-
-func akEnv(b *testing.B, name string, def, lo, hi int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		b.Fatalf("%s=%q: want %d..%d", name, v, lo, hi)
-	}
-	return n
-}
-
-// akRaiseFileLimit raises this process's soft open-file limit to the hard
-// one (the master inherits it): each side holds one descriptor per agent.
-func akRaiseFileLimit(b *testing.B, agents int) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
-	}
-	need := uint64(agents + akSpareFDs)
-	if lim.Max < need {
-		b.Fatalf("open-file hard limit %d is below the %d that %d agent connections need (in this process and in the master): raise ulimit -Hn or lower %s",
-			lim.Max, need, agents, akAgentsEnv)
-	}
-	if lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // akLoad is the master under test and the simulated agents.

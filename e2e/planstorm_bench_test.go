@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,10 +81,10 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkPlanFetchStorm -benchtime=3x -timeout 30m ./e2e/
 func BenchmarkPlanFetchStorm(b *testing.B) {
-	ranks := stormEnv(b, stormRanksEnv, defaultStormRanks, 1, 1<<20)
-	agents := stormEnv(b, stormAgentsEnv, defaultStormAgents, 1, 64)
-	shared := stormEnv(b, stormSharedEnv, 0, 0, 1024)
-	stormRaiseFileLimit(b, ranks)
+	ranks := benchEnv(b, stormRanksEnv, defaultStormRanks, 1, 1<<20)
+	agents := benchEnv(b, stormAgentsEnv, defaultStormAgents, 1, 64)
+	shared := benchEnv(b, stormSharedEnv, 0, 0, 1024)
+	raiseFileLimit(b, uint64(ranks+stormSpareFDs), fmt.Sprintf("%d concurrent fetches need (lower %s)", ranks, stormRanksEnv))
 	bin := binaries(b)
 	c := startFailoverCluster(b, bin, agents, nil)
 	w := c.waitWhole("the cluster to form with every agent attached")
@@ -137,41 +136,6 @@ const (
 	// connection (Raft, agents, logs, the runtime).
 	stormSpareFDs = 512
 )
-
-func stormEnv(b *testing.B, name string, def, lo, hi int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		b.Fatalf("%s=%q: want %d..%d", name, v, lo, hi)
-	}
-	return n
-}
-
-// stormRaiseFileLimit makes sure this process (F client connections at once)
-// and the masters it starts (the leader may hold F server connections at
-// once; children inherit the limit) may open enough descriptors: it raises
-// the soft limit up to the hard one, and fails when even that is too low.
-func stormRaiseFileLimit(b *testing.B, fetchers int) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
-	}
-	need := uint64(fetchers + stormSpareFDs)
-	if lim.Cur >= need {
-		return
-	}
-	if lim.Max < need {
-		b.Fatalf("open-file limit %d (hard %d) is below the %d that %d concurrent fetches need: raise ulimit -Hn or lower %s",
-			lim.Cur, lim.Max, need, fetchers, stormRanksEnv)
-	}
-	lim.Cur = lim.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
-	}
-}
 
 // stormResult is one fetch: times are from the barrier.
 type stormResult struct {
