@@ -146,9 +146,6 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if o.nodeID == "" {
 		return errors.New("--node-id is empty and the host name is unknown")
 	}
-	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
-		return fmt.Errorf("--data-dir: %w", err)
-	}
 	var join []string
 	if o.join != "" {
 		var err error
@@ -161,6 +158,10 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
 		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
+	}
+	// Every flag is checked before the data dir is created.
+	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
 	}
 	bootstrap := o.bootstrap
 	if o.bootstrapExpect > 1 || (len(join) > 0 && o.bootstrapExpect != 1) {

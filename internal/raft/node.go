@@ -165,6 +165,17 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	level := hclog.Warn
+	if cfg.Fast {
+		level = hclog.Error // elections on loopback are routine, not news
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
+	// The configuration is checked before anything touches the data dir or
+	// the network: a bad flag changes nothing.
+	rc, err := raftConfig(cfg, hlog)
+	if err != nil {
+		return nil, err
+	}
 	walDir := filepath.Join(cfg.DataDir, "wal")
 	if err := os.MkdirAll(walDir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft: data dir: %w", err)
@@ -173,11 +184,6 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
 	}
-	level := hclog.Warn
-	if cfg.Fast {
-		level = hclog.Error // elections on loopback are routine, not news
-	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
 	if err != nil {
 		_ = logs.Close()
@@ -194,27 +200,6 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
-	}
-	rc := hraft.DefaultConfig()
-	rc.LocalID = hraft.ServerID(cfg.ID)
-	rc.Logger = hlog
-	rc.SnapshotThreshold = 8192
-	if cfg.Fast {
-		rc.HeartbeatTimeout = 200 * time.Millisecond
-		rc.ElectionTimeout = 200 * time.Millisecond
-		rc.LeaderLeaseTimeout = 100 * time.Millisecond
-		rc.CommitTimeout = 5 * time.Millisecond
-	}
-	if err := cfg.Tuning.Validate(); err != nil {
-		_ = trans.Close()
-		_ = logs.Close()
-		return nil, err
-	}
-	cfg.Tuning.apply(rc)
-	if err := hraft.ValidateConfig(rc); err != nil {
-		_ = trans.Close()
-		_ = logs.Close()
-		return nil, fmt.Errorf("raft: configuration: %w", err)
 	}
 	fsm := NewFSM(store, log)
 	has, err := hraft.HasExistingState(logs, logs, snaps)
@@ -293,6 +278,28 @@ func checkSnapshotCoverage(logs hraft.LogStore, snaps hraft.SnapshotStore) error
 	return fmt.Errorf("the log starts at index %d but no readable snapshot holds the entries before it (%s); "+
 		"refusing to start from an incomplete state: restore the snapshots directory from a backup, "+
 		"or move this data dir away and let the master rejoin its cluster empty", first, strings.Join(tried, "; "))
+}
+
+// raftConfig is hashicorp/raft's configuration for cfg, validated.
+func raftConfig(cfg Config, hlog hclog.Logger) (*hraft.Config, error) {
+	rc := hraft.DefaultConfig()
+	rc.LocalID = hraft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.SnapshotThreshold = 8192
+	if cfg.Fast {
+		rc.HeartbeatTimeout = 200 * time.Millisecond
+		rc.ElectionTimeout = 200 * time.Millisecond
+		rc.LeaderLeaseTimeout = 100 * time.Millisecond
+		rc.CommitTimeout = 5 * time.Millisecond
+	}
+	if err := cfg.Tuning.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Tuning.apply(rc)
+	if err := hraft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raft: configuration: %w", err)
+	}
+	return rc, nil
 }
 
 // Apply proposes cmd and waits until it is applied, or ctx ends.

@@ -206,11 +206,16 @@ func TestTuningValidate(t *testing.T) {
 			}
 		})
 	}
-	// hashicorp/raft's own rule (lease <= heartbeat) is reported by Open.
-	_, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+	// hashicorp/raft's own rule (lease <= heartbeat) is reported by Open,
+	// before it writes anything into the data dir.
+	dir := t.TempDir()
+	_, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: dir, Bootstrap: true,
 		Tuning: Tuning{HeartbeatTimeout: 100 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond}}, state.New(nil))
 	if err == nil {
 		t.Fatal("Open accepted a leader lease longer than the heartbeat timeout")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused configuration left %d entries in the data dir", len(entries))
 	}
 }
 
