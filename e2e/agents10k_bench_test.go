@@ -31,6 +31,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/testproc"
 )
 
 // BenchmarkMasterTenThousandAgents measures the DESIGN target "one 2-core
@@ -224,10 +225,10 @@ func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
 		dataDir:  filepath.Join(dir, "m1"),
 		scraper:  &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}},
 	}
-	l.master = &foProc{name: "m1", bin: filepath.Join(bin, "gin-master"), log: filepath.Join(dir, "m1.log"),
-		args: []string{"--node-id", "m1", "--bind", l.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
+	l.master = &foProc{testproc.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
+		Argv: []string{filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", l.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
 			"--http-bind", l.httpAddr, "--data-dir", l.dataDir, "--heartbeat-interval", akHeartbeat.String(),
-			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}}
+			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}}}
 	b.Cleanup(func() { l.master.kill() })
 	akStartWithEnv(b, l.master, os.Getenv(akMasterEnv))
 	l.snaps = watchAkSnapshots(b, filepath.Join(l.dataDir, "snapshots"), l.progress)
@@ -237,7 +238,7 @@ func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
 		}
 		return nil
 	})
-	l.progress("gin-master pid %d on %s; %s", l.master.cmd.Process.Pid, l.addr, akProcLimit(l.master.cmd.Process.Pid))
+	l.progress("gin-master pid %d on %s; %s", l.master.Pid(), l.addr, akProcLimit(l.master.Pid()))
 
 	src, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: "template", Cluster: akCluster})
 	if err != nil {
@@ -316,7 +317,7 @@ func (l *akLoad) fatalf(format string, args ...any) {
 		msg += fmt.Sprintf("\n%d sessions failed, the first: %s", l.failed.Load(), strings.Join(l.errs, "; "))
 	}
 	l.errMu.Unlock()
-	l.b.Fatalf("%s\n--- master (running %v), last lines of %s:\n%s", msg, l.master.alive(), l.master.log, foTail(l.master.log, 30))
+	l.b.Fatalf("%s\n--- master (running %v), last lines of %s:\n%s", msg, l.master.alive(), l.master.Log, foTail(l.master.Log, 30))
 }
 
 func (l *akLoad) sessionFailed(a *akAgent, err error) {
@@ -370,7 +371,7 @@ func (l *akLoad) register() (time.Duration, float64) {
 	l.b.Helper()
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
-	pid := l.master.cmd.Process.Pid
+	pid := l.master.Pid()
 	cpu0, self0, all0, t0 := akProcCPU(pid), akProcCPU(os.Getpid()), akMachineCPU(), time.Now()
 	regErr := make(chan error, 1)
 	for range l.cfg.concurrency {
@@ -418,7 +419,7 @@ func (l *akLoad) register() (time.Duration, float64) {
 		case now := <-tick.C:
 			l.checkHealthy()
 			n := done.Load()
-			rss, _ := akProcMem(l.master.cmd.Process.Pid)
+			rss, _ := akProcMem(l.master.Pid())
 			l.progress("registered %d/%d (%.0f/s in the last %.0f s); master RSS %.0f MiB; load %s",
 				n, len(l.agents), float64(n-prev)/now.Sub(prevAt).Seconds(), now.Sub(prevAt).Seconds(), rss/(1<<20), akLoadavg())
 			prev, prevAt = n, now
@@ -465,7 +466,7 @@ type akWindow struct {
 // a heap grown to its GC goal (bounded by akGCWait).
 func (l *akLoad) measure(name string, from []*akAgent, untilGC bool) *akWindow {
 	l.b.Helper()
-	pid := l.master.cmd.Process.Pid
+	pid := l.master.Pid()
 	w := &akWindow{}
 	before, err := l.scraper.scrape(l.httpAddr)
 	if err != nil {
@@ -564,7 +565,7 @@ loop:
 		rt["go_gc_duration_seconds_count"]-rt0["go_gc_duration_seconds_count"],
 		w.selfCPU, w.otherCPU, after.value("gin_master_connected_agents", ""), after.value("gin_master_nodes", `state="up"`),
 		after.value("gin_master_nodes", `state="down"`), akLoadavg())
-	if gc := akLastGCTrace(l.master.log); gc != "" {
+	if gc := akLastGCTrace(l.master.Log); gc != "" {
 		l.progress("%s: the master's last GC (GODEBUG=gctrace=1): %s", name, gc)
 	}
 	l.b.Logf("%s: commit p50/p99/max %.1f/%.1f/%.1f ms over %d changes; heartbeat ack p99 %.1f ms over %d; master RSS %.0f MiB (HWM %.0f), CPU %.3f s/s; load generator %.3f s/s; rest of the machine %.3f s/s; load1 %.2f",

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,18 +12,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gin-topology/gin/internal/testproc"
 )
 
 // binaries builds gin-master, gin-agent and ginctl once into a temp dir.
 func binaries(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/gin-master", "./cmd/gin-agent", "./cmd/ginctl")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
+	return testproc.Build(t, "gin-master", "gin-agent", "ginctl")
 }
 
 var upRE = regexp.MustCompile(`GIN dev cluster is up: master (\S+),`)

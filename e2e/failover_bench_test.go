@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/testproc"
 )
 
 // BenchmarkFailover measures failover on real processes: three gin-master
@@ -110,59 +109,21 @@ const (
 	failoverHeartbeat = "1s" // the agents' heartbeat interval, set by the masters
 )
 
-// foProc is one child process, restartable with the same arguments. Its
-// output is appended to log; it dies with the test process (Pdeathsig).
-type foProc struct {
-	name, bin, log string
-	args           []string
-	cmd            *exec.Cmd
-	done           chan struct{} // closed once the process has been reaped
-}
+// foProc is a testproc.Proc under a test or benchmark: a failed start
+// fails it, and kill waits at most 10 s.
+type foProc struct{ testproc.Proc }
 
 func (p *foProc) start(tb testing.TB) {
 	tb.Helper()
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := p.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close() // the child holds its own descriptor
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", p.name, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
 }
 
-func (p *foProc) alive() bool {
-	if p.done == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
+func (p *foProc) alive() bool { return p.Alive() }
 
-// kill sends SIGKILL and waits (bounded) until the process is reaped; it
-// reports whether it was.
-func (p *foProc) kill() bool {
-	if !p.alive() {
-		return true
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-p.done:
-		return true
-	case <-time.After(10 * time.Second):
-		return false
-	}
-}
+// kill sends SIGKILL and reports whether the process was reaped within 10 s.
+func (p *foProc) kill() bool { return p.Kill(10 * time.Second) }
 
 // foMaster is one gin-master with its addresses and a client connection.
 type foMaster struct {
@@ -308,10 +269,10 @@ func startFailoverCluster(b *testing.B, bin string, n int, raftFlags []string) *
 	for i := range 3 {
 		m := &foMaster{id: fmt.Sprintf("m%d", i+1), client: join[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
 		data := filepath.Join(dir, m.id)
-		m.foProc = foProc{name: m.id, bin: filepath.Join(bin, "gin-master"), log: filepath.Join(dir, m.id+".log"),
-			args: append([]string{"--node-id", m.id, "--bind", m.client, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
+		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
+			Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.client, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
 				"--http-bind", m.http, "--data-dir", data, "--bootstrap-expect", "3", "--join", strings.Join(join, ","),
-				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info"}, raftFlags...)}
+				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info"}, raftFlags...)}}
 		conn, err := grpc.NewClient(m.client, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithConnectParams(grpc.ConnectParams{
 				Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
@@ -328,9 +289,9 @@ func startFailoverCluster(b *testing.B, bin string, n int, raftFlags []string) *
 	for i := range n {
 		a := &foAgent{metrics: "127.0.0.1:" + strconv.Itoa(ports[9+i])}
 		name := fmt.Sprintf("fo%02d", i+1)
-		a.foProc = foProc{name: name, bin: filepath.Join(bin, "gin-agent"), log: filepath.Join(dir, name+".log"),
-			args: []string{"--source", "sim:dgx-h100", "--node-name", name, "--master", strings.Join(join, ","),
-				"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info"}}
+		a.foProc = foProc{testproc.Proc{Name: name, Log: filepath.Join(dir, name+".log"),
+			Argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", name, "--master", strings.Join(join, ","),
+				"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info"}}}
 		c.agents = append(c.agents, a)
 		b.Cleanup(func() { a.kill() }) // cleanups run last-in first-out: agents before masters
 		a.start(b)
@@ -382,11 +343,11 @@ func (c *foCluster) fatalf(format string, args ...any) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, format, args...)
 	for _, m := range c.masters {
-		fmt.Fprintf(&sb, "\n--- %s (running %v), last lines of %s:\n%s", m.id, m.alive(), m.log, foTail(m.log, 25))
+		fmt.Fprintf(&sb, "\n--- %s (running %v), last lines of %s:\n%s", m.id, m.alive(), m.Log, foTail(m.Log, 25))
 	}
 	for _, a := range c.agents {
 		if !a.alive() {
-			fmt.Fprintf(&sb, "\n--- agent %s exited, last lines:\n%s", a.name, foTail(a.log, 15))
+			fmt.Fprintf(&sb, "\n--- agent %s exited, last lines:\n%s", a.Name, foTail(a.Log, 15))
 		}
 	}
 	c.tb.Fatal(sb.String())
@@ -426,7 +387,7 @@ func (c *foCluster) waitWhole(what string) foWhole {
 func (c *foCluster) whole() (foWhole, error) {
 	for _, p := range c.agents {
 		if !p.alive() {
-			c.fatalf("agent %s exited", p.name)
+			c.fatalf("agent %s exited", p.Name)
 		}
 	}
 	infos := make([]*ginv1.GetClusterInfoResponse, len(c.masters))
@@ -497,10 +458,10 @@ func (c *foCluster) whole() (foWhole, error) {
 	for _, a := range c.agents {
 		got, err := c.scrape(a.metrics)
 		if err != nil {
-			return foWhole{}, fmt.Errorf("agent %s: %w", a.name, err)
+			return foWhole{}, fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 		if got.value("gin_agent_master_connected", wantMaster) != 1 {
-			return foWhole{}, fmt.Errorf("agent %s reports no session with the leader %s", a.name, c.masters[leader].client)
+			return foWhole{}, fmt.Errorf("agent %s reports no session with the leader %s", a.Name, c.masters[leader].client)
 		}
 		w.sent += uint64(got.value("gin_agent_inventories_sent_total", ""))
 		w.reconnects += uint64(got.value("gin_agent_master_reconnects_total", ""))

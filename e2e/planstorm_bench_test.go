@@ -90,7 +90,7 @@ func BenchmarkPlanFetchStorm(b *testing.B) {
 	w := c.waitWhole("the cluster to form with every agent attached")
 	var names []string
 	for _, a := range c.agents {
-		names = append(names, a.name)
+		names = append(names, a.Name)
 	}
 	nodes := hostlist.Compress(names)
 	b.Logf("%d masters, %d agents (job nodes %s); leader %s (term %d)", len(c.masters), agents, nodes, c.masters[w.leader].id, w.term)
@@ -406,7 +406,7 @@ func benchPlanStorm(b *testing.B, c *foCluster, nodes string, fetchers int, pool
 			pinnedMs = append(pinnedMs, foMs(pinnedAt))
 			builtMs = append(builtMs, foMs(builtAt))
 		}
-		if at, ok := stormPinnedAt(c.masters[w.leader].log, job); ok {
+		if at, ok := stormPinnedAt(c.masters[w.leader].Log, job); ok {
 			committedMs = append(committedMs, foMs(at.Sub(t0)))
 			b.Logf("job start %d: the leader logged the plan pinned (committed and applied) %.0f ms after the barrier", iter, foMs(at.Sub(t0)))
 		}
@@ -479,7 +479,7 @@ func stormFDs(c *foCluster) map[string]int {
 		if !m.alive() {
 			c.fatalf("master %s exited", m.id)
 		}
-		out[m.id] = count(strconv.Itoa(m.cmd.Process.Pid))
+		out[m.id] = count(strconv.Itoa(m.Pid()))
 	}
 	return out
 }
@@ -508,10 +508,10 @@ func stormPinnedAt(logPath, job string) (time.Time, bool) {
 func stormCPU(c *foCluster) map[string]time.Duration {
 	out := map[string]time.Duration{"benchmark": stormProcCPU("self")}
 	for _, m := range c.masters {
-		out[m.id] = stormProcCPU(strconv.Itoa(m.cmd.Process.Pid))
+		out[m.id] = stormProcCPU(strconv.Itoa(m.Pid()))
 	}
 	for _, a := range c.agents {
-		out["agents"] += stormProcCPU(strconv.Itoa(a.cmd.Process.Pid))
+		out["agents"] += stormProcCPU(strconv.Itoa(a.Pid()))
 	}
 	return out
 }

@@ -2,14 +2,12 @@ package faulttest
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -28,111 +26,25 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/testproc"
 )
 
 const nMasters = 3
 
+// killWait bounds the wait for a SIGKILLed process to be reaped.
+const killWait = 30 * time.Second
+
 // ---------------------------------------------------------------- processes
-
-// binaries builds gin-master, gin-agent and ginctl once into a temp dir.
-func binaries(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/gin-master", "./cmd/gin-agent", "./cmd/ginctl")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// proc is one child process, restartable with the same command line.
-type proc struct {
-	name string
-	argv []string
-	log  string // file the process's stdout and stderr are appended to
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func (p *proc) start() error {
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "==== %s start %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.argv, " "))
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// Dies with the test binary (ip netns exec execs, so this is the master).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = f.Close(); close(done) }()
-	p.mu.Lock()
-	p.cmd, p.done = cmd, done
-	p.mu.Unlock()
-	return nil
-}
-
-func (p *proc) signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return errors.New("not started")
-	}
-	return p.cmd.Process.Signal(sig)
-}
-
-// kill sends SIGKILL (after SIGCONT, for a stopped process) and waits.
-func (p *proc) kill() {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-}
-
-// wait waits (bounded) for the process to exit by itself.
-func (p *proc) wait(d time.Duration) error {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(d):
-		return fmt.Errorf("still running after %s", d)
-	}
-}
-
-func (p *proc) exited() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // ---------------------------------------------------------------- cluster
 
 type cluster struct {
 	t       *testing.T
 	net     *testNet
-	masters []*proc
+	masters []*testproc.Proc
 	addrs   []string // client addresses
 	conns   []*grpc.ClientConn
-	agents  []*proc
+	agents  []*testproc.Proc
 	data    []string // masters' data dirs
 }
 
@@ -536,7 +448,7 @@ func TestFaultCampaign(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	began := time.Now()
 
-	bin := binaries(t)
+	bin := testproc.Build(t, "gin-master", "gin-agent", "ginctl")
 	tn := newTestNet(t, nMasters)
 	logDir, err := os.MkdirTemp("", fmt.Sprintf("gin-fault-%d-", seed))
 	if err != nil {
@@ -552,8 +464,8 @@ func TestFaultCampaign(t *testing.T) {
 	for i := range nMasters {
 		dataDir := filepath.Join(t.TempDir(), fmt.Sprintf("m%d", i+1))
 		c.data = append(c.data, dataDir)
-		p := &proc{name: fmt.Sprintf("m%d", i+1), log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1)),
-			argv: []string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
+		p := &testproc.Proc{Name: fmt.Sprintf("m%d", i+1), Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1)),
+			Argv: []string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 				"--bind", c.addrs[i], "--raft-bind", tn.IP(i) + ":5001", "--http-bind", "", "--data-dir", dataDir,
 				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info",
 				// Snapshots every few dozen entries, so that snapshots, log
@@ -575,10 +487,10 @@ func TestFaultCampaign(t *testing.T) {
 		t.Cleanup(func() { _ = conn.Close() })
 	}
 	for _, p := range c.masters {
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = p.signal(syscall.SIGCONT); p.kill() })
+		t.Cleanup(func() { p.Kill(killWait) })
 	}
 	failed := true
 	t.Cleanup(func() {
@@ -593,14 +505,14 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	nodeNames := []string{"ftn1", "ftn2"}
 	for _, n := range nodeNames {
-		p := &proc{name: n, log: filepath.Join(logDir, n+".log"),
-			argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
+		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
+			Argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
 				"--heartbeat-interval", "1s", "--metrics-bind", ""}}
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
 		c.agents = append(c.agents, p)
-		t.Cleanup(p.kill)
+		t.Cleanup(func() { p.Kill(killWait) })
 	}
 	nodesUp := func() (bool, string) {
 		l := c.leader()
@@ -705,19 +617,21 @@ func TestFaultCampaign(t *testing.T) {
 		switch f {
 		case killLeader:
 			p := c.masters[l]
-			p.kill()
+			if !p.Kill(killWait) {
+				t.Fatalf("%s survived SIGKILL for %s", p.Name, killWait)
+			}
 			time.Sleep(hold)
-			if err := p.start(); err != nil {
-				t.Fatalf("restart %s: %v", p.name, err)
+			if err := p.Start(); err != nil {
+				t.Fatalf("restart %s: %v", p.Name, err)
 			}
 			desc = fmt.Sprintf("kill -9 m%d, restarted after %s", l+1, hold)
 		case stopLeader:
 			p := c.masters[l]
-			if err := p.signal(syscall.SIGSTOP); err != nil {
+			if err := p.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(hold)
-			if err := p.signal(syscall.SIGCONT); err != nil {
+			if err := p.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
 			desc = fmt.Sprintf("SIGSTOP m%d for %s", l+1, hold)
@@ -784,11 +698,11 @@ func TestFaultCampaign(t *testing.T) {
 			desc = fmt.Sprintf("30%% loss into every master for %s", hold)
 		case termLeader:
 			p := c.masters[l]
-			if err := p.signal(syscall.SIGTERM); err != nil {
+			if err := p.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			if err := p.wait(30 * time.Second); err != nil {
-				t.Fatalf("%s after SIGTERM: %v", p.name, err)
+			if err := p.Wait(30 * time.Second); err != nil {
+				t.Fatalf("%s after SIGTERM: %v", p.Name, err)
 			}
 			exitedAfter := time.Since(fstart)
 			nl := -1
@@ -800,15 +714,17 @@ func TestFaultCampaign(t *testing.T) {
 			}
 			newLeader := time.Since(fstart)
 			time.Sleep(hold)
-			if err := p.start(); err != nil {
-				t.Fatalf("restart %s: %v", p.name, err)
+			if err := p.Start(); err != nil {
+				t.Fatalf("restart %s: %v", p.Name, err)
 			}
 			desc = fmt.Sprintf("SIGTERM m%d (exited after %s, m%d led after %s), restarted after %s",
 				l+1, exitedAfter.Round(time.Millisecond), nl+1, newLeader.Round(time.Millisecond), hold)
 		case killFollower:
 			victim := follower(l)
 			p := c.masters[victim]
-			p.kill()
+			if !p.Kill(killWait) {
+				t.Fatalf("%s survived SIGKILL for %s", p.Name, killWait)
+			}
 			// Wait until the others have written past the trailing logs, so
 			// the follower comes back needing a snapshot.
 			before := w.acks.Load()
@@ -818,8 +734,8 @@ func TestFaultCampaign(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("round %d: %v", r+1, err)
 			}
-			if err := p.start(); err != nil {
-				t.Fatalf("restart %s: %v", p.name, err)
+			if err := p.Start(); err != nil {
+				t.Fatalf("restart %s: %v", p.Name, err)
 			}
 			desc = fmt.Sprintf("kill -9 follower m%d, restarted after %d more acknowledged writes", victim+1, w.acks.Load()-before)
 		}
@@ -961,8 +877,8 @@ func TestFaultCampaign(t *testing.T) {
 
 	// (4) Every agent reattached: its process runs and its node is up.
 	for _, a := range c.agents {
-		if a.exited() {
-			problems = append(problems, fmt.Sprintf("agent %s exited (log %s)", a.name, a.log))
+		if !a.Alive() {
+			problems = append(problems, fmt.Sprintf("agent %s exited (log %s)", a.Name, a.Log))
 		}
 	}
 	if err := waitFor("both agents' nodes up at the end", 60*time.Second, nodesUp); err != nil {
@@ -975,7 +891,7 @@ func TestFaultCampaign(t *testing.T) {
 	var snapLines []string
 	for i := range nMasters {
 		snaps, _ := filepath.Glob(filepath.Join(c.data[i], "snapshots", "*", "meta.json"))
-		logText, _ := os.ReadFile(c.masters[i].log)
+		logText, _ := os.ReadFile(c.masters[i].Log)
 		restores := strings.Count(string(logText), "restored state from a snapshot")
 		snapLines = append(snapLines, fmt.Sprintf("m%d: %d snapshots kept, %d restores", i+1, len(snaps), restores))
 		if len(snaps) == 0 {

@@ -155,6 +155,15 @@ func (a *app) withAdmin(ctx context.Context, fn func(context.Context, ginv1.Admi
 	return withService(ctx, a, ginv1.NewAdminServiceClient, fn)
 }
 
+// clusterInfo is the Raft cluster as the answering master sees it.
+func (a *app) clusterInfo(ctx context.Context) (resp *ginv1.GetClusterInfoResponse, err error) {
+	err = a.withAdmin(ctx, func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
+		resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
+		return err
+	})
+	return resp, err
+}
+
 var (
 	protoJSON     = protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}
 	protoJSONLine = protojson.MarshalOptions{UseProtoNames: true}

@@ -26,11 +26,8 @@ func (a *app) membersCmd() *cobra.Command {
 		Long:  "List the masters: id, Raft address, client address, leader, voter. -o json prints an array of objects.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp *ginv1.GetClusterInfoResponse
-			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
-				resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
-				return err
-			}); err != nil {
+			resp, err := a.clusterInfo(cmd.Context())
+			if err != nil {
 				return err
 			}
 			out := make([]memberJSON, 0, len(resp.GetMembers()))

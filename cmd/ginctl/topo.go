@@ -148,11 +148,8 @@ func (a *app) clusterCmd() *cobra.Command {
 		Short: "Show the Raft cluster as the answering master sees it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp *ginv1.GetClusterInfoResponse
-			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
-				resp, err = ac.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
-				return err
-			}); err != nil {
+			resp, err := a.clusterInfo(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if a.output == "json" {
