@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 func (a *app) planCmd() *cobra.Command {
@@ -65,7 +65,7 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			}
 			fmt.Fprintf(a.stdout, "%s plan, pinned at index %d, expires %s, content hash %s\n", state, p.GetCreatedIndex(),
 				p.GetExpiresAt().AsTime().UTC().Format(time.RFC3339), p.GetContentHash())
-			for _, l := range plan.Explain(p) {
+			for _, l := range planread.Explain(p) {
 				fmt.Fprintln(a.stdout, l)
 			}
 			return nil

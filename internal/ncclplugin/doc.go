@@ -21,7 +21,7 @@
 // forked without exec (its pid differs from the pid that loaded the library),
 // since Go cannot run there. Otherwise it calls ginGoLoad (Go), which finds the
 // job's plan, walks every (communicator shape, collective, log2 size bucket)
-// through plan.Lookup into a malloc'ed C table of {algo, proto, channels},
+// through planread.Lookup into a malloc'ed C table of {algo, proto, channels},
 // and logs, at INFO with TUNING|INIT,
 //
 //	GIN: Connected to topology service at <host>:<port>
@@ -73,7 +73,7 @@
 // is left of the deadline; any other refusal is final. Ranks of one node serialise
 // on an exclusive flock of <cache>/plan-<job>.lock: one fetches and writes the
 // cache atomically (temp file + rename), the others wait (bounded by the
-// deadline) and read it. Every plan is checked with plan.Verify (format and
+// deadline) and read it. Every plan is checked with planread.Verify (format and
 // content hash) and must be the job's; a bad cache file is reported and
 // refetched, a bad plan file or master answer makes the plugin stand aside.
 //

@@ -22,7 +22,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
-	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 // maxPlanBytes bounds a plan read from a file, the cache or a master.
@@ -287,7 +287,7 @@ func decodePlan(b []byte) (*ginv1.Plan, error) {
 	if err := proto.Unmarshal(b, p); err != nil {
 		return nil, fmt.Errorf("cannot decode the plan (%d bytes, garbage or truncated): %v", len(b), err)
 	}
-	if err := plan.Verify(p); err != nil {
+	if err := planread.Verify(p); err != nil {
 		return nil, fmt.Errorf("plan fails verification (corrupt or truncated, %d bytes): %v", len(b), err)
 	}
 	return p, nil

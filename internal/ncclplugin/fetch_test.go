@@ -15,7 +15,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 // planMaster answers GetOrCreatePlan as a master does: a follower with
@@ -38,8 +38,8 @@ func (m *planMaster) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreate
 		st, _ := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(apierr.NotLeaderInfo("m2"))
 		return nil, st.Err()
 	}
-	p := &ginv1.Plan{FormatVersion: plan.FormatVersion, JobId: req.GetJobId()}
-	p.ContentHash = plan.Hash(p)
+	p := &ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: req.GetJobId()}
+	p.ContentHash = planread.Hash(p)
 	return &ginv1.GetOrCreatePlanResponse{Plan: p}, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 // The tests build the real library and the C harness once, then load the
@@ -157,7 +158,7 @@ func runHarness(t *testing.T, env []string, args ...string) *run {
 	return r
 }
 
-// check compares every swept decision with what plan.Lookup says, under
+// check compares every swept decision with what planread.Lookup says, under
 // the harness's cost-table mask.
 func (r *run) check(t *testing.T, p *ginv1.Plan, nRanks, nNodes uint32) (forced int) {
 	t.Helper()
@@ -264,15 +265,15 @@ func forcingPlan(t *testing.T, job string) *ginv1.Plan {
 	p.Rules = nil
 	for si, s := range shapes {
 		for coll := range numColls {
-			for lo, k := uint32(0), 0; lo <= plan.MaxLog2Bytes; lo, k = lo+5, k+1 {
+			for lo, k := uint32(0), 0; lo <= planread.MaxLog2Bytes; lo, k = lo+5, k+1 {
 				c := choices[(coll+k+si)%len(choices)]
 				p.Rules = append(p.Rules, &ginv1.PlanRule{Collective: ginv1.Collective(coll + 1), NRanks: s[0], NNodes: s[1],
-					MinLog2Bytes: lo, MaxLog2Bytes: min(lo+4, plan.MaxLog2Bytes), Algorithm: c.a, Protocol: c.p, Channels: c.n})
+					MinLog2Bytes: lo, MaxLog2Bytes: min(lo+4, planread.MaxLog2Bytes), Algorithm: c.a, Protocol: c.p, Channels: c.n})
 			}
 		}
 	}
-	p.ContentHash = plan.Hash(p)
-	if err := plan.Verify(p); err != nil {
+	p.ContentHash = planread.Hash(p)
+	if err := planread.Verify(p); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -311,7 +312,7 @@ func TestDisabled(t *testing.T) {
 	}
 }
 
-// (b) A pre-staged plan file: decisions equal plan.Lookup for every call.
+// (b) A pre-staged plan file: decisions equal planread.Lookup for every call.
 func TestPlanFile(t *testing.T) {
 	for _, forcing := range []bool{false, true} {
 		p := simPlan(t, "job-b")

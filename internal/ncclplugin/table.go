@@ -4,7 +4,7 @@ import (
 	"math"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 const (
@@ -54,12 +54,12 @@ func cellOf(r *ginv1.PlanRule, ok bool) cell {
 // Decide is what the C table answers for a call: the plan's rule for
 // (coll, nRanks, nNodes, nBytes) as a cell. The table is built from it.
 func Decide(p *ginv1.Plan, coll int, nRanks, nNodes uint32, nBytes uint64) cell {
-	r, ok := plan.Lookup(p, ginv1.Collective(coll+1), int(nRanks), int(nNodes), nBytes)
+	r, ok := planread.Lookup(p, ginv1.Collective(coll+1), int(nRanks), int(nNodes), nBytes)
 	return cellOf(r, ok)
 }
 
 // compile walks every (shape, collective, bucket) of a plan through
-// plan.Lookup. Shapes are the plan's distinct (n_ranks, n_nodes), in rule
+// planread.Lookup. Shapes are the plan's distinct (n_ranks, n_nodes), in rule
 // order.
 func compile(p *ginv1.Plan) *compiled {
 	c := &compiled{}

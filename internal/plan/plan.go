@@ -1,26 +1,15 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/planread"
 )
-
-// FormatVersion is the plan format this package writes.
-const FormatVersion = 1
-
-// MaxLog2Bytes is the last size bucket: buckets are floor(log2(nBytes)),
-// 0 for nBytes ≤ 1, clamped to MaxLog2Bytes above.
-const MaxLog2Bytes = 40
 
 // OverrideMargin is how much faster (relative) GIN's choice must be, in
 // GIN's model, than NCCL's own choice before the plan overrides NCCL.
@@ -71,7 +60,7 @@ func Build(g *graph.Graph, jobID string, nodes []string, gpusPerNode int) (*ginv
 		comms = append(comms, comm{per, "one GPU per node"})
 	}
 	p := &ginv1.Plan{
-		FormatVersion: FormatVersion,
+		FormatVersion: planread.FormatVersion,
 		JobId:         jobID,
 		Nodes:         append([]string(nil), nodes...),
 		GpusPerNode:   uint32(ppn),
@@ -86,7 +75,7 @@ func Build(g *graph.Graph, jobID string, nodes []string, gpusPerNode int) (*ginv
 			p.Rules = append(p.Rules, rules...)
 		}
 	}
-	p.ContentHash = Hash(p)
+	p.ContentHash = planread.Hash(p)
 	return p, nil
 }
 
@@ -108,7 +97,7 @@ func (d decision) same(o decision) bool {
 func rulesFor(c comm, coll ginv1.Collective) ([]*ginv1.PlanRule, error) {
 	var rules []*ginv1.PlanRule
 	var prev decision
-	for b := 0; b <= MaxLog2Bytes; b++ {
+	for b := 0; b <= planread.MaxLog2Bytes; b++ {
 		d, err := decide(c.shape, coll, uint64(1)<<b)
 		if err != nil {
 			return nil, err
@@ -139,20 +128,20 @@ func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64) (decision, e
 		return decision{}, err
 	}
 	if gin.Algorithm == nccl.Algorithm && gin.Protocol == nccl.Protocol {
-		return decision{us: gin.TimeUs, reason: "leave it to NCCL: its model picks the same (" + cellName(gin.Algorithm, gin.Protocol) + ")"}, nil
+		return decision{us: gin.TimeUs, reason: "leave it to NCCL: its model picks the same (" + planread.CellName(gin.Algorithm, gin.Protocol) + ")"}, nil
 	}
 	// NCCL's choice as GIN's model sees it.
 	ncclUs, ok := costmodel.Cost(s, coll, nccl.Algorithm, nccl.Protocol, bytes)
 	if ok && gin.TimeUs >= ncclUs*(1-OverrideMargin) {
 		return decision{us: ncclUs, reason: fmt.Sprintf("leave it to NCCL: %s is within %d%% of NCCL's %s",
-			cellName(gin.Algorithm, gin.Protocol), int(OverrideMargin*100), cellName(nccl.Algorithm, nccl.Protocol))}, nil
+			planread.CellName(gin.Algorithm, gin.Protocol), int(OverrideMargin*100), planread.CellName(nccl.Algorithm, nccl.Protocol))}, nil
 	}
 	why := "GIN's model"
 	if ok {
-		why = fmt.Sprintf("%.0f%% faster than NCCL's %s", 100*(1-gin.TimeUs/ncclUs), cellName(nccl.Algorithm, nccl.Protocol))
+		why = fmt.Sprintf("%.0f%% faster than NCCL's %s", 100*(1-gin.TimeUs/ncclUs), planread.CellName(nccl.Algorithm, nccl.Protocol))
 	}
 	return decision{algo: gin.Algorithm, proto: gin.Protocol, us: gin.TimeUs,
-		reason: cellName(gin.Algorithm, gin.Protocol) + ": " + why + factors(s, gin.Algorithm)}, nil
+		reason: planread.CellName(gin.Algorithm, gin.Protocol) + ": " + why + factors(s, gin.Algorithm)}, nil
 }
 
 // factors names what GIN knows that NCCL's model does not.
@@ -179,136 +168,8 @@ func factors(s costmodel.Shape, a ginv1.Algorithm) string {
 	return " (" + strings.Join(f, "; ") + ")"
 }
 
-func cellName(a ginv1.Algorithm, p ginv1.Protocol) string {
-	an := strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_"))
-	pn := strings.ToLower(strings.TrimPrefix(p.String(), "PROTOCOL_"))
-	return an + "/" + pn
-}
-
 // round3 keeps predicted times to ns so that the plan does not carry
 // float noise.
 func round3(v float64) float64 {
 	return float64(int64(v*1000+0.5)) / 1000
-}
-
-// Hash is the hex SHA-256 of the deterministic encoding of p without
-// content_hash, created_index, created_at and expires_at.
-func Hash(p *ginv1.Plan) string {
-	c := proto.Clone(p).(*ginv1.Plan)
-	c.ContentHash, c.CreatedIndex, c.CreatedAt, c.ExpiresAt = "", 0, nil, nil
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// Verify checks a plan's format, its content hash and that its rules do
-// not overlap.
-func Verify(p *ginv1.Plan) error {
-	if p == nil {
-		return errors.New("plan: nil")
-	}
-	if p.FormatVersion != FormatVersion {
-		return fmt.Errorf("plan: format_version %d, want %d", p.FormatVersion, FormatVersion)
-	}
-	if h := Hash(p); h != p.ContentHash {
-		return fmt.Errorf("plan: content_hash %q does not match the content (%s)", p.ContentHash, h)
-	}
-	type key struct {
-		coll   ginv1.Collective
-		rk, nd uint32
-	}
-	used := map[key]uint64{} // bucket bitmap
-	for i, r := range p.Rules {
-		if r.MinLog2Bytes > r.MaxLog2Bytes || r.MaxLog2Bytes > MaxLog2Bytes {
-			return fmt.Errorf("plan: rules[%d]: buckets %d..%d", i, r.MinLog2Bytes, r.MaxLog2Bytes)
-		}
-		k := key{r.Collective, r.NRanks, r.NNodes}
-		m := (uint64(1)<<(r.MaxLog2Bytes+1) - 1) &^ (uint64(1)<<r.MinLog2Bytes - 1)
-		if used[k]&m != 0 {
-			return fmt.Errorf("plan: rules[%d] overlaps an earlier rule", i)
-		}
-		used[k] |= m
-	}
-	return nil
-}
-
-// Bucket is the size bucket of nBytes: floor(log2(nBytes)), 0 for
-// nBytes ≤ 1, clamped to MaxLog2Bytes.
-func Bucket(nBytes uint64) uint32 {
-	if nBytes <= 1 {
-		return 0
-	}
-	return uint32(min(63-bits.LeadingZeros64(nBytes), MaxLog2Bytes))
-}
-
-// Lookup finds the rule for a collective on a communicator of nRanks over
-// nNodes and nBytes, as the plugin does; ok is false when the plan has no
-// rule for it.
-func Lookup(p *ginv1.Plan, coll ginv1.Collective, nRanks, nNodes int, nBytes uint64) (*ginv1.PlanRule, bool) {
-	if p == nil || nRanks < 0 || nNodes < 0 {
-		return nil, false
-	}
-	b := Bucket(nBytes)
-	for _, r := range p.Rules {
-		if r.Collective == coll && int(r.NRanks) == nRanks && int(r.NNodes) == nNodes &&
-			r.MinLog2Bytes <= b && b <= r.MaxLog2Bytes {
-			return r, true
-		}
-	}
-	return nil, false
-}
-
-// Explain describes a plan for humans (`ginctl plan`), one line per rule
-// after a header.
-func Explain(p *ginv1.Plan) []string {
-	if p == nil {
-		return nil
-	}
-	lines := []string{
-		fmt.Sprintf("plan for job %s: %d nodes × %d GPUs, model %s, hash %.12s", p.JobId, len(p.Nodes), p.GpusPerNode, p.ModelVersion, p.ContentHash),
-	}
-	overrides := 0
-	for _, r := range p.Rules {
-		choice := "NCCL"
-		if r.Algorithm != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
-			choice = cellName(r.Algorithm, r.Protocol)
-			overrides++
-			if r.Channels > 0 {
-				choice += fmt.Sprintf(" ×%d ch", r.Channels)
-			}
-		}
-		coll := strings.ToLower(strings.TrimPrefix(r.Collective.String(), "COLLECTIVE_"))
-		lines = append(lines, fmt.Sprintf("%-14s %5d ranks/%-4d nodes  %-10s %-16s %10.1f µs  %s",
-			coll, r.NRanks, r.NNodes, sizeRange(r.MinLog2Bytes, r.MaxLog2Bytes), choice, r.PredictedUs, r.Reason))
-	}
-	lines[0] += fmt.Sprintf(", %d rules, %d override NCCL", len(p.Rules), overrides)
-	return lines
-}
-
-func sizeRange(lo, hi uint32) string {
-	end := humanBytes(hi + 1)
-	if hi == MaxLog2Bytes {
-		end = "∞"
-	}
-	if lo == 0 {
-		return "0-" + end
-	}
-	return humanBytes(lo) + "-" + end
-}
-
-func humanBytes(l uint32) string {
-	switch {
-	case l >= 40:
-		return fmt.Sprintf("%dT", uint64(1)<<(l-40))
-	case l >= 30:
-		return fmt.Sprintf("%dG", uint64(1)<<(l-30))
-	case l >= 20:
-		return fmt.Sprintf("%dM", uint64(1)<<(l-20))
-	case l >= 10:
-		return fmt.Sprintf("%dK", uint64(1)<<(l-10))
-	}
-	return fmt.Sprintf("%dB", uint64(1)<<l)
 }

@@ -9,6 +9,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/planread"
 )
 
 const allReduce = ginv1.Collective_COLLECTIVE_ALL_REDUCE
@@ -31,7 +32,7 @@ func TestDeterminism(t *testing.T) {
 	if a.ContentHash != b.ContentHash || string(ba) != string(bb) {
 		t.Fatal("two builds differ")
 	}
-	if err := Verify(a); err != nil {
+	if err := planread.Verify(a); err != nil {
 		t.Fatal(err)
 	}
 	// Node order is part of the plan (recorded in nodes): another order is
@@ -42,7 +43,7 @@ func TestDeterminism(t *testing.T) {
 		t.Fatal("reordered nodes give the same hash")
 	}
 	a.Rules[0].PredictedUs++
-	if Verify(a) == nil {
+	if planread.Verify(a) == nil {
 		t.Fatal("Verify accepted a tampered plan")
 	}
 	if a.FormatVersion != 1 || a.ModelVersion != costmodel.ModelVersion || a.GpusPerNode != 8 || len(a.Nodes) != 4 {
@@ -68,12 +69,12 @@ func TestCoverage(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			c := newCluster(t, tc.profile, tc.nodes, flat)
 			p := mustBuild(t, c, c.names, tc.ppn)
-			if err := Verify(p); err != nil {
+			if err := planread.Verify(p); err != nil {
 				t.Fatal(err)
 			}
 			for _, sh := range tc.shapes {
 				for _, coll := range Collectives {
-					for b := uint32(0); b <= MaxLog2Bytes; b++ {
+					for b := uint32(0); b <= planread.MaxLog2Bytes; b++ {
 						n := 0
 						for _, r := range p.Rules {
 							if r.Collective == coll && int(r.NRanks) == sh[0] && int(r.NNodes) == sh[1] && r.MinLog2Bytes <= b && b <= r.MaxLog2Bytes {
@@ -109,7 +110,7 @@ func TestCoverage(t *testing.T) {
 func choice(t *testing.T, c *cluster, nodes []string, ppn int, coll ginv1.Collective, nRanks, nNodes int, bytes uint64) (ginv1.Algorithm, costmodel.Prediction) {
 	t.Helper()
 	p := mustBuild(t, c, nodes, ppn)
-	r, ok := Lookup(p, coll, nRanks, nNodes, bytes)
+	r, ok := planread.Lookup(p, coll, nRanks, nNodes, bytes)
 	if !ok {
 		t.Fatalf("no rule for %d ranks / %d nodes", nRanks, nNodes)
 	}
@@ -239,7 +240,7 @@ func TestLookup(t *testing.T) {
 		{"unknown collective", ginv1.Collective_COLLECTIVE_UNSPECIFIED, 16, 2, 1 << 20, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, ok := Lookup(p, tc.coll, tc.ranks, tc.nodes, tc.bytes)
+			r, ok := planread.Lookup(p, tc.coll, tc.ranks, tc.nodes, tc.bytes)
 			if ok != tc.ok {
 				t.Fatalf("ok %v", ok)
 			}
@@ -248,7 +249,7 @@ func TestLookup(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := Lookup(nil, allReduce, 16, 2, 8); ok {
+	if _, ok := planread.Lookup(nil, allReduce, 16, 2, 8); ok {
 		t.Fatal("nil plan")
 	}
 }
@@ -285,7 +286,7 @@ func TestBadInput(t *testing.T) {
 func TestExplain(t *testing.T) {
 	c := newCluster(t, "dgx-a100", 2, flat)
 	p := mustBuild(t, c, c.names, 8)
-	lines := Explain(p)
+	lines := planread.Explain(p)
 	if len(lines) != len(p.Rules)+1 || !strings.Contains(lines[0], "job-1") {
 		t.Fatalf("%d lines for %d rules: %q", len(lines), len(p.Rules), lines[0])
 	}

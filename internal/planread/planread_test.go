@@ -1,0 +1,177 @@
+package planread
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+const allReduce = ginv1.Collective_COLLECTIVE_ALL_REDUCE
+
+// sample is a small hand-written plan: all-reduce on 16 ranks/2 nodes,
+// ring/simple from 1 MiB up, NCCL below.
+func sample() *ginv1.Plan {
+	p := &ginv1.Plan{FormatVersion: FormatVersion, JobId: "42", Nodes: []string{"n1", "n2"}, GpusPerNode: 8,
+		Rules: []*ginv1.PlanRule{
+			{Collective: allReduce, NRanks: 16, NNodes: 2, MinLog2Bytes: 0, MaxLog2Bytes: 19},
+			{Collective: allReduce, NRanks: 16, NNodes: 2, MinLog2Bytes: 20, MaxLog2Bytes: MaxLog2Bytes,
+				Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, Channels: 8},
+		}}
+	p.ContentHash = Hash(p)
+	return p
+}
+
+func TestVerify(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *ginv1.Plan)
+		want   string // "" = accepted
+	}{
+		{"as built", func(*ginv1.Plan) {}, ""},
+		{"nil", nil, "nil"},
+		{"other format", func(p *ginv1.Plan) { p.FormatVersion = 2 }, "format_version"},
+		{"tampered rule", func(p *ginv1.Plan) { p.Rules[1].Channels = 4 }, "content_hash"},
+		{"overlap", func(p *ginv1.Plan) { p.Rules[1].MinLog2Bytes = 19; p.ContentHash = Hash(p) }, "overlaps"},
+		{"bucket range", func(p *ginv1.Plan) { p.Rules[1].MaxLog2Bytes = 41; p.ContentHash = Hash(p) }, "buckets"},
+		{"reversed range", func(p *ginv1.Plan) { p.Rules[0].MinLog2Bytes = 30; p.ContentHash = Hash(p) }, "buckets"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *ginv1.Plan
+			if tc.mutate != nil {
+				p = sample()
+				tc.mutate(p)
+			}
+			err := Verify(p)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Verify: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Verify = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	p := sample()
+	tests := []struct {
+		name          string
+		coll          ginv1.Collective
+		ranks, nodes  int
+		bytes         uint64
+		ok            bool
+		wantAlgorithm ginv1.Algorithm
+	}{
+		{"small goes to NCCL's rule", allReduce, 16, 2, 1 << 10, true, ginv1.Algorithm_ALGORITHM_UNSPECIFIED},
+		{"bucket edge below", allReduce, 16, 2, 1<<20 - 1, true, ginv1.Algorithm_ALGORITHM_UNSPECIFIED},
+		{"bucket edge", allReduce, 16, 2, 1 << 20, true, ginv1.Algorithm_ALGORITHM_RING},
+		{"above the last bucket", allReduce, 16, 2, 1 << 62, true, ginv1.Algorithm_ALGORITHM_RING},
+		{"zero bytes", allReduce, 16, 2, 0, true, ginv1.Algorithm_ALGORITHM_UNSPECIFIED},
+		{"other shape", allReduce, 8, 1, 1 << 20, false, 0},
+		{"other collective", ginv1.Collective_COLLECTIVE_BROADCAST, 16, 2, 1 << 20, false, 0},
+		{"negative ranks", allReduce, -1, 2, 1 << 20, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := Lookup(p, tc.coll, tc.ranks, tc.nodes, tc.bytes)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if ok && r.GetAlgorithm() != tc.wantAlgorithm {
+				t.Fatalf("algorithm %v, want %v", r.GetAlgorithm(), tc.wantAlgorithm)
+			}
+		})
+	}
+	if _, ok := Lookup(nil, allReduce, 16, 2, 8); ok {
+		t.Fatal("Lookup on a nil plan found a rule")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	good, err := proto.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := sample()
+	many.Rules = make([]*ginv1.PlanRule, MaxRules+1)
+	for i := range many.Rules {
+		many.Rules[i] = &ginv1.PlanRule{Collective: allReduce, NRanks: uint32(i + 1), NNodes: 1}
+	}
+	tooMany, err := proto.Marshal(many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"good", good, ""},
+		{"truncated", good[:len(good)-3], "cannot decode"},
+		{"garbage", []byte{0xff, 0xff, 0xff}, "cannot decode"},
+		{"empty is an unverified plan", nil, "format_version"},
+		{"too large", make([]byte, MaxBytes+1), "limit"},
+		{"too many rules", tooMany, "rules"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Decode(tc.in)
+			if tc.want == "" {
+				if err != nil || p.GetContentHash() != sample().GetContentHash() {
+					t.Fatalf("Decode = %v, %v", p, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decode = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	lines := Explain(sample())
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want a header and 2 rules:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for _, want := range []string{"job 42", "2 rules, 1 override NCCL"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("header %q lacks %q", lines[0], want)
+		}
+	}
+	if !strings.Contains(lines[2], "ring/simple ×8 ch") || !strings.Contains(lines[2], "1M-∞") {
+		t.Errorf("rule line %q", lines[2])
+	}
+	if Explain(nil) != nil {
+		t.Error("Explain(nil) is not empty")
+	}
+}
+
+// FuzzDecode: any bytes give a verified plan or an error, never a panic,
+// and a plan Decode accepts re-encodes to one it accepts again.
+func FuzzDecode(f *testing.F) {
+	good, err := proto.Marshal(sample())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := proto.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(again); err != nil {
+			t.Fatalf("accepted plan fails after re-encoding: %v", err)
+		}
+	})
+}
