@@ -9,7 +9,7 @@ CMDS      := gin-agent gin-master ginctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/gin-topology/gin/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: install verify-units all build plugin test test-short fault-test generate check-generate lint vet clean dev
+.PHONY: install verify-units all build plugin test test-short fault-test generate check-generate check-tidy lint vet clean dev
 
 all: build
 
@@ -42,7 +42,7 @@ install: build
 # (skipped without a Docker engine, unless REQUIRE_DOCKER=1 as in CI) and the
 # fault campaign on real processes in network namespaces (skipped when not
 # root, unless REQUIRE_FAULT_TESTS=1 as in CI).
-test: vet
+test: vet check-tidy
 	$(GO) test -race -count=1 $(PKGS)
 	$(MAKE) check-generate
 	$(MAKE) verify-units
@@ -80,6 +80,11 @@ check-generate: generate
 		git status --porcelain -- api/gen; git diff --stat -- api/gen; exit 1; \
 	fi
 	$(BUF) lint
+
+# Fails when go.mod/go.sum (module and tools) differ from what `go mod tidy` writes.
+check-tidy:
+	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
 
 lint: vet
 	$(BUF) lint

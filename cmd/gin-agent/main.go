@@ -28,9 +28,9 @@ import (
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/discovery"
+	"github.com/gin-topology/gin/internal/discovery/linkhealth"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/discovery/sources"
-	"github.com/gin-topology/gin/internal/linkhealth"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
 

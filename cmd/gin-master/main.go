@@ -146,6 +146,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if o.nodeID == "" {
 		return errors.New("--node-id is empty and the host name is unknown")
 	}
+	if err := ginraft.ValidateServerID(o.nodeID); err != nil {
+		return fmt.Errorf("--node-id: %w", err)
+	}
 	var join []string
 	if o.join != "" {
 		var err error

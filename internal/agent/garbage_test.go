@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // garbageMaster answers every session with nonsense of one kind.
@@ -82,13 +84,9 @@ func TestMasterSendingGarbage(t *testing.T) {
 			done := make(chan struct{})
 			go func() { _ = a.Run(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
-			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(logs.String(), tc.logContains) || (tc.reconnects && gm.sessions.Load() < 3) {
-				if time.Now().After(deadline) {
-					t.Fatalf("no %q in the logs after %d sessions:\n%s", tc.logContains, gm.sessions.Load(), logs.String())
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testwait.For(t, 20*time.Second, fmt.Sprintf("%q in the logs", tc.logContains), func() bool {
+				return strings.Contains(logs.String(), tc.logContains) && (!tc.reconnects || gm.sessions.Load() >= 3)
+			}, func() string { return fmt.Sprintf("after %d sessions:\n%s", gm.sessions.Load(), logs.String()) })
 			if !strings.Contains(logs.String(), "master sent no message") && tc.kind == "malformed leader hint and empty responses" {
 				t.Error("empty responses were not reported")
 			}

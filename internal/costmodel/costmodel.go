@@ -44,10 +44,6 @@ type Prediction struct {
 	BusBWGBps float64
 }
 
-// ErrNotImplemented was returned by the contract stub; kept for callers
-// that still reference it. The model never returns it.
-var ErrNotImplemented = errors.New("costmodel: not implemented yet")
-
 // ErrNoAlgorithm is returned when no (algorithm, protocol) is usable for
 // the shape (NCCL would fail with "No algorithm/protocol available").
 var ErrNoAlgorithm = errors.New("costmodel: no usable algorithm/protocol")

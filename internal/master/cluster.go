@@ -191,8 +191,8 @@ func (s *Server) onLeadership(ctx context.Context) {
 
 func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1.JoinResponse, error) {
 	switch {
-	case req.GetServerId() == "" || len(req.GetServerId()) > maxJobIDLen:
-		return nil, toStatus(invalidf("server_id", "must be 1..%d bytes", maxJobIDLen))
+	case ginraft.ValidateServerID(req.GetServerId()) != nil:
+		return nil, toStatus(invalidf("server_id", "must be 1..%d bytes", ginraft.MaxServerIDLen))
 	case req.GetRaftAddress() == "" || len(req.GetRaftAddress()) > 256:
 		return nil, toStatus(invalidf("raft_address", "must be 1..256 bytes"))
 	case len(req.GetClientAddress()) > 256:

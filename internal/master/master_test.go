@@ -18,6 +18,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // startServer runs a single-voter master on loopback with a real Raft data dir.
@@ -297,17 +298,10 @@ func TestMissedHeartbeatsMarkNodeDownAndBackUp(t *testing.T) {
 	}
 	waitState := func(want ginv1.NodeState) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testwait.For(t, 20*time.Second, "ws01 to be "+want.String(), func() bool {
 			rec, _ := s.store.Node("ws01")
-			if rec.GetState() == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node state %v, want %v", rec.GetState(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return rec.GetState() == want
+		})
 	}
 	waitState(ginv1.NodeState_NODE_STATE_DOWN) // no heartbeats are sent
 	rec, _ := s.store.Node("ws01")

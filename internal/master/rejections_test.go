@@ -17,6 +17,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/testlog"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // rawCodec sends bytes as they are, so a test can put on the wire what no
@@ -114,23 +115,15 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 				t.Fatalf("status = %v, want %v", err, tc.code)
 			}
 			// The stats handler runs after the status went out: poll (bounded).
-			deadline := time.Now().Add(10 * time.Second)
-			for testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String())) < counted+1 {
-				if time.Now().After(deadline) {
-					t.Fatalf("gin_master_rejected_messages_total{code=%q} stayed at %v", tc.code, counted)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			testwait.For(t, 10*time.Second, fmt.Sprintf("gin_master_rejected_messages_total{code=%q} to pass %v", tc.code, counted), func() bool {
+				return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String())) >= counted+1
+			})
 			want := fmt.Sprintf("reason=%q", tc.reason)
 			if tc.reason == "malformed" {
 				want = "reason=malformed"
 			}
-			for !strings.Contains(logs.String(), want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("no log line with %s; logs:\n%s", want, logs.String())
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			testwait.For(t, 10*time.Second, "a log line with "+want, func() bool { return strings.Contains(logs.String(), want) },
+				func() string { return "logs:\n" + logs.String() })
 			rec, _ := s.store.Node("node001")
 			if !proto.Equal(rec, held) || s.store.Index() != before {
 				t.Errorf("state changed after a rejected message (index %d -> %d)", before, s.store.Index())

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // One connected agent at a time scans the fabric; when it leaves, another
@@ -55,20 +57,27 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 	}
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testwait.For(t, 20*time.Second, what, cond)
 	}
 	first := start("node001")
 	wait("node001 to scan", func() bool { return first.scans.Load() == 1 })
 	wait("the scan to be imported", func() bool { return s.store.View().Fabric.GetSource() == "test:node001" })
 	second := start("node002")
 	wait("node002 to attach", func() bool { return second.a.Status().Connected })
-	time.Sleep(200 * time.Millisecond) // a few heartbeats: node002 must not scan
+	// Three heartbeats of node002 reach the master (each answered with the
+	// role): node002 must not scan meanwhile.
+	lastSeen := func() time.Time {
+		s.live.mu.Lock()
+		defer s.live.mu.Unlock()
+		return s.live.lastSeen["node002"]
+	}
+	for i := range 3 {
+		prev := lastSeen()
+		wait(fmt.Sprintf("heartbeat %d of node002", i+1), func() bool { return lastSeen().After(prev) })
+	}
+	if got := s.sessions.scanner(); got != "node001" {
+		t.Fatalf("the master names %q the scanner, want node001", got)
+	}
 	if n := second.scans.Load(); n != 0 || second.a.Status().FabricScanner {
 		t.Fatalf("node002 scanned %d times while node001 held the role", n)
 	}

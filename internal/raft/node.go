@@ -153,10 +153,25 @@ type Node struct {
 // serve until it runs a version that knows them.
 func (n *Node) SkippedEntries() uint64 { return n.fsm.Skipped() }
 
+// MaxServerIDLen bounds a Raft server id (a master's --node-id, a Join's
+// server_id).
+const MaxServerIDLen = 128
+
+// ValidateServerID says why id cannot name a Raft server (nil when it can).
+func ValidateServerID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("server id is empty")
+	case len(id) > MaxServerIDLen:
+		return fmt.Errorf("server id is %d bytes, more than %d", len(id), MaxServerIDLen)
+	}
+	return nil
+}
+
 // Open opens (or creates) the data directory and starts Raft.
 func Open(cfg Config, store *state.Store) (*Node, error) {
-	if cfg.ID == "" {
-		return nil, errors.New("raft: server id is empty")
+	if err := ValidateServerID(cfg.ID); err != nil {
+		return nil, fmt.Errorf("raft: %w", err)
 	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("raft: data dir is empty")

@@ -316,3 +316,20 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateServerID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"", false},
+		{"m1", true},
+		{strings.Repeat("m", MaxServerIDLen), true},
+		{strings.Repeat("m", MaxServerIDLen+1), false},
+	}
+	for _, tc := range tests {
+		if err := ValidateServerID(tc.id); (err == nil) != tc.ok {
+			t.Errorf("ValidateServerID(%d bytes) = %v, want ok=%v", len(tc.id), err, tc.ok)
+		}
+	}
+}

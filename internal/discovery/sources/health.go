@@ -6,7 +6,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery"
-	"github.com/gin-topology/gin/internal/linkhealth"
+	"github.com/gin-topology/gin/internal/discovery/linkhealth"
 )
 
 // healthSource decorates a source that also reads counters: every collection

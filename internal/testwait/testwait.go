@@ -1,0 +1,42 @@
+package testwait
+
+import (
+	"testing"
+	"time"
+)
+
+// Interval is how often For checks its condition.
+const Interval = 10 * time.Millisecond
+
+// For checks cond every Interval until it returns true; if it still does not
+// after timeout, the test fails with "timed out after TIMEOUT waiting for
+// WHAT" (plus what detail returns, when given). The timeout is a bound on a
+// wait for an event, never a measure of the machine's speed: pick it
+// generously.
+func For(tb testing.TB, timeout time.Duration, what string, cond func() bool, detail ...func() string) {
+	tb.Helper()
+	if Until(timeout, cond) {
+		return
+	}
+	msg := "timed out after " + timeout.String() + " waiting for " + what
+	for _, d := range detail {
+		msg += "\n" + d()
+	}
+	tb.Fatal(msg)
+}
+
+// Until checks cond every Interval until it returns true (then Until
+// returns true) or timeout passes (false). Use it where the caller decides
+// what a timeout means.
+func Until(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-t.C
+	}
+	return true
+}
