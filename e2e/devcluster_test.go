@@ -78,7 +78,7 @@ func runTool(t *testing.T, bin, tool string, args ...string) (string, error) {
 type node struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
-	GPUs  int    `json:"gpus"`
+	GPUs  int    `json:"gpu_count"`
 }
 
 func nodes(t *testing.T, bin, addr string) []node {
@@ -152,7 +152,7 @@ func TestDevClusterEndToEnd(t *testing.T) {
 			SwitchHops int    `json:"switch_hops"`
 		} `json:"path"`
 	}
-	if err := json.Unmarshal([]byte(out), &path); err != nil || path.Path.Class != "PATH_CLASS_NET" || path.Path.SwitchHops != 3 {
+	if err := json.Unmarshal([]byte(out), &path); err != nil || path.Path.Class != "net" || path.Path.SwitchHops != 3 {
 		t.Errorf("path node001/GPU0 -> node004/GPU0: want NET over 3 switches, got %s (%v)", out, err)
 	}
 

@@ -190,7 +190,7 @@ nodes, want = json.load(open(sys.argv[1])), sorted(sys.argv[2].split())
 names = sorted(n["name"] for n in nodes)
 if names != want:
     sys.exit(f"nodes {names}, want {want}")
-bad = [f"{n['name']}={n['state']}" for n in nodes if n["state"] != "up" or n["gpus"] != 8]
+bad = [f"{n['name']}={n['state']}" for n in nodes if n["state"] != "up" or n["gpu_count"] != 8]
 if bad:
     sys.exit(f"not up with 8 GPUs: {bad}")
 print(f"{len(nodes)} nodes up ({' '.join(names)}), 8 GPUs and {nodes[0]['nvlinks_up']}/{nodes[0]['nvlinks_total']} NVLinks each")

@@ -100,8 +100,12 @@ func TestOnceJSON(t *testing.T) {
 	if doc["node_name"] != "gpu-node-17" {
 		t.Errorf(".node_name = %v, want the --node-name", doc["node_name"])
 	}
-	if _, ok := doc["generation"]; ok {
-		t.Error(".generation present; the agent leaves it unassigned (0, omitted)")
+	if g, ok := doc["generation"]; !ok || g != float64(0) {
+		t.Errorf(".generation = %v, want 0: the agent leaves it unassigned, and zero values are present (docs/JSON.md)", g)
+	}
+	// Enum words as the table prints them, not protojson's names.
+	if !strings.Contains(stdout, `"state": "up"`) || strings.Contains(stdout, "LINK_STATE_") {
+		t.Error("enum values are not the lowercase words of docs/JSON.md")
 	}
 	// Proto field names, not lowerCamelCase.
 	if !strings.Contains(stdout, `"pci_bus_id"`) || strings.Contains(stdout, `"pciBusId"`) {

@@ -1,39 +1,20 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/jsonout"
 )
 
-// writeJSON prints the inventory as protobuf JSON with the .proto field
-// names (so `jq '.gpus | length'` works), unset fields omitted.
+// writeJSON prints the inventory in GIN's JSON convention (internal/jsonout,
+// docs/JSON.md): .proto field names, every field present, enum words.
 func writeJSON(w io.Writer, inv *ginv1.NodeInventory) error {
-	b, err := protojson.MarshalOptions{
-		Multiline:       true,
-		Indent:          "  ",
-		UseProtoNames:   true,
-		EmitUnpopulated: false,
-	}.Marshal(inv)
-	if err != nil {
-		return fmt.Errorf("encode inventory: %w", err)
-	}
-	// protojson varies its whitespace on purpose; re-indent so the output
-	// is stable from run to run (and diffable).
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return fmt.Errorf("encode inventory: %w", err)
-	}
-	out.WriteByte('\n')
-	if _, err := w.Write(out.Bytes()); err != nil {
+	if err := jsonout.Write(w, inv); err != nil {
 		return fmt.Errorf("write inventory: %w", err)
 	}
 	return nil

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +15,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/ginclient"
+	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
@@ -48,6 +46,22 @@ type app struct {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	a := &app{stdout: stdout, getenv: getenv}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "ginctl: %s\n", describe(err))
+		if a.usageFailed || isUsage(err) {
+			return exitUsage
+		}
+		return exitErr
+	}
+	return 0
+}
+
+// rootCmd is the ginctl command tree, bound to a.
+func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ginctl",
 		Short: "Query GIN, the cluster-wide GPU topology service",
@@ -74,21 +88,11 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd())
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		a.usageFailed = true
 		return err
 	})
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "ginctl: %s\n", describe(err))
-		if a.usageFailed || isUsage(err) {
-			return exitUsage
-		}
-		return exitErr
-	}
-	return 0
+	return root
 }
 
 // usageError marks bad arguments.
@@ -164,22 +168,8 @@ func (a *app) clusterInfo(ctx context.Context) (resp *ginv1.GetClusterInfoRespon
 	return resp, err
 }
 
-var (
-	protoJSON     = protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}
-	protoJSONLine = protojson.MarshalOptions{UseProtoNames: true}
-)
-
-// printJSON writes v (a proto message or a plain value) as indented JSON.
+// printJSON writes v (a proto message, a slice of them, or a view struct)
+// in GIN's JSON convention (internal/jsonout, docs/JSON.md).
 func (a *app) printJSON(v any) error {
-	if m, ok := v.(proto.Message); ok {
-		b, err := protoJSON.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(a.stdout, string(b))
-		return err
-	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return jsonout.Write(a.stdout, v)
 }

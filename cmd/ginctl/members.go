@@ -10,15 +10,6 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
-// memberJSON is one element of `ginctl members -o json`.
-type memberJSON struct {
-	ID            string `json:"id"`
-	Address       string `json:"address"`
-	ClientAddress string `json:"client_address,omitempty"`
-	Leader        bool   `json:"leader"`
-	Voter         bool   `json:"voter"`
-}
-
 func (a *app) membersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "members",
@@ -30,17 +21,13 @@ func (a *app) membersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := make([]memberJSON, 0, len(resp.GetMembers()))
-			for _, m := range resp.GetMembers() {
-				out = append(out, memberJSON{ID: m.GetId(), Address: m.GetAddress(), ClientAddress: m.GetClientAddress(), Leader: m.GetLeader(), Voter: m.GetVoter()})
-			}
 			if a.output == "json" {
-				return a.printJSON(out)
+				return a.printJSON(resp.GetMembers())
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tCLIENT ADDRESS\tLEADER\tVOTER")
-			for _, m := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.Address, dash(m.ClientAddress), m.Leader, m.Voter)
+			for _, m := range resp.GetMembers() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\n", m.GetId(), m.GetAddress(), dash(m.GetClientAddress()), m.GetLeader(), m.GetVoter())
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -64,6 +51,9 @@ cleanup).`,
 				return err
 			}); err != nil {
 				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
 			}
 			fmt.Fprintf(a.stdout, "removed %s (commit index %d)\n", args[0], resp.GetIndex())
 			return nil

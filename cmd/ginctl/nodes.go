@@ -5,48 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
-// nodeJSON is one element of `ginctl nodes -o json`.
-type nodeJSON struct {
-	Name              string `json:"name"`
-	State             string `json:"state"`
-	StateReason       string `json:"state_reason,omitempty"`
-	StateChangedAt    string `json:"state_changed_at,omitempty"`
-	Generation        uint64 `json:"generation"`
-	SystemModel       string `json:"system_model,omitempty"`
-	GPUs              uint32 `json:"gpus"`
-	GPUModel          string `json:"gpu_model,omitempty"`
-	NVLinksUp         uint32 `json:"nvlinks_up"`
-	NVLinksTotal      uint32 `json:"nvlinks_total"`
-	ComputePortsUp    uint32 `json:"compute_ports_up"`
-	ComputePortsTotal uint32 `json:"compute_ports_total"`
-	NVLinkDomain      string `json:"nvlink_domain,omitempty"`
-	LeafSwitch        string `json:"leaf_switch,omitempty"`
-	UpdatedIndex      uint64 `json:"updated_index"`
-}
-
 func stateName(s ginv1.NodeState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "NODE_STATE_"))
-}
-
-func toNodeJSON(n *ginv1.NodeSummary) nodeJSON {
-	j := nodeJSON{
-		Name: n.GetName(), State: stateName(n.GetState()), StateReason: n.GetStateReason(), Generation: n.GetGeneration(),
-		SystemModel: n.GetSystemModel(), GPUs: n.GetGpuCount(), GPUModel: n.GetGpuModel(),
-		NVLinksUp: n.GetNvlinksUp(), NVLinksTotal: n.GetNvlinksTotal(),
-		ComputePortsUp: n.GetComputePortsUp(), ComputePortsTotal: n.GetComputePortsTotal(),
-		NVLinkDomain: n.GetNvlinkDomain(), LeafSwitch: n.GetLeafSwitch(), UpdatedIndex: n.GetUpdatedIndex(),
-	}
-	if t := n.GetStateChangedAt(); t != nil {
-		j.StateChangedAt = t.AsTime().UTC().Format(time.RFC3339)
-	}
-	return j
 }
 
 func (a *app) nodesCmd() *cobra.Command {
@@ -68,11 +34,7 @@ GPUs, NVLinks and compute ports up, NVLink domain and leaf switch.
 				return err
 			}
 			if a.output == "json" {
-				out := make([]nodeJSON, 0, len(resp.GetNodes()))
-				for _, n := range resp.GetNodes() {
-					out = append(out, toNodeJSON(n))
-				}
-				return a.printJSON(out)
+				return a.printJSON(resp.GetNodes())
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATE\tGEN\tGPUS\tNVLINKS\tPORTS\tNVLINK DOMAIN\tLEAF\tSYSTEM")

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/planread"
 )
 
@@ -138,29 +139,6 @@ var collectives = map[string]ginv1.Collective{
 	"reduce": ginv1.Collective_COLLECTIVE_REDUCE,
 }
 
-// predictionJSON is `ginctl estimate -o json` for a fixed placement, in
-// nccl-tests' terms and NCCL's names.
-type predictionJSON struct {
-	Collective string  `json:"collective"`
-	SizeBytes  uint64  `json:"size_bytes"`
-	NRanks     uint32  `json:"n_ranks"`
-	NNodes     uint32  `json:"n_nodes"`
-	Algorithm  string  `json:"algorithm"`
-	Protocol   string  `json:"protocol"`
-	Channels   uint32  `json:"channels,omitempty"`
-	TimeUs     float64 `json:"time_us"`
-	AlgBWGBps  float64 `json:"algbw_gbps"`
-	BusBWGBps  float64 `json:"busbw_gbps"`
-}
-
-func toPredictionJSON(p *ginv1.Prediction) predictionJSON {
-	return predictionJSON{
-		Collective: strings.ToLower(strings.TrimPrefix(p.GetCollective().String(), "COLLECTIVE_")), SizeBytes: p.GetSizeBytes(),
-		NRanks: p.GetNRanks(), NNodes: p.GetNNodes(), Algorithm: algoName(p.GetAlgorithm()), Protocol: protoName(p.GetProtocol()),
-		Channels: p.GetChannels(), TimeUs: p.GetTimeUs(), AlgBWGBps: p.GetAlgbwGbps(), BusBWGBps: p.GetBusbwGbps(),
-	}
-}
-
 func (a *app) estimateCmd() *cobra.Command {
 	var (
 		gpus, gpn                   uint32
@@ -239,12 +217,13 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 				return err
 			}
 			if nodes != "" {
-				pj := toPredictionJSON(resp.GetPrediction())
+				p := resp.GetPrediction()
 				if a.output == "json" {
-					return a.printJSON(pj)
+					return a.printJSON(p)
 				}
 				fmt.Fprintf(a.stdout, "%s of %d bytes on %d ranks over %d nodes: %s/%s, %.1f µs, algbw %.2f GB/s, busbw %.2f GB/s\n",
-					pj.Collective, pj.SizeBytes, pj.NRanks, pj.NNodes, pj.Algorithm, pj.Protocol, pj.TimeUs, pj.AlgBWGBps, pj.BusBWGBps)
+					jsonout.EnumWord(p.GetCollective().Descriptor(), p.GetCollective().Number()), p.GetSizeBytes(), p.GetNRanks(), p.GetNNodes(),
+					algoName(p.GetAlgorithm()), protoName(p.GetProtocol()), p.GetTimeUs(), p.GetAlgbwGbps(), p.GetBusbwGbps())
 				return nil
 			}
 			if a.output == "json" {
@@ -334,6 +313,9 @@ func (a *app) exportCmd() *cobra.Command {
   nccl-topo    an NCCL_TOPO_FILE for one node (--node)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.output == "json" {
+				return usageError{fmt.Errorf("-o json does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")}
+			}
 			f, ok := formats[args[0]]
 			if !ok {
 				return usageError{fmt.Errorf("unknown format %q: want slurm, slurm-block, json, dot or nccl-topo", args[0])}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/render"
 )
 
@@ -40,7 +41,7 @@ in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
 				return err
 			}
 			if a.output == "json" {
-				return a.printJSON(resp)
+				return a.printJSON(toMatrixJSON(resp))
 			}
 			return render.TopoMatrix(a.stdout, resp, bw)
 		},
@@ -50,6 +51,31 @@ in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
 	cmd.Flags().BoolVar(&noNICs, "no-nics", false, "leave NIC rows and columns out")
 	cmd.Flags().StringVar(&nodes, "nodes", "", "only these nodes (Slurm hostlist: node[001-004,010])")
 	return cmd
+}
+
+// matrixJSON is `ginctl topo -m -o json`: the devices, the n×n labels the
+// table prints (labels[i][j] from devices[i] to devices[j]: "X", "NV18",
+// "NET3"...), the cells behind them in row-major order, and the read.
+type matrixJSON struct {
+	Devices []*ginv1.MatrixDevice `json:"devices"`
+	Labels  [][]string            `json:"labels"`
+	Cells   []*ginv1.MatrixCell   `json:"cells"`
+	Read    *ginv1.ReadInfo       `json:"read"`
+}
+
+func toMatrixJSON(m *ginv1.GetMatrixResponse) matrixJSON {
+	n := len(m.GetDevices())
+	labels := make([][]string, n)
+	for i := range labels {
+		labels[i] = make([]string, n)
+		for j := range labels[i] {
+			if k := i*n + j; k < len(m.GetCells()) {
+				c := m.GetCells()[k]
+				labels[i][j] = render.ClassLabel(c.GetClass(), c.GetCount())
+			}
+		}
+	}
+	return matrixJSON{Devices: m.GetDevices(), Labels: labels, Cells: m.GetCells(), Read: m.GetRead()}
 }
 
 func (a *app) pathCmd() *cobra.Command {
@@ -126,8 +152,9 @@ func (a *app) watchCmd() *cobra.Command {
 						return err
 					}
 					if a.output == "json" {
-						b, _ := protoJSONLine.Marshal(ev)
-						fmt.Fprintln(a.stdout, string(b))
+						if err := jsonout.WriteLine(a.stdout, ev); err != nil {
+							return err
+						}
 						continue
 					}
 					kind := strings.ToLower(strings.TrimPrefix(ev.GetKind().String(), "WATCH_EVENT_KIND_"))

@@ -7,11 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/jsonout"
 )
 
 // Options are what every source needs to know about the node it runs on.
@@ -82,7 +81,7 @@ func (f *fileSource) Collect(ctx context.Context) (*ginv1.NodeInventory, error) 
 		return nil, fmt.Errorf("file source: %w", err)
 	}
 	inv := &ginv1.NodeInventory{}
-	if err := protojson.Unmarshal(b, inv); err != nil {
+	if err := jsonout.Unmarshal(b, inv); err != nil {
 		return nil, fmt.Errorf("file source: %s: %w", f.path, err)
 	}
 	inv.NodeName = f.nodeName

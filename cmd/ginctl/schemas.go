@@ -1,0 +1,43 @@
+package main
+
+import ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+
+// jsonOutput is what one command prints with -o json: a value of sample's
+// type, written by internal/jsonout. Its JSON Schema is committed as
+// docs/json-schema/<file>.json and checked by TestJSONSchemas; every
+// command's JSON golden file is validated against it.
+type jsonOutput struct {
+	command string // the command line that prints it ("estimate --nodes")
+	file    string // docs/json-schema/<file>.json
+	sample  any
+	lines   bool // JSON Lines (one document per event), not one document
+}
+
+// jsonOutputs lists every ginctl command that prints JSON. A command added
+// to ginctl must be added here (or to noJSONOutput), TestEveryCommandHasASchema
+// says so.
+func jsonOutputs() []jsonOutput {
+	return []jsonOutput{
+		{"nodes", "ginctl-nodes", []*ginv1.NodeSummary(nil), false},
+		{"node", "ginctl-node", (*ginv1.GetNodeResponse)(nil), false},
+		{"topo", "ginctl-topo", matrixJSON{}, false},
+		{"path", "ginctl-path", (*ginv1.GetPathResponse)(nil), false},
+		{"watch", "ginctl-watch", (*ginv1.WatchResponse)(nil), true},
+		{"cluster", "ginctl-cluster", (*ginv1.GetClusterInfoResponse)(nil), false},
+		{"members", "ginctl-members", []*ginv1.Member(nil), false},
+		{"members remove", "ginctl-members-remove", (*ginv1.RemoveServerResponse)(nil), false},
+		{"fabric import", "ginctl-fabric-import", (*ginv1.ImportFabricResponse)(nil), false},
+		{"plan", "ginctl-plan", (*ginv1.Plan)(nil), false},
+		{"plan delete", "ginctl-plan-delete", (*ginv1.DeletePlanResponse)(nil), false},
+		{"estimate --nodes", "ginctl-estimate-nodes", (*ginv1.Prediction)(nil), false},
+		{"estimate --gpus", "ginctl-estimate-gpus", (*ginv1.EstimateResponse)(nil), false},
+		{"order", "ginctl-order", (*ginv1.OrderNodesResponse)(nil), false},
+	}
+}
+
+// noJSONOutput lists the commands without a JSON form, and why.
+func noJSONOutput() map[string]string {
+	return map[string]string{
+		"export": "writes the format its argument names (export json is the graph as JSON)",
+	}
+}
