@@ -32,15 +32,6 @@ func (d *deadServers) resume(id string) {
 	delete(d.failing, id)
 }
 
-// reset forgets every failure: they were observed under a leadership this
-// server no longer holds, and a resumed heartbeat seen by another leader
-// never reached it.
-func (d *deadServers) reset() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	clear(d.failing)
-}
-
 // overdue returns one server failing for longer than timeout, if any.
 func (d *deadServers) overdue(now time.Time, timeout time.Duration) (string, int) {
 	d.mu.Lock()
@@ -53,14 +44,14 @@ func (d *deadServers) overdue(now time.Time, timeout time.Duration) (string, int
 	return "", len(d.failing)
 }
 
-// cleanupDeadServers removes, one at a time and only on the leader, a voter
-// that has failed heartbeats for longer than cfg.DeadServerTimeout, when at
-// least minHealthyVoters healthy voters remain (autopilot-style). A removed
-// server that comes back rejoins through --join.
+// cleanupDeadServers removes, one at a time, a voter that has failed
+// heartbeats for longer than cfg.DeadServerTimeout, when at least
+// minHealthyVoters healthy voters remain (autopilot-style). A removed server
+// that comes back rejoins through --join. It is a leader-only loop: its
+// failure bookkeeping lives for one term only (failures seen in an earlier
+// term are stale; a resumed heartbeat seen by another leader never reached
+// this one).
 func (s *Server) cleanupDeadServers(ctx context.Context) {
-	if s.cfg.DeadServerTimeout <= 0 {
-		return
-	}
 	var dead deadServers
 	stop := s.node.PeerHealth(dead.fail, dead.resume)
 	defer stop()
@@ -71,12 +62,6 @@ func (s *Server) cleanupDeadServers(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if !s.node.IsLeader() {
-				// Failures seen in an earlier term are stale: without this a
-				// master that leads again could remove a healthy server.
-				dead.reset()
-				continue
-			}
 			id, failing := dead.overdue(now, s.cfg.DeadServerTimeout)
 			if id == "" {
 				continue

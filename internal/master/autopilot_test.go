@@ -21,7 +21,6 @@ func TestDeadServersBookkeeping(t *testing.T) {
 		{"a later failure keeps the first time", func(d *deadServers) { d.fail("m2", t0); d.fail("m2", t0.Add(9*time.Second)) }, t0.Add(11 * time.Second), "m2", 1},
 		{"resumed", func(d *deadServers) { d.fail("m2", t0); d.resume("m2") }, t0.Add(time.Hour), "", 0},
 		{"never contacted is not overdue", func(d *deadServers) { d.fail("m2", time.Time{}) }, t0.Add(time.Hour), "", 1},
-		{"reset after losing leadership forgets stale failures", func(d *deadServers) { d.fail("m2", t0); d.fail("m3", t0); d.reset() }, t0.Add(time.Hour), "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -174,8 +174,8 @@ func (s *Server) registerSelf(ctx context.Context) (bool, error) {
 	return s.joinVia(ctx, hint)
 }
 
-// onLeadership runs once this server becomes leader: it sets the cluster id
-// when the cluster has none and registers this server.
+// onLeadership runs once per term, as a leader-only task: it sets the
+// cluster id when the cluster has none and registers this server.
 func (s *Server) onLeadership(ctx context.Context) {
 	if s.store.ClusterID() == "" {
 		b := make([]byte, 16)

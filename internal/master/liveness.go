@@ -129,8 +129,8 @@ func (l *liveness) check(ctx context.Context) {
 	}
 }
 
-// run checks every half interval while isLeader says so.
-func (l *liveness) run(ctx context.Context, isLeader func() bool) {
+// run checks every half interval until ctx ends (a leader-only loop).
+func (l *liveness) run(ctx context.Context) {
 	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
 	for {
@@ -138,9 +138,7 @@ func (l *liveness) run(ctx context.Context, isLeader func() bool) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if isLeader() {
-				l.check(ctx)
-			}
+			l.check(ctx)
 		}
 	}
 }

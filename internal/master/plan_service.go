@@ -189,7 +189,7 @@ func (s *Server) expirePlans(ctx context.Context, now time.Time) {
 	}
 }
 
-// planExpiryLoop runs expirePlans every interval while this server leads.
+// planExpiryLoop runs expirePlans every interval (a leader-only loop).
 func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -198,9 +198,7 @@ func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if s.node.IsLeader() {
-				s.expirePlans(ctx, now)
-			}
+			s.expirePlans(ctx, now)
 		}
 	}
 }

@@ -76,6 +76,7 @@ type Server struct {
 	health   *health.Server
 	lis      net.Listener
 	live     *liveness
+	lead     leadership
 	sessions sessions
 	metrics  *metrics
 	httpLis  net.Listener
@@ -165,26 +166,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 		s.log.Info("serving /metrics and /healthz", "addr", s.httpLis.Addr().String())
 	}
-	s.wg.Add(5)
-	go func() {
-		defer s.wg.Done()
-		s.cleanupDeadServers(ctx)
-	}()
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.formCluster(ctx)
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.planExpiryLoop(ctx, time.Minute)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.watchLeadership(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.live.run(ctx, s.node.IsLeader)
+		s.monitorLeadership(ctx) // starts and stops every leader-only loop
 	}()
 	go func() {
 		<-ctx.Done()
@@ -195,44 +184,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fmt.Errorf("master: serve: %w", err)
 	}
 	return nil
-}
-
-// watchLeadership re-arms liveness timers and flips health on leadership
-// changes. A new leader first applies a barrier so it serves from a state
-// that includes every committed entry.
-func (s *Server) watchLeadership(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	serving := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case isLeader := <-s.node.LeaderCh():
-			s.metrics.leaderChanges.Add(1)
-			if isLeader {
-				if err := s.node.Barrier(ctx); err != nil {
-					s.log.Warn("barrier after election failed", "err", err)
-				}
-				s.live.rearm()
-				s.log.Info("became leader; liveness timers re-armed")
-				go s.onLeadership(ctx)
-			}
-		case <-t.C:
-		}
-		if s.outdated() != nil && s.node.IsLeader() {
-			s.handOff() // let a master that knows every command lead
-		}
-		id, _ := s.node.Leader()
-		if now := id != "" && s.outdated() == nil; now != serving {
-			serving = now
-			st := healthpb.HealthCheckResponse_NOT_SERVING
-			if serving {
-				st = healthpb.HealthCheckResponse_SERVING
-			}
-			s.health.SetServingStatus("", st)
-		}
-	}
 }
 
 // outdated refuses to serve from a state that lacks committed entries this
