@@ -28,7 +28,7 @@ the cluster's fabric topology with it, through Raft. A dump that does not parse
 			if file == "" {
 				return usageError{fmt.Errorf("--ibnetdiscover FILE is required")}
 			}
-			in := os.Stdin
+			in := a.stdin
 			if file != "-" {
 				f, err := os.Open(file)
 				if err != nil {

@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // Exit codes.
@@ -39,13 +39,15 @@ type app struct {
 	output      string
 	consistent  bool
 	timeout     time.Duration
+	stdin       io.Reader
 	stdout      io.Writer
+	stderr      io.Writer
 	getenv      func(string) string
 	usageFailed bool
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdout: stdout, getenv: getenv}
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -54,7 +54,7 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "plan for job %s staged at %s (hash %s)\n", job, path, resp.GetPlan().GetContentHash())
+				fmt.Fprintf(a.stderr, "plan for job %s staged at %s (hash %s)\n", job, path, resp.GetPlan().GetContentHash())
 			}
 			if a.output == "json" {
 				return a.printJSON(resp.GetPlan())
@@ -288,7 +288,7 @@ func (a *app) orderCmd() *cobra.Command {
 			for _, n := range resp.GetNodes() {
 				fmt.Fprintln(a.stdout, n)
 			}
-			fmt.Fprintf(os.Stderr, "ring crosses the spine %d times (given order: %d)\n", resp.GetSpineCrossings(), resp.GetGivenSpineCrossings())
+			fmt.Fprintf(a.stderr, "ring crosses the spine %d times (given order: %d)\n", resp.GetSpineCrossings(), resp.GetGivenSpineCrossings())
 			return nil
 		},
 	}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-topology/gin/internal/devcluster"
+	"github.com/gin-topology/gin/internal/jsonout"
+	"github.com/gin-topology/gin/internal/jsonout/schematest"
+)
+
+// ctlResult is one ginctl invocation.
+type ctlResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// ctl runs ginctl's command tree in-process, as main does, against master.
+func ctl(ctx context.Context, master, stdin string, args ...string) ctlResult {
+	var out, errb bytes.Buffer
+	env := func(string) string { return "" }
+	if master != "" {
+		args = append([]string{"--master", master}, args...)
+	}
+	code := run(ctx, args, strings.NewReader(stdin), &out, &errb, env)
+	return ctlResult{code, out.String(), errb.String()}
+}
+
+// startDev starts an in-process dev cluster (4 simulated DGX H100 on the
+// default fat tree) whose data lives in the test's temp dir.
+func startDev(t *testing.T) *devcluster.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", DataDir: t.TempDir(), HeartbeatInterval: time.Hour})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev cluster: %v", err)
+		}
+	})
+	return cl
+}
+
+// scrubbers replace what changes from run to run (ports, times, Raft
+// indexes and terms) in table output and in stderr.
+var scrubbers = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "TIME"},
+	{regexp.MustCompile(`(index|term|commit|applied|commit index) \d+`), "$1 N"},
+	{regexp.MustCompile(`/tmp/\S+`), "TMPDIR"},
+	{regexp.MustCompile(`cluster [0-9a-f]{32}`), "cluster ID"},
+}
+
+// volatileKeys are the JSON fields whose values change from run to run;
+// their values are replaced after the document was validated.
+var volatileKeys = map[string]bool{
+	"index": true, "updated_index": true, "created_index": true, "commit_index": true, "applied_index": true,
+	"term": true, "state_changed_at": true, "created_at": true, "expires_at": true, "collected_at": true,
+	"scanned_at": true, "staleness": true, "address": true, "client_address": true, "raft_address": true,
+	"leader_address": true, "cluster_id": true,
+}
+
+func scrubText(s string) string {
+	for _, sc := range scrubbers {
+		s = sc.re.ReplaceAllString(s, sc.with)
+	}
+	return s
+}
+
+// scrubJSON replaces the values of volatileKeys (keeping their JSON type
+// visible as "<number>" or "<string>") and re-indents.
+func scrubJSON(t *testing.T, doc string, lines bool) string {
+	t.Helper()
+	docs := []string{doc}
+	if lines {
+		docs = strings.Split(strings.TrimRight(doc, "\n"), "\n")
+	}
+	var out strings.Builder
+	for _, d := range docs {
+		dec := json.NewDecoder(strings.NewReader(d))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, d)
+		}
+		b, err := json.MarshalIndent(scrubValue(v), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return out.String()
+}
+
+func scrubValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if volatileKeys[k] {
+				switch e.(type) {
+				case json.Number:
+					x[k] = "<number>"
+				case string:
+					if e != "" {
+						x[k] = "<string>"
+					}
+				}
+				continue
+			}
+			x[k] = scrubValue(e)
+		}
+	case []any:
+		for i := range x {
+			x[i] = scrubValue(x[i])
+		}
+	}
+	return v
+}
+
+// golden compares got with testdata/golden/<name>.golden (-update rewrites it).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/ginctl -run %s -update writes it)", err, t.Name())
+	}
+	if string(want) != got {
+		t.Errorf("output of %s changed (go test ./cmd/ginctl -run '%s' -update, then review the diff):\n%s", name, t.Name(), diff(string(want), got))
+	}
+}
+
+// diff shows the first differing lines.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, wl, gl)
+		}
+	}
+	return "(same lines, different bytes)"
+}
+
+// ctlCase is one command line and the golden file of its output.
+type ctlCase struct {
+	name  string
+	args  []string
+	stdin string
+}
+
+// check runs one case: the exit status and stderr are part of the golden
+// file; with -o json the output is validated against the command's schema
+// before volatile values are scrubbed.
+func check(t *testing.T, master string, tc ctlCase) ctlResult {
+	t.Helper()
+	r := ctl(context.Background(), master, tc.stdin, tc.args...)
+	stdout := r.stdout
+	if isJSON(tc.args) && r.code == 0 {
+		o := schemaFor(t, tc.args)
+		s, err := schematest.Compile(o.file, mustSchema(t, o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schematest.Validate(s, []byte(r.stdout), o.lines); err != nil {
+			t.Fatalf("ginctl %s: output does not conform to docs/json-schema/%s.json: %v", strings.Join(tc.args, " "), o.file, err)
+		}
+		stdout = scrubJSON(t, r.stdout, o.lines)
+	} else {
+		stdout = scrubText(stdout)
+	}
+	got := fmt.Sprintf("$ ginctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), r.code, stdout, scrubText(r.stderr))
+	golden(t, tc.name, got)
+	return r
+}
+
+func isJSON(args []string) bool {
+	for i, a := range args {
+		if a == "-ojson" || a == "--output=json" || ((a == "-o" || a == "--output") && i+1 < len(args) && args[i+1] == "json") {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaFor finds the jsonOutputs entry of a command line: the longest
+// command whose words (and flag, for "estimate --nodes") all appear.
+func schemaFor(t *testing.T, args []string) jsonOutput {
+	t.Helper()
+	line := " " + strings.Join(args, " ") + " "
+	var best jsonOutput
+	for _, o := range jsonOutputs() {
+		words := strings.Fields(o.command)
+		ok := strings.HasPrefix(line, " "+words[0]+" ")
+		for _, w := range words[1:] {
+			ok = ok && strings.Contains(line, " "+w+" ")
+		}
+		if ok && len(o.command) > len(best.command) {
+			best = o
+		}
+	}
+	if best.command == "" {
+		t.Fatalf("no JSON schema for ginctl %v", args)
+	}
+	return best
+}
+
+func mustSchema(t *testing.T, o jsonOutput) []byte {
+	t.Helper()
+	b, err := jsonout.Schema("ginctl "+o.command+" -o json", o.sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCommands drives every ginctl command through its cobra command
+// against an in-process dev cluster and compares table and JSON output
+// with golden files (testdata/golden; -update rewrites them). The cases
+// run in order: the read-only ones first, then the ones that change the
+// cluster (plans, fabric import, membership).
+func TestCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	cl := startDev(t)
+	addr := cl.Master.Addr()
+	dump, err := os.ReadFile("../../internal/discovery/fabricscan/testdata/ibnetdiscover/fat-tree-123-hosts.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []ctlCase{
+		{"nodes", []string{"nodes"}, ""},
+		{"nodes-json", []string{"nodes", "-o", "json"}, ""},
+		{"nodes-selected", []string{"nodes", "--nodes", "node[001-002]"}, ""},
+		{"node", []string{"node", "node001"}, ""},
+		{"node-json", []string{"node", "node001", "-o", "json"}, ""},
+		{"topo", []string{"topo", "-m"}, ""},
+		{"topo-bw", []string{"topo", "-m", "--bw", "--nodes", "node[001-002]", "--no-nics"}, ""},
+		{"topo-json", []string{"topo", "-m", "--nodes", "node001", "-o", "json"}, ""},
+		{"path", []string{"path", "node001/GPU0", "node004/GPU3"}, ""},
+		{"path-json", []string{"path", "node001/GPU0", "node001/GPU1", "-o", "json"}, ""},
+		{"cluster", []string{"cluster"}, ""},
+		{"cluster-json", []string{"cluster", "-o", "json"}, ""},
+		{"members", []string{"members"}, ""},
+		{"members-json", []string{"members", "-o", "json"}, ""},
+		{"estimate-gpus", []string{"estimate", "--gpus", "16", "--workload", "dp"}, ""},
+		{"estimate-gpus-json", []string{"estimate", "--gpus", "16", "--workload", "dp", "-o", "json"}, ""},
+		{"estimate-nodes", []string{"estimate", "--nodes", "node[001-002]", "--collective", "all_reduce", "--size", "1G"}, ""},
+		{"estimate-nodes-json", []string{"estimate", "--nodes", "node[001-002]", "--collective", "all_reduce", "--size", "1G", "-o", "json"}, ""},
+		{"order", []string{"order", "--nodes", "node[004,001,003,002]"}, ""},
+		{"order-json", []string{"order", "--nodes", "node[004,001,003,002]", "-o", "json"}, ""},
+		{"export-slurm", []string{"export", "slurm"}, ""},
+		{"export-slurm-block", []string{"export", "slurm-block"}, ""},
+		{"export-dot", []string{"export", "dot"}, ""},
+		{"export-nccl-topo", []string{"export", "nccl-topo", "--node", "node001"}, ""},
+		{"plan-create", []string{"plan", "--job", "42", "--nodes", "node[001-002]"}, ""},
+		{"plan-json", []string{"plan", "--job", "42", "-o", "json"}, ""},
+		{"plan-delete", []string{"plan", "delete", "--job", "42"}, ""},
+		{"plan-delete-json", []string{"plan", "delete", "--job", "42", "-o", "json"}, ""},
+		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
+		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},
+		{"members-remove-last-voter", []string{"members", "remove", "dev-master"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { check(t, addr, tc) })
+	}
+}
