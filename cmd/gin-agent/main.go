@@ -32,6 +32,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/discovery/sources"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 // envHeartbeat is the environment variable for --heartbeat-interval.
@@ -81,6 +82,7 @@ type options struct {
 	computeHCAs       []string
 	storageHCAs       []string
 	lldpCommand       string
+	plans             planFlags
 }
 
 // settings are the validated options with the environment applied.
@@ -202,12 +204,16 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 		"with --source auto: HCAs (device names or node GUIDs) that serve storage or in-band management, not GPU traffic")
 	f.StringVar(&o.lldpCommand, "lldp-command", "lldpcli -f json show neighbors details",
 		"with --source auto: command that prints lldpd's neighbours as JSON (Ethernet/RoCE fabric neighbours); empty disables it, a missing lldpcli is skipped")
+	f.StringVar(&o.plans.socket, "plan-socket", plansock.DefaultPath,
+		"Unix socket on which local processes (the NCCL plugin, the Slurm prolog) get the node's plans; empty disables it")
+	f.StringVar(&o.plans.dir, "plan-dir", defaultPlanDir, "root-owned directory that keeps the node's plans across restarts; empty: memory only")
 	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table or json (protobuf JSON, field names as in the .proto)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 	// Cobra's help and version flags, declared here so their help text is ours.
 	f.BoolP("help", "h", false, "show this help and exit")
 	f.Bool("version", false, "print the version and exit")
+	cmd.AddCommand(newPlanCommand(stdout))
 	return cmd
 }
 
@@ -222,6 +228,7 @@ func noArgs(_ *cobra.Command, args []string) error {
 // resolve validates the flags and applies the environment.
 func resolve(cmd *cobra.Command, o options, getenv func(string) string) (settings, error) {
 	s := settings{options: o}
+	s.plans.socketChanged, s.plans.dirChanged = cmd.Flags().Changed("plan-socket"), cmd.Flags().Changed("plan-dir")
 	if err := checkSource(o.source); err != nil {
 		return s, err
 	}
@@ -407,6 +414,11 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		go func() { errc <- srv.serve() }()
 		defer srv.close()
 	}
+	waitPlans, err := startPlans(ctx, s.plans, s.masters, log)
+	if err != nil {
+		return err
+	}
+	defer func() { cancel(); waitPlans() }()
 	go func() { errc <- a.Run(ctx) }()
 	go func() {
 		select {

@@ -253,7 +253,8 @@ func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--heartbeat-interval", "50ms", "--metrics-bind", "127.0.0.1:0"},
+		done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--heartbeat-interval", "50ms", "--metrics-bind", "127.0.0.1:0",
+			"--plan-socket", "", "--plan-dir", ""},
 			&out, &errb, env(map[string]string{"GIN_MASTER_HOST": lis.Addr().String()}))
 	}()
 	select {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/planread"
+)
+
+// planMaster is a master's PlanService: job "404" has no plan, every other
+// job gets a small verified plan; it counts requests.
+type planMaster struct {
+	ginv1.UnimplementedPlanServiceServer
+	calls atomic.Int32
+}
+
+func (m *planMaster) GetOrCreatePlan(_ context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
+	m.calls.Add(1)
+	if req.GetJobId() == "404" {
+		return nil, status.Error(codes.NotFound, `plan for job "404"`)
+	}
+	p := &ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: req.GetJobId(), Nodes: []string{"gpu-node-17"}}
+	p.ContentHash = planread.Hash(p)
+	return &ginv1.GetOrCreatePlanResponse{Plan: p}, nil
+}
+
+// TestAgentServesPlans runs the agent with a plan socket against a master
+// and asks it as the prolog does (gin-agent plan): the first ask reaches
+// the master, the next ones do not; the plan survives a restart of the
+// agent with no master at all.
+func TestAgentServesPlans(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := &planMaster{}
+	srv := grpc.NewServer()
+	ginv1.RegisterAgentServiceServer(srv, &master{got: make(chan *ginv1.NodeInventory, 1)})
+	ginv1.RegisterPlanServiceServer(srv, pm)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	tmp, err := os.MkdirTemp("", "gpa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	sock, dir := filepath.Join(tmp, "agent.sock"), filepath.Join(tmp, "plans")
+	start := func(masterAddr string) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var errb syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--metrics-bind", "",
+				"--plan-socket", sock, "--plan-dir", dir}, &errb, &errb, env(map[string]string{"GIN_MASTER_HOST": masterAddr}))
+		}()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(errb.String(), "serving plans") {
+			select {
+			case code := <-done:
+				t.Fatalf("gin-agent exited %d:\n%s", code, errb.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no plan socket:\n%s", errb.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return func() {
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Errorf("gin-agent exit %d:\n%s", code, errb.String())
+			}
+		}
+	}
+	stop := start(lis.Addr().String())
+	want := (&ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: "5", Nodes: []string{"gpu-node-17"}})
+	want.ContentHash = planread.Hash(want)
+	for range 3 {
+		code, out, errs := runArgs(t, nil, "plan", "--job", "5", "--nodes", "gpu-node-17", "--plan-socket", sock)
+		if code != exitOK || out != "plan "+want.ContentHash+" for job 5\n" {
+			t.Fatalf("gin-agent plan: exit %d, %q, %q", code, out, errs)
+		}
+	}
+	if n := pm.calls.Load(); n != 1 {
+		t.Fatalf("%d requests reached the master for one job, want 1", n)
+	}
+	code, _, errs := runArgs(t, nil, "plan", "--job", "404", "--plan-socket", sock)
+	if code != exitError || !strings.Contains(errs, "NOT_FOUND") {
+		t.Fatalf("job without a plan: exit %d, %q", code, errs)
+	}
+	stop()
+
+	// Restarted with every master gone: the kept plan is served.
+	stop = start("127.0.0.1:1")
+	defer stop()
+	code, out, errs := runArgs(t, nil, "plan", "--job", "5", "--plan-socket", sock)
+	if code != exitOK || !strings.Contains(out, want.ContentHash) {
+		t.Fatalf("after restart: exit %d, %q, %q", code, out, errs)
+	}
+	if code, _, errs := runArgs(t, nil, "plan", "--plan-socket", sock); code != exitUsage || !strings.Contains(errs, "empty job id") {
+		t.Fatalf("no job: exit %d, %q", code, errs)
+	}
+}

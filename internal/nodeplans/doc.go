@@ -1,0 +1,19 @@
+// Package nodeplans is gin-agent's store of the plans of the jobs that run
+// on its node, served to local processes through internal/plansock.
+//
+// A plan is kept in memory and, when a directory is given, in one file per
+// job in a root-owned directory (mode 0700) so that an agent restart keeps
+// them; files are decoded and verified (planread.Decode) when loaded, and a
+// plan is dropped from both when it expires (Plan.expires_at).
+//
+// A plan the store does not hold is asked of the masters once per node: the
+// concurrent requests of a job's ranks share one fetch, and its outcome,
+// success or failure, is what every one of them gets. A failure is kept for
+// FailureTTL, so the ranks of a job that start together on this node decide
+// alike (all stand aside) instead of some getting a plan a moment later.
+//
+// The rule that keeps every rank of a job on one decision is the Slurm
+// prolog's: it has each node's agent fetch the pinned plan before any task
+// starts (gin-agent plan), and fails the job when it cannot; after that the
+// ranks read the plan from their agent, with the masters up or down.
+package nodeplans

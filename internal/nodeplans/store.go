@@ -1,0 +1,382 @@
+package nodeplans
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/planread"
+)
+
+// Fetcher asks the masters for a job's plan (GetOrCreatePlan).
+type Fetcher interface {
+	FetchPlan(ctx context.Context, r plansock.Request) (*ginv1.Plan, error)
+}
+
+// Defaults.
+const (
+	// FailureTTL is how long a failed fetch is the answer for its job.
+	FailureTTL = 30 * time.Second
+	// MaxPlans bounds the plans held (jobs on one node at once).
+	MaxPlans = 4096
+	// fetchTimeout bounds one fetch from the masters.
+	fetchTimeout = 10 * time.Second
+)
+
+// entry is what the store holds for a job.
+type entry struct {
+	plan    []byte // encoded, verified
+	hash    string
+	expires time.Time // zero: no expiry given
+	err     error     // a failed fetch, until failUntil
+	failed  time.Time
+}
+
+// call is a fetch in flight; its waiters share the outcome.
+type call struct {
+	done chan struct{}
+	e    entry
+}
+
+// Store holds the node's plans.
+type Store struct {
+	dir   string
+	fetch Fetcher
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu       sync.Mutex
+	plans    map[string]entry
+	inflight map[string]*call
+	fetches  int // requests that reached the masters
+}
+
+// Options configure a Store.
+type Options struct {
+	// Dir keeps the plans across agent restarts; empty: memory only.
+	Dir     string
+	Fetcher Fetcher
+	Log     *slog.Logger
+	Now     func() time.Time // for tests; time.Now by default
+}
+
+// Open creates a store and loads the plans kept in o.Dir (created 0700 when
+// missing; refused when another user owns it or others may write to it).
+// Files that fail verification or have expired are removed and logged.
+func Open(o Options) (*Store, error) {
+	s := &Store{dir: o.Dir, fetch: o.Fetcher, log: o.Log, now: o.Now,
+		plans: map[string]entry{}, inflight: map[string]*call{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.dir == "" {
+		return s, nil
+	}
+	if err := checkDir(s.dir); err != nil {
+		return nil, err
+	}
+	names, err := filepath.Glob(filepath.Join(s.dir, "*.pb"))
+	if err != nil {
+		return nil, fmt.Errorf("plan dir %s: %w", s.dir, err)
+	}
+	for _, name := range names {
+		b, err := readFile(name)
+		var p *ginv1.Plan
+		if err == nil {
+			p, err = planread.Decode(b)
+		}
+		if err == nil && fileName(p.GetJobId()) != filepath.Base(name) {
+			err = fmt.Errorf("holds the plan of job %q", p.GetJobId())
+		}
+		if err == nil && expired(p, s.now()) {
+			err = errors.New("expired")
+		}
+		if err != nil {
+			s.log.Warn("plan dir: dropping a kept plan", "file", name, "err", err)
+			_ = os.Remove(name)
+			continue
+		}
+		s.plans[p.GetJobId()] = entryOf(p, b)
+	}
+	s.log.Info("plan store opened", "dir", s.dir, "plans", len(s.plans))
+	return s, nil
+}
+
+// checkDir makes dir (0700) or checks that it is this user's and that no
+// one else may write to it.
+func checkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("plan dir %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("plan dir %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("plan dir %s: not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("plan dir %s: owned by uid %d, not by this agent (uid %d)", dir, sys.Uid, os.Geteuid())
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("plan dir %s: writable by others (mode %v)", dir, st.Mode().Perm())
+	}
+	return nil
+}
+
+// readFile reads a regular file without following a link, bounded.
+func readFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > planread.MaxBytes {
+		return nil, fmt.Errorf("not a regular file of at most %d bytes", planread.MaxBytes)
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// fileName is the job's file: a hash of the job id, so that any id is a
+// safe name.
+func fileName(job string) string {
+	sum := sha256.Sum256([]byte(job))
+	return hex.EncodeToString(sum[:16]) + ".pb"
+}
+
+func expired(p *ginv1.Plan, now time.Time) bool {
+	return p.GetExpiresAt() != nil && !now.Before(p.GetExpiresAt().AsTime())
+}
+
+func entryOf(p *ginv1.Plan, b []byte) entry {
+	e := entry{plan: b, hash: p.GetContentHash()}
+	if p.GetExpiresAt() != nil {
+		e.expires = p.GetExpiresAt().AsTime()
+	}
+	return e
+}
+
+// Put stores a plan (verified first) and keeps it on disk. A job's plan is
+// pinned: a different plan for a job already held is refused.
+func (s *Store) Put(p *ginv1.Plan) error {
+	if err := planread.Verify(p); err != nil {
+		return err
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("plan of job %s: %w", p.GetJobId(), err)
+	}
+	if len(b) > planread.MaxBytes {
+		return fmt.Errorf("plan of job %s: %d bytes, more than %d", p.GetJobId(), len(b), planread.MaxBytes)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.putLocked(p, b)
+}
+
+func (s *Store) putLocked(p *ginv1.Plan, b []byte) error {
+	job := p.GetJobId()
+	if old, ok := s.plans[job]; ok && old.err == nil {
+		if old.hash != p.GetContentHash() {
+			return fmt.Errorf("job %s: holds plan %.12s, refusing a different one (%.12s)", job, old.hash, p.GetContentHash())
+		}
+		return nil
+	}
+	if expired(p, s.now()) {
+		return fmt.Errorf("job %s: the plan expired at %s", job, p.GetExpiresAt().AsTime().Format(time.RFC3339))
+	}
+	s.sweepLocked()
+	if len(s.plans) >= MaxPlans {
+		return fmt.Errorf("job %s: the store holds %d plans, its limit", job, MaxPlans)
+	}
+	s.plans[job] = entryOf(p, b)
+	if s.dir != "" {
+		if err := writeAtomic(s.dir, fileName(job), b); err != nil {
+			s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
+		}
+	}
+	return nil
+}
+
+func writeAtomic(dir, name string, b []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// sweepLocked drops expired plans and stale failures.
+func (s *Store) sweepLocked() {
+	now := s.now()
+	for job, e := range s.plans {
+		switch {
+		case e.err != nil && now.Sub(e.failed) >= FailureTTL:
+			delete(s.plans, job)
+		case e.err == nil && !e.expires.IsZero() && !now.Before(e.expires):
+			delete(s.plans, job)
+			if s.dir != "" {
+				_ = os.Remove(filepath.Join(s.dir, fileName(job)))
+			}
+			s.log.Info("plan expired and dropped", "job", job, "hash", e.hash)
+		}
+	}
+}
+
+// Sweep drops expired plans now (Run calls it every minute).
+func (s *Store) Sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepLocked()
+}
+
+// Run sweeps expired plans every interval until ctx ends.
+func (s *Store) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Fetches is the number of requests that reached the masters.
+func (s *Store) Fetches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches
+}
+
+// Plan answers a plan request (plansock.Source): from memory, else by one
+// fetch from the masters shared by every concurrent request of the job.
+func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, error) {
+	s.mu.Lock()
+	if e, ok := s.plans[r.JobID]; ok {
+		now := s.now()
+		switch {
+		case e.err == nil && (e.expires.IsZero() || now.Before(e.expires)):
+			s.mu.Unlock()
+			return e.plan, e.hash, nil
+		case e.err != nil && now.Sub(e.failed) < FailureTTL:
+			s.mu.Unlock()
+			return nil, "", e.err
+		}
+		s.sweepLocked()
+	}
+	c, ok := s.inflight[r.JobID]
+	if !ok {
+		if s.fetch == nil {
+			s.mu.Unlock()
+			return nil, "", fmt.Errorf("job %s: %w on this node (no masters configured)", r.JobID, plansock.ErrNotFound)
+		}
+		c = &call{done: make(chan struct{})}
+		s.inflight[r.JobID] = c
+		s.fetches++
+		go s.fetchFor(r, c)
+	}
+	s.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.e.plan, c.e.hash, c.e.err
+	case <-ctx.Done():
+		return nil, "", fmt.Errorf("job %s: waiting for the masters: %w", r.JobID, ctx.Err())
+	}
+}
+
+// fetchFor runs one fetch (not bound to any one requester's context, so a
+// rank that gives up does not fail the others) and records its outcome.
+func (s *Store) fetchFor(r plansock.Request, c *call) {
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	start := s.now()
+	p, err := s.fetch.FetchPlan(ctx, r)
+	var b []byte
+	if err == nil && p.GetJobId() != r.JobID {
+		err = fmt.Errorf("the masters sent the plan of job %q", p.GetJobId())
+	}
+	if err == nil {
+		if err = planread.Verify(p); err == nil {
+			b, err = proto.MarshalOptions{Deterministic: true}.Marshal(p)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, r.JobID)
+	if err == nil {
+		err = s.putLocked(p, b)
+	}
+	if err != nil {
+		if !errors.Is(err, plansock.ErrNotFound) {
+			err = fmt.Errorf("job %s: no plan from the masters: %w", r.JobID, err)
+		}
+		c.e = entry{err: err, failed: s.now()}
+		s.plans[r.JobID] = c.e
+		s.log.Warn("plan fetch failed", "job", r.JobID, "err", err, "took", s.now().Sub(start).Round(time.Millisecond))
+	} else {
+		c.e = s.plans[r.JobID]
+		s.log.Info("plan fetched", "job", r.JobID, "hash", c.e.hash, "took", s.now().Sub(start).Round(time.Millisecond))
+	}
+	close(c.done)
+}
+
+// Jobs lists the jobs whose plans are held (for logs and tests).
+func (s *Store) Jobs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for job, e := range s.plans {
+		if e.err == nil {
+			out = append(out, job)
+		}
+	}
+	return out
+}
+
+var _ plansock.Source = (*Store)(nil)
+
+var _ Fetcher = (*Masters)(nil)
+
+// describe is for error messages.
+func describe(addrs []string) string { return strings.Join(addrs, ",") }

@@ -1,0 +1,244 @@
+package nodeplans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/planread"
+)
+
+// planFor is a small verified plan for job.
+func planFor(job string, expires time.Time) *ginv1.Plan {
+	p := &ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: job, Nodes: []string{"n1", "n2"},
+		Rules: []*ginv1.PlanRule{{Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, NRanks: 16, NNodes: 2,
+			MaxLog2Bytes: planread.MaxLog2Bytes, Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE}}}
+	if !expires.IsZero() {
+		p.ExpiresAt = timestamppb.New(expires)
+	}
+	p.ContentHash = planread.Hash(p)
+	return p
+}
+
+// fetcher answers as the masters would, counting requests; gate holds
+// every fetch until closed.
+type fetcher struct {
+	calls atomic.Int32
+	gate  chan struct{}
+	fail  error
+	exp   time.Time
+}
+
+func (f *fetcher) FetchPlan(ctx context.Context, r plansock.Request) (*ginv1.Plan, error) {
+	f.calls.Add(1)
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	return planFor(r.JobID, f.exp), nil
+}
+
+// clock is a settable time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestOneFetchPerJobWhateverTheRanks(t *testing.T) {
+	f := &fetcher{gate: make(chan struct{})}
+	s, err := Open(Options{Fetcher: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ranks = 64
+	type got struct {
+		hash string
+		err  error
+	}
+	out := make(chan got, ranks)
+	for range ranks {
+		go func() {
+			_, h, err := s.Plan(context.Background(), plansock.Request{JobID: "7", Nodes: "n[1-2]"})
+			out <- got{h, err}
+		}()
+	}
+	// Every rank is waiting on the one fetch before it is let through.
+	waitFor(t, func() bool { return f.calls.Load() == 1 })
+	close(f.gate)
+	want := planFor("7", time.Time{}).GetContentHash()
+	for range ranks {
+		if g := <-out; g.err != nil || g.hash != want {
+			t.Fatalf("rank got %q, %v", g.hash, g.err)
+		}
+	}
+	if n := f.calls.Load(); n != 1 || s.Fetches() != 1 {
+		t.Fatalf("%d fetches reached the masters for %d ranks, want 1", n, ranks)
+	}
+	// Later ranks are served from memory.
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "7"}); err != nil || f.calls.Load() != 1 {
+		t.Fatalf("served again: %v, %d fetches", err, f.calls.Load())
+	}
+}
+
+func TestAFailureIsEveryRanksAnswerForAWhile(t *testing.T) {
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	f := &fetcher{fail: errors.New("connection refused")}
+	s, err := Open(Options{Fetcher: f, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "8"}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	f.fail = nil // the masters are back, but this job start already failed here
+	c.add(FailureTTL - time.Second)
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "8"}); err == nil {
+		t.Fatal("a rank got a plan inside the failure window")
+	}
+	if f.calls.Load() != 1 {
+		t.Fatalf("%d fetches, want 1", f.calls.Load())
+	}
+	c.add(2 * time.Second)
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "8"}); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+	// NOT_FOUND stays NOT_FOUND for the socket's status.
+	f.fail = fmt.Errorf("m1: no plan: %w", plansock.ErrNotFound)
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "9"}); !errors.Is(err, plansock.ErrNotFound) {
+		t.Fatalf("not found: %v", err)
+	}
+}
+
+func TestKeptAcrossRestartsAndExpired(t *testing.T) {
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	dir := filepath.Join(t.TempDir(), "plans")
+	f := &fetcher{exp: c.now().Add(time.Hour)}
+	s, err := Open(Options{Dir: dir, Fetcher: f, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(planFor("11", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("dir mode %v, %v", st.Mode(), err)
+	}
+	// Restart with the masters gone: both plans come from the directory.
+	s2, err := Open(Options{Dir: dir, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []string{"10", "11"} {
+		if _, h, err := s2.Plan(context.Background(), plansock.Request{JobID: job}); err != nil || h == "" {
+			t.Fatalf("job %s after restart: %v", job, err)
+		}
+	}
+	// Job 10 expires: it is dropped from memory and disk.
+	c.add(time.Hour)
+	s2.Sweep()
+	if _, _, err := s2.Plan(context.Background(), plansock.Request{JobID: "10"}); !errors.Is(err, plansock.ErrNotFound) {
+		t.Fatalf("expired plan: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, fileName("10"))); !os.IsNotExist(err) {
+		t.Fatalf("expired plan's file: %v", err)
+	}
+	// A pinned plan is never replaced by a different one.
+	other := planFor("11", time.Time{})
+	other.Rules[0].Channels = 4
+	other.ContentHash = planread.Hash(other)
+	if err := s2.Put(other); err == nil || !strings.Contains(err.Error(), "refusing a different one") {
+		t.Fatalf("Put of a different plan: %v", err)
+	}
+}
+
+func TestBadFilesInTheDirAreDropped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plans")
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(planFor("12", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, fileName("12"))
+	b, _ := os.ReadFile(good)
+	tests := []struct {
+		name  string
+		setup func(path string) error
+	}{
+		{"truncated", func(p string) error { return os.WriteFile(p, b[:len(b)-2], 0o600) }},
+		{"another job's plan", func(p string) error { return os.WriteFile(p, b, 0o600) }},
+		{"symlink", func(p string) error { return os.Symlink(good, p) }},
+		{"fifo", func(p string) error { return mkfifo(p) }},
+	}
+	for i, tc := range tests {
+		path := filepath.Join(dir, fileName(fmt.Sprint("bad", i)))
+		if err := tc.setup(path); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+	}
+	s2, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs := s2.Jobs(); len(jobs) != 1 || jobs[0] != "12" {
+		t.Fatalf("jobs %v, want only 12", jobs)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+	if len(left) != 1 {
+		t.Fatalf("files left: %v", left)
+	}
+}
+
+func TestDirOthersMayWriteIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plans")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("Open = %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

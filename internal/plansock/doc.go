@@ -1,0 +1,22 @@
+// Package plansock is the node-local plan protocol between gin-agent and the
+// processes of its node (the NCCL plugin, the Slurm prolog): one request and
+// one response per Unix-socket connection, with no gRPC, no TLS and no
+// credentials, since the kernel tells each side who the other is
+// (SO_PEERCRED).
+//
+// Request (client → agent), all integers big-endian:
+//
+//	"GINQ" version(1)=1 | u16 len | job id | u16 len | nodes (hostlist) | u32 GPUs per node
+//
+// Response (agent → client):
+//
+//	"GINA" version(1)=1 | u8 status | u16 len | content hash | u32 len | body
+//
+// status 0 (OK): body is the encoded gin.v1.Plan whose content_hash is the
+// hash field; 1 (NOT_FOUND), 2 (UNAVAILABLE), 3 (BAD_REQUEST): body is a
+// one-line message. Every length is bounded (MaxJobID, MaxNodes,
+// MaxHash, planread.MaxBytes, MaxMessage) before anything is allocated.
+//
+// The Server calls a Source for each request and logs the peer's uid and
+// pid; Fetch is the client. Neither imports the plan builder.
+package plansock
