@@ -122,4 +122,3 @@ be reached, 2 for bad flags.`,
 	f.DurationVar(&timeout, "timeout", 15*time.Second, "how long to wait for the agent")
 	return cmd
 }
-

@@ -16,8 +16,8 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
-	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 // leaderHintKey is the trailer naming the leader (internal/master).

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 // Fetcher asks the masters for a job's plan (GetOrCreatePlan).

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 // planFor is a small verified plan for job.
