@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -173,7 +174,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	masters := make([]string, 0, len(cfg.Masters))
 	for _, m := range cfg.Masters {
-		norm, err := normaliseAddr(m)
+		norm, err := masteraddr.One(m)
 		if err != nil {
 			return nil, fmt.Errorf("agent: master address %q: %w", m, err)
 		}

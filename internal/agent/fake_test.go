@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/testlog"
 )
@@ -267,7 +268,7 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 	}
 	if notLeader {
 		if trailer != "" {
-			stream.SetTrailer(metadata.Pairs(leaderHintTrailer, trailer))
+			stream.SetTrailer(metadata.Pairs(apierr.LeaderHintKey, trailer))
 		}
 		return status.Error(codes.FailedPrecondition, "not the leader")
 	}

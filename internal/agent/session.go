@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/masteraddr"
 )
@@ -88,13 +89,9 @@ func (deltaEncoder) encode(h held, next *snapshot, gen uint64) *ginv1.SessionReq
 type recvResult struct {
 	resp *ginv1.SessionResponse
 	err  error
-	// trailerHint is the leaderHintTrailer value of the ended stream.
+	// trailerHint is the leader hint in the ended stream's trailer.
 	trailerHint string
 }
-
-// leaderHintTrailer is the trailer in which a master may name the leader
-// when it ends a stream (internal/master.LeaderHintKey).
-const leaderHintTrailer = "gin-leader-hint"
 
 // session runs one AgentService.Session with the master at addr until it
 // fails, is redirected, or ctx is done.
@@ -133,9 +130,7 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			resp, err := stream.Recv()
 			r := recvResult{resp: resp, err: err}
 			if err != nil {
-				if v := stream.Trailer().Get(leaderHintTrailer); len(v) > 0 {
-					r.trailerHint = v[0]
-				}
+				r.trailerHint = apierr.LeaderHint(stream.Trailer())
 			}
 			select {
 			case recvCh <- r:
@@ -156,7 +151,7 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 		if hint == "" {
 			return ""
 		}
-		norm, err := normaliseAddr(hint)
+		norm, err := masteraddr.One(hint)
 		if err != nil {
 			log.Warn("ignoring malformed leader hint", slog.String("leader_hint", hint), slog.Any("err", err))
 			return ""
@@ -323,7 +318,7 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			// a hint naming another master means leadership moved.
 			if _, isAck := resp.GetMsg().(*ginv1.SessionResponse_HelloAck); isAck && !out.established {
 				if h := resp.GetLeaderHint(); h != "" {
-					if norm, err := normaliseAddr(h); err == nil {
+					if norm, err := masteraddr.One(h); err == nil {
 						selfHint = norm
 					}
 				}
@@ -404,17 +399,4 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 // resetTimer re-arms t to d.
 func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d) // Go ≥1.23 timers: Reset discards a pending fire.
-}
-
-// normaliseAddr writes one master address the way masteraddr.Parse does, so
-// hints compare equal to configured addresses.
-func normaliseAddr(addr string) (string, error) {
-	l, err := masteraddr.Parse(addr)
-	if err != nil {
-		return "", err
-	}
-	if len(l) != 1 {
-		return "", fmt.Errorf("want one address, got %d", len(l))
-	}
-	return l[0], nil
 }

@@ -3,15 +3,31 @@ package apierr
 import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
+
+// LeaderHintKey is the gRPC header/trailer key in which a master names the
+// leader's client address (host:port) when it redirects a request.
+const LeaderHintKey = "gin-leader-hint"
+
+// LeaderHint is the leader hint in the first of mds that carries one
+// (pass the header and the trailer of a call), or "".
+func LeaderHint(mds ...metadata.MD) string {
+	for _, md := range mds {
+		if v := md.Get(LeaderHintKey); len(v) > 0 && v[0] != "" {
+			return v[0]
+		}
+	}
+	return ""
+}
 
 // Domain is the errdetails.ErrorInfo domain of GIN's reasons.
 const Domain = "gin-topology.io"
 
 // ReasonNotLeader marks the FailedPrecondition a follower answers a write
 // or a consistent read with: a redirect (the leader hint travels in the
-// "gin-leader-hint" trailer), not a refusal of the request itself.
+// LeaderHintKey trailer), not a refusal of the request itself.
 const ReasonNotLeader = "NOT_LEADER"
 
 // NotLeaderInfo is the detail a follower attaches to its redirect.

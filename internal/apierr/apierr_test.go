@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -29,6 +30,27 @@ func TestIsNotLeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := IsNotLeader(tc.err); got != tc.want {
 				t.Fatalf("IsNotLeader = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLeaderHint(t *testing.T) {
+	tests := []struct {
+		name string
+		mds  []metadata.MD
+		want string
+	}{
+		{"none", nil, ""},
+		{"in the trailer", []metadata.MD{nil, metadata.Pairs(LeaderHintKey, "m2:5000")}, "m2:5000"},
+		{"the header first", []metadata.MD{metadata.Pairs(LeaderHintKey, "m1:5000"), metadata.Pairs(LeaderHintKey, "m2:5000")}, "m1:5000"},
+		{"an empty value is no hint", []metadata.MD{metadata.Pairs(LeaderHintKey, ""), metadata.Pairs(LeaderHintKey, "m3:5000")}, "m3:5000"},
+		{"other keys", []metadata.MD{metadata.Pairs("gin-leader", "m2:5000")}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LeaderHint(tc.mds...); got != tc.want {
+				t.Fatalf("LeaderHint = %q, want %q", got, tc.want)
 			}
 		})
 	}

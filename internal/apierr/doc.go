@@ -1,6 +1,8 @@
-// Package apierr holds what the master and its clients (ginctl, the agent,
-// the NCCL tuner plugin) must agree on in gRPC errors beyond the status
-// code: the errdetails.ErrorInfo reasons GIN attaches. The master maps its
-// errors to statuses in one place (internal/master/errors.go); clients use
-// the predicates here to tell a redirect from a refusal.
+// Package apierr is GIN's wire contract beyond the protos: what the master
+// and every client (ginctl, the agent, the NCCL tuner plugin) must agree on
+// in gRPC metadata and errors — the leader-hint key and the
+// errdetails.ErrorInfo reasons GIN attaches. Nothing else declares them.
+// The master maps its errors to statuses in one place
+// (internal/master/errors.go); clients use the predicates here to tell a
+// redirect from a refusal, and internal/redirect to follow it.
 package apierr

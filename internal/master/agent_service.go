@@ -66,7 +66,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		held := rec.GetInventory().GetHost().GetMachineId()
 		if held != "" && hello.GetMachineId() != "" && held != hello.GetMachineId() {
 			log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId())
-			return status.Errorf(codes.AlreadyExists, "node %q is registered to machine %q; this agent is machine %q", name, held, hello.GetMachineId())
+			return fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
 		}
 	}
 	ack := &ginv1.HelloAck{}
@@ -91,7 +91,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		}
 		if a.s.closing.Load() {
 			_ = stream.Send(a.s.response(name))
-			return status.Error(codes.Unavailable, "master is shutting down")
+			return errShuttingDown
 		}
 		switch m := req.GetMsg().(type) {
 		case *ginv1.SessionRequest_Heartbeat:
@@ -112,7 +112,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 			}
 			inv, err := inventory.ApplyDelta(rec.GetInventory(), m.Delta)
 			if err != nil {
-				return status.Errorf(codes.FailedPrecondition, "delta: %v", err)
+				return fmt.Errorf("%w: delta: %v", errFailedPrecondition, err)
 			}
 			if err := a.putInventory(ctx, stream, log, name, hello.GetMachineId(), inv); err != nil {
 				return err
@@ -120,7 +120,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		case *ginv1.SessionRequest_FabricScan:
 			if a.s.sessions.scanner() != name {
 				log.Warn("fabric scan rejected: this agent is not the fabric scanner")
-				return status.Errorf(codes.FailedPrecondition, "node %q is not the fabric scanner; %q is", name, a.s.sessions.scanner())
+				return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, a.s.sessions.scanner())
 			}
 			if _, err := a.s.importFabric(ctx, m.FabricScan); err != nil {
 				return err

@@ -143,8 +143,8 @@ func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
 	if _, err := st.Recv(); status.Code(err) != codes.FailedPrecondition || !apierr.IsNotLeader(err) {
 		t.Fatalf("follower ended the session with %v, want a NOT_LEADER FailedPrecondition", err)
 	}
-	if got := st.Trailer().Get(LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
-		t.Fatalf("session trailer %s = %v, want [%s]", LeaderHintKey, got, leader.s.Addr())
+	if got := st.Trailer().Get(apierr.LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
+		t.Fatalf("session trailer %s = %v, want [%s]", apierr.LeaderHintKey, got, leader.s.Addr())
 	}
 	// Unary RPCs name the leader the same way (ginctl, the NCCL plugin).
 	var trl metadata.MD
@@ -153,8 +153,8 @@ func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
 	if !apierr.IsNotLeader(err) {
 		t.Fatalf("GetOrCreatePlan on a follower = %v, want a NOT_LEADER redirect", err)
 	}
-	if got := trl.Get(LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
-		t.Fatalf("unary trailer %s = %v, want [%s]", LeaderHintKey, got, leader.s.Addr())
+	if got := trl.Get(apierr.LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
+		t.Fatalf("unary trailer %s = %v, want [%s]", apierr.LeaderHintKey, got, leader.s.Addr())
 	}
 
 	// Acknowledged writes on the leader.

@@ -15,9 +15,6 @@ import (
 	"github.com/gin-topology/gin/internal/state"
 )
 
-// LeaderHintKey is the trailer/header key carrying the leader's client address.
-const LeaderHintKey = "gin-leader-hint"
-
 // badRequest is an invalid request field found at the edge.
 type badRequest struct {
 	field, msg string
@@ -33,6 +30,9 @@ func invalidf(field, format string, args ...any) error {
 // (written by a newer version), so its state is incomplete; clients move on
 // to another master (UNAVAILABLE).
 var errOutdated = errors.New("this master skipped replicated commands written by a newer version and does not serve until it is upgraded")
+
+// errShuttingDown: this master is stopping; clients move on (UNAVAILABLE).
+var errShuttingDown = errors.New("master is shutting down")
 
 // errFailedPrecondition marks a request the state does not allow now.
 var errFailedPrecondition = errors.New("failed precondition")
@@ -86,7 +86,7 @@ func toStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):
 		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown), errors.Is(err, errOutdated):
+	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown), errors.Is(err, errOutdated), errors.Is(err, errShuttingDown):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, errFailedPrecondition):
 		return status.Error(codes.FailedPrecondition, err.Error())

@@ -10,7 +10,7 @@ import (
 )
 
 // The leader hint: every RPC a follower refuses with a NOT_LEADER redirect
-// carries the leader's client address in the LeaderHintKey trailer, so that
+// carries the leader's client address in the apierr.LeaderHintKey trailer, so that
 // ginctl and the NCCL tuner plugin go straight to the leader instead of
 // walking their master lists. (Agent sessions also get it in every
 // SessionResponse.) Set here, in one place, for every service.
@@ -25,7 +25,7 @@ func (s *Server) leaderHintStream(srv any, ss grpc.ServerStream, _ *grpc.StreamS
 	err := h(srv, ss)
 	if apierr.IsNotLeader(err) {
 		if hint := s.leaderHint(); hint != "" {
-			ss.SetTrailer(metadata.Pairs(LeaderHintKey, hint))
+			ss.SetTrailer(metadata.Pairs(apierr.LeaderHintKey, hint))
 		}
 	}
 	return err
@@ -36,6 +36,6 @@ func (s *Server) setLeaderHint(ctx context.Context, err error) {
 		return
 	}
 	if hint := s.leaderHint(); hint != "" {
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(LeaderHintKey, hint))
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, hint))
 	}
 }

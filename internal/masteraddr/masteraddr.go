@@ -75,6 +75,15 @@ func Parse(list string) ([]string, error) {
 	return out, nil
 }
 
+// One normalises one master address (a leader hint, say) the way Parse
+// writes list entries, so that it compares equal to a configured address.
+func One(addr string) (string, error) {
+	if strings.Contains(addr, ",") {
+		return "", fmt.Errorf("%q: want one address, not a list", addr)
+	}
+	return parseEntry(strings.TrimSpace(addr))
+}
+
 // FromEnv resolves the master list from its sources, in order of precedence:
 // flagValue (the --master flag) if it is not blank, else the EnvVar
 // environment variable as read by getenv if that is not blank, else

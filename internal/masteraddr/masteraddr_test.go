@@ -280,3 +280,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOne(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"m1", "m1:5000", true},
+		{" 10.0.0.1:5001 ", "10.0.0.1:5001", true},
+		{"[fe80::1]", "[fe80::1]:5000", true},
+		{"m1,m2", "", false},
+		{"", "", false},
+		{"[::1", "", false},
+	}
+	for _, tc := range tests {
+		got, err := One(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("One(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

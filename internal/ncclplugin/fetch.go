@@ -23,14 +23,11 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/redirect"
 )
 
 // maxPlanBytes bounds a plan read from a file, the cache or a master.
 const maxPlanBytes = 64 << 20
-
-// leaderHintKey is the header/trailer in which a master names the leader
-// (internal/master.LeaderHintKey).
-const leaderHintKey = "gin-leader-hint"
 
 // lockPoll is how often a rank retries the node lock while another rank
 // fetches.
@@ -302,77 +299,46 @@ func rotate(addrs []string, k int) []string {
 	return append(append([]string(nil), addrs[k:]...), addrs[:k]...)
 }
 
-// fetch asks the masters for the job's plan (GetOrCreatePlan), trying each
-// in turn and following leader hints when failover is on, within ctx.
+// fetch asks the masters for the job's plan (GetOrCreatePlan) through the
+// one redirect follower (internal/redirect): each in turn, following leader
+// hints when failover is on, each attempt given a share of what is left of
+// ctx's deadline.
 func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
-	if !cfg.failover && len(addrs) > 1 {
-		addrs = addrs[:1]
+	opts := redirect.Options{FollowHints: true, ShareDeadline: true}
+	if !cfg.failover {
+		opts.MaxAttempts = 1
 	}
-	queue := append([]string(nil), addrs...)
-	tried := map[string]bool{}
-	var errs []string
 	req := &ginv1.GetOrCreatePlanRequest{JobId: cfg.jobID, Nodes: cfg.nodes, GpusPerNode: cfg.gpusPerNode}
-	for len(queue) > 0 {
-		addr := queue[0]
-		queue = queue[1:]
-		if tried[addr] {
-			continue
-		}
-		tried[addr] = true
-		dl, _ := ctx.Deadline()
-		left := time.Until(dl)
-		if left <= 0 {
-			errs = append(errs, addr+": not tried, init deadline passed")
-			break
-		}
-		// Share what is left between the masters not tried yet, so that
-		// one master that hangs cannot eat the whole deadline.
-		per := left / time.Duration(len(queue)+1)
-		p, hint, err := fetchOne(ctx, per, addr, req)
-		if err == nil {
-			if p.GetJobId() != cfg.jobID {
-				return nil, fmt.Errorf("master %s sent a plan for job %q, not job %q", addr, p.GetJobId(), cfg.jobID)
-			}
-			return &loaded{plan: p, source: "master " + addr, master: addr}, nil
-		}
-		code := status.Code(err)
-		errs = append(errs, fmt.Sprintf("%s: %s: %s", addr, code, status.Convert(err).Message()))
-		if code != codes.Unavailable && !apierr.IsNotLeader(err) && code != codes.DeadlineExceeded {
-			break // the answer would be the same elsewhere
-		}
-		if !cfg.failover {
-			break
-		}
-		if hint != "" {
-			if h, perr := masteraddr.Parse(hint); perr == nil && !tried[h[0]] {
-				queue = append([]string{h[0]}, queue...)
-			}
-		}
+	var plan *ginv1.Plan
+	addr, err := redirect.Do(ctx, addrs, opts, func(actx context.Context, addr string) (string, error) {
+		p, hint, err := fetchOne(actx, addr, req)
+		plan = p
+		return hint, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("no plan from the masters within %s: %w", cfg.initTimeout, err)
 	}
-	return nil, fmt.Errorf("no plan from the masters within %s: %s", cfg.initTimeout, strings.Join(errs, "; "))
+	if plan.GetJobId() != cfg.jobID {
+		return nil, fmt.Errorf("master %s sent a plan for job %q, not job %q", addr, plan.GetJobId(), cfg.jobID)
+	}
+	return &loaded{plan: plan, source: "master " + addr, master: addr}, nil
 }
 
-// fetchOne asks one master, within per.
-func fetchOne(ctx context.Context, per time.Duration, addr string, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
+// fetchOne asks one master, within ctx (this attempt's share).
+func fetchOne(ctx context.Context, addr string, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPlanBytes)))
 	if err != nil {
 		return nil, "", status.Error(codes.InvalidArgument, err.Error())
 	}
 	defer conn.Close()
-	cctx, cancel := context.WithTimeout(ctx, per)
-	defer cancel()
 	var hdr, trl metadata.MD
-	resp, err := ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(cctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
-	hint := ""
-	for _, md := range []metadata.MD{hdr, trl} {
-		if v := md.Get(leaderHintKey); len(v) > 0 && v[0] != "" {
-			hint = v[0]
-		}
-	}
+	start := time.Now()
+	resp, err := ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(ctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+	hint := apierr.LeaderHint(hdr, trl)
 	if err != nil {
 		if status.Code(err) == codes.DeadlineExceeded {
-			return nil, hint, status.Errorf(codes.DeadlineExceeded, "no answer within %s", per.Round(time.Millisecond))
+			return nil, hint, status.Errorf(codes.DeadlineExceeded, "no answer within %s", time.Since(start).Round(time.Millisecond))
 		}
 		return nil, hint, err // as the master sent it: the details say whether it is a redirect
 	}
