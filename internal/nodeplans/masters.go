@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,13 +13,10 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/redirect"
 )
-
-// leaderHintKey is the trailer naming the leader (internal/master).
-const leaderHintKey = "gin-leader-hint"
 
 // Masters fetches plans from the masters with GetOrCreatePlan, one master
 // at a time, moving on on UNAVAILABLE, a NOT_LEADER redirect (to the
@@ -66,51 +61,30 @@ func (m *Masters) conn(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
-// FetchPlan implements Fetcher; fetches for different jobs take turns.
+// FetchPlan implements Fetcher; fetches for different jobs take turns. The
+// walk over the masters is the one redirect follower (internal/redirect):
+// a hinted leader next, each attempt a share of ctx's deadline, a refusal
+// final.
 func (m *Masters) FetchPlan(ctx context.Context, r plansock.Request) (*ginv1.Plan, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	queue := append([]string(nil), m.addrs...)
-	tried := map[string]bool{}
-	var errs []string
 	req := &ginv1.GetOrCreatePlanRequest{JobId: r.JobID, Nodes: r.Nodes, GpusPerNode: r.GPUsPerNode}
-	for len(queue) > 0 {
-		addr := queue[0]
-		queue = queue[1:]
-		if tried[addr] {
-			continue
-		}
-		tried[addr] = true
-		dl, _ := ctx.Deadline()
-		left := time.Until(dl)
-		if left <= 0 {
-			break
-		}
+	var plan *ginv1.Plan
+	_, err := redirect.Do(ctx, m.addrs, redirect.Options{FollowHints: true, ShareDeadline: true}, func(actx context.Context, addr string) (string, error) {
 		c, err := m.conn(addr)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
-			continue
+			return "", status.Error(codes.Unavailable, err.Error())
 		}
-		cctx, cancel := context.WithTimeout(ctx, left/time.Duration(len(queue)+1))
-		var trl metadata.MD
-		resp, err := ginv1.NewPlanServiceClient(c).GetOrCreatePlan(cctx, req, grpc.Trailer(&trl))
-		cancel()
-		if err == nil {
-			return resp.GetPlan(), nil
-		}
-		code := status.Code(err)
-		if code == codes.NotFound {
-			return nil, fmt.Errorf("%s: %s: %w", addr, status.Convert(err).Message(), plansock.ErrNotFound)
-		}
-		errs = append(errs, fmt.Sprintf("%s: %s: %s", addr, code, status.Convert(err).Message()))
-		if code != codes.Unavailable && code != codes.DeadlineExceeded && !apierr.IsNotLeader(err) {
-			break // the same answer elsewhere
-		}
-		if v := trl.Get(leaderHintKey); len(v) > 0 && v[0] != "" {
-			if h, perr := masteraddr.Parse(v[0]); perr == nil && !tried[h[0]] {
-				queue = append([]string{h[0]}, queue...)
-			}
-		}
+		var hdr, trl metadata.MD
+		resp, err := ginv1.NewPlanServiceClient(c).GetOrCreatePlan(actx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+		plan = resp.GetPlan()
+		return apierr.LeaderHint(hdr, trl), err
+	})
+	if err == nil {
+		return plan, nil
 	}
-	return nil, fmt.Errorf("masters %s: %s", describe(m.addrs), strings.Join(errs, "; "))
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%s: %w", err.Error(), plansock.ErrNotFound)
+	}
+	return nil, fmt.Errorf("masters %s: %w", describe(m.addrs), err)
 }

@@ -36,7 +36,7 @@ func (m *planMaster) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreate
 	case m.fail != nil:
 		return nil, m.fail
 	case m.hint != "":
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(leaderHintKey, m.hint))
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, m.hint))
 		st, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m2"))
 		return nil, st.Err()
 	}
