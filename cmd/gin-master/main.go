@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/devcluster"
@@ -77,6 +78,10 @@ Then try: ginctl nodes; ginctl topo -m`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := devFlagsNeedDev(cmd, o.dev); err != nil {
+				code = exitUsage
+				return err
+			}
 			log, err := newLogger(stderr, o.logLevel)
 			if err != nil {
 				code = exitUsage
@@ -125,6 +130,12 @@ Then try: ginctl nodes; ginctl topo -m`,
 		return err
 	})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown command ") {
+			code = exitUsage // a positional argument: gin-master takes none
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)
+		}
 		fmt.Fprintf(stderr, "gin-master: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -242,4 +253,23 @@ func abbrev(names []string) []string {
 		return names
 	}
 	return []string{names[0], "...", names[len(names)-1]}
+}
+
+// devFlagsNeedDev refuses --dev-* flags without --dev: they configure the
+// simulated cluster, and without --dev they would silently start a real
+// master instead.
+func devFlagsNeedDev(cmd *cobra.Command, dev bool) error {
+	if dev {
+		return nil
+	}
+	var given []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "dev-") {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	if len(given) > 0 {
+		return fmt.Errorf("%s configures the simulated cluster of --dev: add --dev, or leave it out to run a real master", strings.Join(given, ", "))
+	}
+	return nil
 }

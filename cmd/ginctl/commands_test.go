@@ -39,7 +39,7 @@ func ctl(ctx context.Context, master, stdin string, args ...string) ctlResult {
 func startDev(t *testing.T) *devcluster.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", DataDir: t.TempDir(), HeartbeatInterval: time.Hour})
+	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", HTTPBind: "127.0.0.1:0", DataDir: t.TempDir(), HeartbeatInterval: time.Hour})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -291,9 +291,69 @@ func TestCommands(t *testing.T) {
 		{"plan-delete-json", []string{"plan", "delete", "--job", "42", "-o", "json"}, ""},
 		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
 		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},
-		{"members-remove-last-voter", []string{"members", "remove", "dev-master"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { check(t, addr, tc) })
+	}
+}
+
+// TestErrors: each error is one sentence that names what was wrong and
+// what to do, with exit 2 for what the user typed and 1 for the rest.
+func TestErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	cl := startDev(t)
+	addr := cl.Master.Addr()
+	malformed, err := os.ReadFile("../../internal/discovery/fabricscan/testdata/ibnetdiscover/malformed.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		ctlCase
+		master   string
+		wantCode int
+	}{
+		{ctlCase{"err-missing-arg", []string{"node"}, ""}, addr, exitUsage},
+		{ctlCase{"err-missing-second-arg", []string{"path", "node001/GPU0"}, ""}, addr, exitUsage},
+		{ctlCase{"err-extra-arg", []string{"nodes", "node001"}, ""}, addr, exitUsage},
+		{ctlCase{"err-unknown-command", []string{"bogus"}, ""}, addr, exitUsage},
+		{ctlCase{"err-unknown-flag", []string{"nodes", "--bogus"}, ""}, addr, exitUsage},
+		{ctlCase{"err-flag-number", []string{"estimate", "--gpus", "x"}, ""}, addr, exitUsage},
+		{ctlCase{"err-flag-duration", []string{"--timeout", "x", "nodes"}, ""}, addr, exitUsage},
+		{ctlCase{"err-output", []string{"nodes", "-o", "yaml"}, ""}, addr, exitUsage},
+		{ctlCase{"err-export-format", []string{"export", "nope"}, ""}, addr, exitUsage},
+		{ctlCase{"err-export-json-output", []string{"export", "slurm", "-o", "json"}, ""}, addr, exitUsage},
+		{ctlCase{"err-fabric-no-file", []string{"fabric", "import", "--ibnetdiscover", "/nonexistent/dump"}, ""}, addr, exitUsage},
+		{ctlCase{"err-bad-hostlist", []string{"nodes", "--nodes", "node[001-"}, ""}, addr, exitErr},
+		{ctlCase{"err-unknown-node", []string{"node", "nodeX"}, ""}, addr, exitErr},
+		{ctlCase{"err-unknown-gpu", []string{"path", "node001/GPU9", "node001/GPU0"}, ""}, addr, exitErr},
+		{ctlCase{"err-no-plan", []string{"plan", "--job", "9"}, ""}, addr, exitErr},
+		{ctlCase{"err-export-slurm-block", []string{"export", "slurm-block"}, ""}, addr, exitErr},
+		{ctlCase{"err-fabric-malformed", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(malformed)}, addr, exitErr},
+		{ctlCase{"err-remove-unknown-master", []string{"members", "remove", "nope"}, ""}, addr, exitErr},
+		{ctlCase{"err-remove-last-voter", []string{"members", "remove", "dev-master"}, ""}, addr, exitErr},
+		{ctlCase{"err-http-port", []string{"nodes"}, ""}, cl.Master.HTTPAddr(), exitErr},
+		{ctlCase{"err-connection-refused", []string{"nodes"}, ""}, "127.0.0.1:1", exitErr},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, tc.master, tc.ctlCase)
+			if r.code != tc.wantCode {
+				t.Errorf("exit %d, want %d", r.code, tc.wantCode)
+			}
+			if r.stdout != "" {
+				t.Errorf("an error printed on stdout: %q", r.stdout)
+			}
+			line := strings.TrimSuffix(r.stderr, "\n")
+			if !strings.HasPrefix(line, "ginctl: ") || strings.Contains(line, "\n") {
+				t.Errorf("stderr is not one line \"ginctl: ...\": %q", r.stderr)
+			}
+			for _, internal := range []string{"rpc error", "desc =", "strconv.", "(NotFound)", "(Internal)", "export: export", "raft:", "accepts 1 arg"} {
+				if strings.Contains(line, internal) {
+					t.Errorf("stderr leaks %q: %s", internal, line)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"fmt"
 	"os"
 
@@ -23,15 +25,19 @@ func (a *app) fabricCmd() *cobra.Command {
 		Long: `Parse the output of ibnetdiscover (a file, or - for standard input) and replace
 the cluster's fabric topology with it, through Raft. A dump that does not parse
 (truncated, malformed) changes nothing and the error names the line.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return usageError{fmt.Errorf("--ibnetdiscover FILE is required")}
+				return usagef("--ibnetdiscover FILE is required")
 			}
 			in := a.stdin
 			if file != "-" {
 				f, err := os.Open(file)
 				if err != nil {
+					var pe *fs.PathError
+					if errors.As(err, &pe) {
+						return usagef("--ibnetdiscover %s: %v", file, pe.Err)
+					}
 					return usageError{err}
 				}
 				defer f.Close()

@@ -5,16 +5,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
@@ -52,7 +50,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	if cmd, err := root.ExecuteContextC(ctx); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown command ") || strings.HasPrefix(err.Error(), "unknown flag") ||
+			strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+			err = usagef("%s (%s --help lists them)", err, cmd.CommandPath())
+		}
 		fmt.Fprintf(stderr, "ginctl: %s\n", describe(err))
 		if a.usageFailed || isUsage(err) {
 			return exitUsage
@@ -77,8 +79,7 @@ Reads are answered by any master (add --consistent to require the leader).`,
 		Version:       buildinfo.String(),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if a.output != "table" && a.output != "json" {
-				a.usageFailed = true
-				return fmt.Errorf("-o %q: want table or json", a.output)
+				return usagef("-o %q: want table or json", a.output)
 			}
 			return nil
 		},
@@ -92,33 +93,9 @@ Reads are answered by any master (add --consistent to require the leader).`,
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		a.usageFailed = true
-		return err
+		return flagError(err)
 	})
 	return root
-}
-
-// usageError marks bad arguments.
-type usageError struct{ error }
-
-func isUsage(err error) bool {
-	var u usageError
-	return errors.As(err, &u)
-}
-
-// describe turns a gRPC status into a one-line message for people.
-func describe(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return err.Error()
-	}
-	switch st.Code() {
-	case codes.Unavailable:
-		return fmt.Sprintf("cannot reach a master: %s (is gin-master running? set --master or GIN_MASTER_HOST)", st.Message())
-	case codes.DeadlineExceeded:
-		return "the master did not answer in time (--timeout): " + st.Message()
-	default:
-		return fmt.Sprintf("%s (%s)", st.Message(), st.Code())
-	}
 }
 
 func (a *app) client() (*ginclient.Client, error) {

@@ -15,7 +15,7 @@ func (a *app) membersCmd() *cobra.Command {
 		Use:   "members",
 		Short: "List the masters of the Raft cluster",
 		Long:  "List the masters: id, Raft address, client address, leader, voter. -o json prints an array of objects.",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			resp, err := a.clusterInfo(cmd.Context())
 			if err != nil {
@@ -43,7 +43,7 @@ func (a *app) membersCmd() *cobra.Command {
 master started with --join notices within seconds that it was removed and joins
 again (that is how a master cut off by a partition comes back after dead-server
 cleanup).`,
-		Args: cobra.ExactArgs(1),
+		Args: args("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.RemoveServerResponse
 			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {

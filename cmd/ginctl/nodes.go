@@ -23,7 +23,7 @@ func (a *app) nodesCmd() *cobra.Command {
 		Long: `List the cluster's nodes: state (up, down, draining), inventory generation,
 GPUs, NVLinks and compute ports up, NVLink domain and leaf switch.
 -o json prints a JSON array with one object per node.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var resp *ginv1.ListNodesResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
@@ -70,7 +70,7 @@ func (a *app) nodeCmd() *cobra.Command {
 		Use:   "node NAME",
 		Short: "Show one node's inventory",
 		Long:  "Show one node: its state and the inventory its agent reported (-o json prints the whole inventory).",
-		Args:  cobra.ExactArgs(1),
+		Args:  args("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.GetNodeResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {

@@ -33,13 +33,13 @@ given. A plan never changes for its job: every later request, on any master,
 gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 		Example: `  ginctl plan --job 4242 --nodes 'node[001-064]'
   ginctl plan --job 4242 -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if job == "" {
-				return usageError{fmt.Errorf("--job is required")}
+				return usagef("--job is required")
 			}
 			if ttl < 0 {
-				return usageError{fmt.Errorf("--ttl %s: must not be negative", ttl)}
+				return usagef("--ttl %s: must not be negative", ttl)
 			}
 			var resp *ginv1.GetOrCreatePlanResponse
 			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
@@ -81,10 +81,10 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 	del := &cobra.Command{
 		Use:   "delete --job ID",
 		Short: "Expire a job's plan (what the Slurm epilog calls)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if job == "" {
-				return usageError{fmt.Errorf("--job is required")}
+				return usagef("--job is required")
 			}
 			var resp *ginv1.DeletePlanResponse
 			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
@@ -160,28 +160,28 @@ algorithm, protocol, time_us, algbw_gbps and busbw_gbps as nccl-tests defines
 them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 		Example: `  ginctl estimate --gpus 16 --workload dp
   ginctl estimate --nodes 'node[001-002]' --collective all_reduce --size 1G -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &ginv1.EstimateRequest{Nodes: nodes, GpusPerNode: gpn, Gpus: gpus}
 			if (gpus == 0) == (nodes == "") {
-				return usageError{fmt.Errorf("give either --gpus N or --nodes LIST")}
+				return usagef("give either --gpus N or --nodes LIST")
 			}
 			if coll != "" {
 				c, ok := collectives[coll]
 				if !ok {
-					return usageError{fmt.Errorf("--collective %q: want all_reduce, all_gather, reduce_scatter, broadcast or reduce", coll)}
+					return usagef("--collective %q: want all_reduce, all_gather, reduce_scatter, broadcast or reduce", coll)
 				}
 				req.Collective = c
 			}
 			if size != "" {
 				v, err := parseSize(size)
 				if err != nil {
-					return usageError{fmt.Errorf("--size: %w", err)}
+					return usagef("--size: %w", err)
 				}
 				req.SizeBytes = v
 			}
 			if nodes != "" && (req.Collective == 0 || req.SizeBytes == 0) {
-				return usageError{fmt.Errorf("--nodes needs --collective and --size")}
+				return usagef("--nodes needs --collective and --size")
 			}
 			if gpus > 0 {
 				w := &ginv1.Workload{}
@@ -197,14 +197,14 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 					}
 					b, err := parseSize(bytesPerStep)
 					if err != nil {
-						return usageError{fmt.Errorf("--bytes-per-step: %w", err)}
+						return usagef("--bytes-per-step: %w", err)
 					}
 					if computeSeconds <= 0 || req.Collective == 0 {
-						return usageError{fmt.Errorf("an explicit workload needs --collective, --bytes-per-step and --compute-seconds > 0")}
+						return usagef("an explicit workload needs --collective, --bytes-per-step and --compute-seconds > 0")
 					}
 					w.Collective, w.BytesPerStep, w.ComputeSecondsPerStep = req.Collective, b, computeSeconds
 				default:
-					return usageError{fmt.Errorf("--workload %q: want dp or tp", workload)}
+					return usagef("--workload %q: want dp or tp", workload)
 				}
 				req.Workload = w
 			}
@@ -269,10 +269,10 @@ func (a *app) orderCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "order --nodes LIST",
 		Short: "Print the nodes in the order whose ring crosses the spine least (a hostfile)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodes == "" {
-				return usageError{fmt.Errorf("--nodes is required")}
+				return usagef("--nodes is required")
 			}
 			var resp *ginv1.OrderNodesResponse
 			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
@@ -311,17 +311,17 @@ func (a *app) exportCmd() *cobra.Command {
   json         the graph as JSON
   dot          Graphviz
   nccl-topo    an NCCL_TOPO_FILE for one node (--node)`,
-		Args: cobra.ExactArgs(1),
+		Args: args("FORMAT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.output == "json" {
-				return usageError{fmt.Errorf("-o json does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")}
+				return usagef("-o json does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")
 			}
 			f, ok := formats[args[0]]
 			if !ok {
-				return usageError{fmt.Errorf("unknown format %q: want slurm, slurm-block, json, dot or nccl-topo", args[0])}
+				return usagef("unknown format %q: want slurm, slurm-block, json, dot or nccl-topo", args[0])
 			}
 			if f == ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO && node == "" {
-				return usageError{fmt.Errorf("nccl-topo needs --node")}
+				return usagef("nccl-topo needs --node")
 			}
 			var resp *ginv1.ExportResponse
 			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {

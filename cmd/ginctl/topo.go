@@ -27,10 +27,10 @@ nvidia-smi topo -m prints it for one node: X, NV#, PIX, PXB, PHB, NODE, SYS insi
 a node, plus MNNVL (same multi-node NVLink clique) and NET# (over the scale-out
 network through # switches) across nodes. --bw prints the bottleneck bandwidth
 in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !matrix {
-				return usageError{fmt.Errorf("topo needs -m (the matrix)")}
+				return usagef("topo needs -m (the matrix)")
 			}
 			var resp *ginv1.GetMatrixResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
@@ -85,7 +85,7 @@ func (a *app) pathCmd() *cobra.Command {
 		Long: `Show the path between two GPUs anywhere in the cluster: its class, NVLinks or
 switch hops, bottleneck bandwidth, oversubscription and the NICs it uses.
 A GPU is named by UUID or as NODE/GPU<index> (node001/GPU3).`,
-		Args: cobra.ExactArgs(2),
+		Args: args("GPU_A", "GPU_B"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.GetPathResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
@@ -130,7 +130,7 @@ func (a *app) watchCmd() *cobra.Command {
 		Use:   "watch",
 		Short: "Stream changes: node inventories, node states, fabric imports",
 		Long:  "Stream changes as they are committed, one line each (-o json: one JSON object per line), until interrupted.",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -173,7 +173,7 @@ func (a *app) clusterCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "cluster",
 		Short: "Show the Raft cluster as the answering master sees it",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			resp, err := a.clusterInfo(cmd.Context())
 			if err != nil {

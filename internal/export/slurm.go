@@ -41,11 +41,11 @@ type tvertex struct {
 // names that are not valid hostlist names.
 func SlurmTree(g *graph.Graph) ([]byte, error) {
 	if g == nil || g.Len() == 0 {
-		return nil, errors.New("export: slurm tree: the graph has no nodes (an empty topology.conf would break slurmctld)")
+		return nil, errors.New("the cluster has no nodes yet, and an empty topology.conf would break slurmctld")
 	}
 	names := g.Nodes()
 	if err := checkNodeNames(names); err != nil {
-		return nil, fmt.Errorf("export: slurm tree: %w", err)
+		return nil, fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
 	}
 	sortNatural(names)
 
@@ -316,11 +316,11 @@ func checkNodeNames(names []string) error {
 // package documentation). Every node must be in an NVLink domain.
 func SlurmBlock(g *graph.Graph) ([]byte, error) {
 	if g == nil || g.Len() == 0 {
-		return nil, errors.New("export: slurm block: the graph has no nodes")
+		return nil, errors.New("the cluster has no nodes yet, and an empty topology.conf would break slurmctld")
 	}
 	names := g.Nodes()
 	if err := checkNodeNames(names); err != nil {
-		return nil, fmt.Errorf("export: slurm block: %w", err)
+		return nil, fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
 	}
 	sortNatural(names)
 	type block struct {
@@ -345,7 +345,7 @@ func SlurmBlock(g *graph.Graph) ([]byte, error) {
 		b.nodes = append(b.nodes, n)
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("export: slurm block: topology/block needs MNNVL NVLink domains, and %d of %d nodes are in none (%s); use topology/tree for them",
+		return nil, fmt.Errorf("topology/block needs MNNVL NVLink domains, and %d of %d nodes are in none (%s); export slurm (topology/tree) for them instead",
 			len(missing), len(names), hostlist.Compress(missing))
 	}
 	base := len(blocks[0].nodes)

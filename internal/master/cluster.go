@@ -224,12 +224,20 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 		return nil, toStatus(invalidf("server_id", "is empty"))
 	}
 	s := a.s
-	found := false
+	found, voter, voters := false, false, 0
 	for _, m := range s.node.Stats().Members {
-		found = found || m.ID == req.GetServerId()
+		if m.Voter {
+			voters++
+		}
+		if m.ID == req.GetServerId() {
+			found, voter = true, m.Voter
+		}
 	}
 	if !found {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("server %q", req.GetServerId())})
+	}
+	if voter && voters == 1 {
+		return nil, toStatus(&precondition{msg: fmt.Sprintf("%s is the cluster's only voter: without it no master could be elected; add another master (gin-master --join) before removing it", req.GetServerId())})
 	}
 	if !s.node.IsLeader() {
 		return nil, toStatus(s.notLeaderErr())

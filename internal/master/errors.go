@@ -37,10 +37,23 @@ var errShuttingDown = errors.New("master is shutting down")
 // errFailedPrecondition marks a request the state does not allow now.
 var errFailedPrecondition = errors.New("failed precondition")
 
-// notFound is a lookup of something that does not exist.
-type notFound struct{ what string }
+// notFound is a lookup of something that does not exist: "<what> not
+// found", or msg as it is when the lookup explains itself.
+type notFound struct{ what, msg string }
 
-func (e *notFound) Error() string { return e.what + " not found" }
+func (e *notFound) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.what + " not found"
+}
+
+// precondition is a request the state does not allow now, said in one
+// sentence (no internal prefix); it is errFailedPrecondition.
+type precondition struct{ msg string }
+
+func (e *precondition) Error() string        { return e.msg }
+func (e *precondition) Is(target error) bool { return target == errFailedPrecondition }
 
 // toStatus maps an internal error to the gRPC status clients see. It is the
 // only place where that mapping is decided.

@@ -128,7 +128,7 @@ func (p *planService) Export(ctx context.Context, req *ginv1.ExportRequest) (*gi
 		return nil, toStatus(invalidf("format", "unknown export format %d", req.GetFormat()))
 	}
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: export: %v", errFailedPrecondition, err))
+		return nil, toStatus(&precondition{msg: err.Error()})
 	}
 	return &ginv1.ExportResponse{Content: b, ContentType: ctype, Read: ri}, nil
 }

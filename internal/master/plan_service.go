@@ -93,7 +93,7 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 		return &createResult{plan: pl}, nil
 	}
 	if req.GetNodes() == "" {
-		return nil, &notFound{what: fmt.Sprintf("plan for job %q (give its nodes to create one)", req.GetJobId())}
+		return nil, &notFound{msg: fmt.Sprintf("job %q has no plan", req.GetJobId())}
 	}
 	nodes, err := hostlist.Expand(req.GetNodes())
 	if err != nil {

@@ -157,11 +157,11 @@ func (t *topologyService) GetPath(ctx context.Context, req *ginv1.GetPathRequest
 	}
 	a, err := v.Graph.ResolveGPU(req.GetFromGpu())
 	if err != nil {
-		return nil, toStatus(&notFound{what: fmt.Sprintf("from_gpu: %v", err)})
+		return nil, toStatus(&notFound{msg: err.Error()})
 	}
 	b, err := v.Graph.ResolveGPU(req.GetToGpu())
 	if err != nil {
-		return nil, toStatus(&notFound{what: fmt.Sprintf("to_gpu: %v", err)})
+		return nil, toStatus(&notFound{msg: err.Error()})
 	}
 	p, err := v.Graph.Path(a, b)
 	if err != nil {
