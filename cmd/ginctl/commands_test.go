@@ -72,7 +72,7 @@ var volatileKeys = map[string]bool{
 	"index": true, "updated_index": true, "created_index": true, "commit_index": true, "applied_index": true,
 	"term": true, "state_changed_at": true, "created_at": true, "expires_at": true, "collected_at": true,
 	"scanned_at": true, "staleness": true, "address": true, "client_address": true, "raft_address": true,
-	"leader_address": true, "cluster_id": true,
+	"leader_address": true, "cluster_id": true, "imported_at": true,
 }
 
 func scrubText(s string) string {
@@ -260,6 +260,14 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	smoke, err := os.ReadFile("../../internal/nccltests/testdata/xxrjun_smoke_N2_G1.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The smoke log's all_reduce on node[001-002] × 1 GPU: its id is derived
+	// from the dev cluster's shape, so it is the same on every run.
+	const smokeID = "24e0d501f10f3ddb"
+	badLog := string(smoke[:strings.Index(string(smoke), "    67108864")]) + "    67108864       8388608    double     sum      -1  1581.10   4x.44   42.44       0  1587.93   42.26   42.26       0\n"
 	cases := []ctlCase{
 		{"nodes", []string{"nodes"}, ""},
 		{"nodes-json", []string{"nodes", "-o", "json"}, ""},
@@ -289,6 +297,15 @@ func TestCommands(t *testing.T) {
 		{"plan-json", []string{"plan", "--job", "42", "-o", "json"}, ""},
 		{"plan-delete", []string{"plan", "delete", "--job", "42"}, ""},
 		{"plan-delete-json", []string{"plan", "delete", "--job", "42", "-o", "json"}, ""},
+		{"calibrate-import", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, string(smoke)},
+		{"calibrate-import-json", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]", "--algo", "tree", "-o", "json"}, string(smoke)},
+		{"calibrate-import-bad", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, badLog},
+		{"calibrate-list", []string{"calibrate", "list"}, ""},
+		{"calibrate-list-json", []string{"calibrate", "list", "-o", "json"}, ""},
+		{"calibrate-show", []string{"calibrate", "show", smokeID}, ""},
+		{"calibrate-show-json", []string{"calibrate", "show", smokeID, "-o", "json"}, ""},
+		{"calibrate-delete", []string{"calibrate", "delete", smokeID}, ""},
+		{"calibrate-delete-json", []string{"calibrate", "delete", smokeID, "-o", "json"}, ""},
 		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
 		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},
 	}

@@ -90,7 +90,7 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
-		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd())
+		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		a.usageFailed = true
 		return flagError(err)

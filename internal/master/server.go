@@ -142,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterTopologyServiceServer(s.grpc, &topologyService{s: s})
 	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
+	ginv1.RegisterCalibrationServiceServer(s.grpc, &calibrationService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil

@@ -81,6 +81,10 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.RegisterServer(index, c.RegisterServer)
 	case *statev1.Command_SetClusterId:
 		return f.store.SetClusterID(index, c.SetClusterId)
+	case *statev1.Command_PutMeasurement:
+		return f.store.PutMeasurement(index, c.PutMeasurement)
+	case *statev1.Command_DeleteMeasurement:
+		return f.store.DeleteMeasurement(index, c.DeleteMeasurement)
 	default:
 		f.store.SetIndex(index)
 		f.skipped.Add(1)

@@ -49,6 +49,8 @@ type Store struct {
 	// servers are the masters' registered addresses, by server id.
 	servers   map[string]*statev1.RegisterServer
 	clusterID string
+	// measurements are the calibration measurements by id.
+	measurements map[string]*ginv1.Measurement
 
 	watchers watchers
 }
@@ -59,7 +61,7 @@ func New(log *slog.Logger) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g, _ := graph.Build(nil, nil)
-	return &Store{log: log, nodes: map[string]*statev1.NodeRecord{}, graph: g, plans: map[string]*ginv1.Plan{}}
+	return &Store{log: log, nodes: map[string]*statev1.NodeRecord{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{}}
 }
 
 // Index is the Raft index of the last applied entry.
@@ -248,6 +250,7 @@ func (s *Store) Snapshot() *statev1.Snapshot {
 		snap.Plans = append(snap.Plans, s.plans[j])
 	}
 	snap.ClusterId = s.clusterID
+	snap.Measurements = sortedMeasurements(s.measurements)
 	ids := make([]string, 0, len(s.servers))
 	for id := range s.servers {
 		ids = append(ids, id)
@@ -292,6 +295,13 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 		}
 		plans[p.GetJobId()] = p
 	}
+	measurements := make(map[string]*ginv1.Measurement, len(snap.GetMeasurements()))
+	for i, m := range snap.GetMeasurements() {
+		if err := CheckMeasurement(m); err != nil {
+			return fmt.Errorf("snapshot measurement %d: %w", i, err)
+		}
+		measurements[m.GetId()] = m
+	}
 	servers := make(map[string]*statev1.RegisterServer, len(snap.GetServers()))
 	for _, r := range snap.GetServers() {
 		servers[r.GetServerId()] = r
@@ -315,7 +325,7 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 	}
 	s.mu.Lock()
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index, plans
-	s.servers, s.clusterID = servers, snap.GetClusterId()
+	s.servers, s.clusterID, s.measurements = servers, snap.GetClusterId(), measurements
 	s.mu.Unlock()
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED})
 	return nil

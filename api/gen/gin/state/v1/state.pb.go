@@ -38,6 +38,8 @@ type Command struct {
 	//	*Command_DeletePlan
 	//	*Command_RegisterServer
 	//	*Command_SetClusterId
+	//	*Command_PutMeasurement
+	//	*Command_DeleteMeasurement
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -143,6 +145,24 @@ func (x *Command) GetSetClusterId() *SetClusterId {
 	return nil
 }
 
+func (x *Command) GetPutMeasurement() *PutMeasurement {
+	if x != nil {
+		if x, ok := x.Command.(*Command_PutMeasurement); ok {
+			return x.PutMeasurement
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteMeasurement() *DeleteMeasurement {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeleteMeasurement); ok {
+			return x.DeleteMeasurement
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -175,6 +195,14 @@ type Command_SetClusterId struct {
 	SetClusterId *SetClusterId `protobuf:"bytes,7,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
 }
 
+type Command_PutMeasurement struct {
+	PutMeasurement *PutMeasurement `protobuf:"bytes,20,opt,name=put_measurement,json=putMeasurement,proto3,oneof"`
+}
+
+type Command_DeleteMeasurement struct {
+	DeleteMeasurement *DeleteMeasurement `protobuf:"bytes,21,opt,name=delete_measurement,json=deleteMeasurement,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
@@ -189,6 +217,101 @@ func (*Command_RegisterServer) isCommand_Command() {}
 
 func (*Command_SetClusterId) isCommand_Command() {}
 
+func (*Command_PutMeasurement) isCommand_Command() {}
+
+func (*Command_DeleteMeasurement) isCommand_Command() {}
+
+// PutMeasurement stores a calibration measurement, replacing the one with the
+// same id (the id is derived from the key, so replaying it changes nothing).
+type PutMeasurement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Measurement   *v1.Measurement        `protobuf:"bytes,1,opt,name=measurement,proto3" json:"measurement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutMeasurement) Reset() {
+	*x = PutMeasurement{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutMeasurement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutMeasurement) ProtoMessage() {}
+
+func (x *PutMeasurement) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutMeasurement.ProtoReflect.Descriptor instead.
+func (*PutMeasurement) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PutMeasurement) GetMeasurement() *v1.Measurement {
+	if x != nil {
+		return x.Measurement
+	}
+	return nil
+}
+
+// DeleteMeasurement removes a measurement; a no-op when absent.
+type DeleteMeasurement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteMeasurement) Reset() {
+	*x = DeleteMeasurement{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteMeasurement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteMeasurement) ProtoMessage() {}
+
+func (x *DeleteMeasurement) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteMeasurement.ProtoReflect.Descriptor instead.
+func (*DeleteMeasurement) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeleteMeasurement) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 // RegisterServer records a master's client address (so that followers can
 // name the leader's address in hints). Idempotent; the latest wins.
 type RegisterServer struct {
@@ -202,7 +325,7 @@ type RegisterServer struct {
 
 func (x *RegisterServer) Reset() {
 	*x = RegisterServer{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +337,7 @@ func (x *RegisterServer) String() string {
 func (*RegisterServer) ProtoMessage() {}
 
 func (x *RegisterServer) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[1]
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +350,7 @@ func (x *RegisterServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServer.ProtoReflect.Descriptor instead.
 func (*RegisterServer) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{1}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RegisterServer) GetServerId() string {
@@ -261,7 +384,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -273,7 +396,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[2]
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -286,7 +409,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{2}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -307,7 +430,7 @@ type PutPlan struct {
 
 func (x *PutPlan) Reset() {
 	*x = PutPlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +442,7 @@ func (x *PutPlan) String() string {
 func (*PutPlan) ProtoMessage() {}
 
 func (x *PutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +455,7 @@ func (x *PutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutPlan.ProtoReflect.Descriptor instead.
 func (*PutPlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PutPlan) GetPlan() *v1.Plan {
@@ -353,7 +476,7 @@ type DeletePlan struct {
 
 func (x *DeletePlan) Reset() {
 	*x = DeletePlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +488,7 @@ func (x *DeletePlan) String() string {
 func (*DeletePlan) ProtoMessage() {}
 
 func (x *DeletePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +501,7 @@ func (x *DeletePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlan.ProtoReflect.Descriptor instead.
 func (*DeletePlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeletePlan) GetJobId() string {
@@ -409,7 +532,7 @@ type PutInventory struct {
 
 func (x *PutInventory) Reset() {
 	*x = PutInventory{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +544,7 @@ func (x *PutInventory) String() string {
 func (*PutInventory) ProtoMessage() {}
 
 func (x *PutInventory) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +557,7 @@ func (x *PutInventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutInventory.ProtoReflect.Descriptor instead.
 func (*PutInventory) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutInventory) GetInventory() *v1.NodeInventory {
@@ -471,7 +594,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +606,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +619,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetNodeState) GetNodeName() string {
@@ -537,7 +660,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +672,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +685,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -587,7 +710,7 @@ type NodeRecord struct {
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +722,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +735,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -668,13 +791,14 @@ type Snapshot struct {
 	Plans         []*v1.Plan         `protobuf:"bytes,5,rep,name=plans,proto3" json:"plans,omitempty"`
 	Servers       []*RegisterServer  `protobuf:"bytes,6,rep,name=servers,proto3" json:"servers,omitempty"`
 	ClusterId     string             `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Measurements  []*v1.Measurement  `protobuf:"bytes,20,rep,name=measurements,proto3" json:"measurements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +810,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +823,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -751,11 +875,18 @@ func (x *Snapshot) GetClusterId() string {
 	return ""
 }
 
+func (x *Snapshot) GetMeasurements() []*v1.Measurement {
+	if x != nil {
+		return x.Measurements
+	}
+	return nil
+}
+
 var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x03\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\x04\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
@@ -764,8 +895,14 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\vdelete_plan\x18\x05 \x01(\v2\x18.gin.state.v1.DeletePlanH\x00R\n" +
 	"deletePlan\x12G\n" +
 	"\x0fregister_server\x18\x06 \x01(\v2\x1c.gin.state.v1.RegisterServerH\x00R\x0eregisterServer\x12B\n" +
-	"\x0eset_cluster_id\x18\a \x01(\v2\x1a.gin.state.v1.SetClusterIdH\x00R\fsetClusterIdB\t\n" +
-	"\acommandJ\x04\b\b\x10\x10\"w\n" +
+	"\x0eset_cluster_id\x18\a \x01(\v2\x1a.gin.state.v1.SetClusterIdH\x00R\fsetClusterId\x12G\n" +
+	"\x0fput_measurement\x18\x14 \x01(\v2\x1c.gin.state.v1.PutMeasurementH\x00R\x0eputMeasurement\x12P\n" +
+	"\x12delete_measurement\x18\x15 \x01(\v2\x1f.gin.state.v1.DeleteMeasurementH\x00R\x11deleteMeasurementB\t\n" +
+	"\acommandJ\x04\b\b\x10\x10\"G\n" +
+	"\x0ePutMeasurement\x125\n" +
+	"\vmeasurement\x18\x01 \x01(\v2\x13.gin.v1.MeasurementR\vmeasurement\"#\n" +
+	"\x11DeleteMeasurement\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"w\n" +
 	"\x0eRegisterServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
 	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
@@ -797,7 +934,7 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12!\n" +
 	"\fstate_reason\x18\x04 \x01(\tR\vstateReason\x12D\n" +
 	"\x10state_changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0estateChangedAt\x12#\n" +
-	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xaf\x02\n" +
+	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xe8\x02\n" +
 	"\bSnapshot\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12.\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x18.gin.state.v1.NodeRecordR\x05nodes\x12.\n" +
@@ -806,7 +943,8 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x05plans\x18\x05 \x03(\v2\f.gin.v1.PlanR\x05plans\x126\n" +
 	"\aservers\x18\x06 \x03(\v2\x1c.gin.state.v1.RegisterServerR\aservers\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\a \x01(\tR\tclusterIdB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
+	"cluster_id\x18\a \x01(\tR\tclusterId\x127\n" +
+	"\fmeasurements\x18\x14 \x03(\v2\x13.gin.v1.MeasurementR\fmeasurementsB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
 
 var (
 	file_gin_state_v1_state_proto_rawDescOnce sync.Once
@@ -820,50 +958,57 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
-	(*RegisterServer)(nil),        // 1: gin.state.v1.RegisterServer
-	(*SetClusterId)(nil),          // 2: gin.state.v1.SetClusterId
-	(*PutPlan)(nil),               // 3: gin.state.v1.PutPlan
-	(*DeletePlan)(nil),            // 4: gin.state.v1.DeletePlan
-	(*PutInventory)(nil),          // 5: gin.state.v1.PutInventory
-	(*SetNodeState)(nil),          // 6: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 7: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 8: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 9: gin.state.v1.Snapshot
-	(*v1.Plan)(nil),               // 10: gin.v1.Plan
-	(*v1.NodeInventory)(nil),      // 11: gin.v1.NodeInventory
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(v1.NodeState)(0),             // 13: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 14: gin.v1.FabricTopology
+	(*PutMeasurement)(nil),        // 1: gin.state.v1.PutMeasurement
+	(*DeleteMeasurement)(nil),     // 2: gin.state.v1.DeleteMeasurement
+	(*RegisterServer)(nil),        // 3: gin.state.v1.RegisterServer
+	(*SetClusterId)(nil),          // 4: gin.state.v1.SetClusterId
+	(*PutPlan)(nil),               // 5: gin.state.v1.PutPlan
+	(*DeletePlan)(nil),            // 6: gin.state.v1.DeletePlan
+	(*PutInventory)(nil),          // 7: gin.state.v1.PutInventory
+	(*SetNodeState)(nil),          // 8: gin.state.v1.SetNodeState
+	(*ImportFabric)(nil),          // 9: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 10: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 11: gin.state.v1.Snapshot
+	(*v1.Measurement)(nil),        // 12: gin.v1.Measurement
+	(*v1.Plan)(nil),               // 13: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 14: gin.v1.NodeInventory
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.NodeState)(0),             // 16: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 17: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
-	5,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
-	6,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	7,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
-	3,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
-	4,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
-	1,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
-	2,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
-	10, // 7: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
-	11, // 8: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	12, // 9: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	13, // 10: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	12, // 11: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	14, // 12: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	11, // 13: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	13, // 14: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	12, // 15: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	8,  // 16: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	14, // 17: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	10, // 18: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
-	1,  // 19: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	7,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
+	8,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
+	9,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	5,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
+	6,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
+	3,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
+	4,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
+	1,  // 7: gin.state.v1.Command.put_measurement:type_name -> gin.state.v1.PutMeasurement
+	2,  // 8: gin.state.v1.Command.delete_measurement:type_name -> gin.state.v1.DeleteMeasurement
+	12, // 9: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
+	13, // 10: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	14, // 11: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	15, // 12: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	16, // 13: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	15, // 14: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	17, // 15: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	14, // 16: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	16, // 17: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	15, // 18: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	10, // 19: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	17, // 20: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	13, // 21: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	3,  // 22: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
+	12, // 23: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -879,6 +1024,8 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_DeletePlan)(nil),
 		(*Command_RegisterServer)(nil),
 		(*Command_SetClusterId)(nil),
+		(*Command_PutMeasurement)(nil),
+		(*Command_DeleteMeasurement)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -886,7 +1033,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
+	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/nccltests"
+)
+
+// maxLogBytes bounds an imported nccl-tests log.
+const maxLogBytes = 64 << 20
+
+func (a *app) withCalibration(ctx context.Context, fn func(context.Context, ginv1.CalibrationServiceClient) error) error {
+	return withService(ctx, a, ginv1.NewCalibrationServiceClient, fn)
+}
+
+func (a *app) calibrateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Import and manage measured collective times (nccl-tests runs)",
+		Long: `GIN's estimates and plans use what your cluster measured where it has a
+measurement for the placement's shape (GPU model, NVLink domain, GPUs and NICs per
+node, NIC rate, node count, fabric tiers): see docs/CALIBRATION.md.`,
+	}
+	cmd.AddCommand(a.calibrateImportCmd(), a.calibrateListCmd(), a.calibrateShowCmd(), a.calibrateDeleteCmd())
+	return cmd
+}
+
+func (a *app) calibrateImportCmd() *cobra.Command {
+	var file, nodes, algo, proto string
+	var gpn int
+	cmd := &cobra.Command{
+		Use:   "import --nccl-tests FILE --nodes LIST",
+		Short: "Store the runs of an nccl-tests log, keyed by the nodes' shape",
+		Long: `Parse nccl-tests output (a file, or - for standard input: a terminal capture, a
+Slurm or mpirun log, several tests in one file) and store each run of a collective
+NCCL's tuner sees (all_reduce, all_gather, reduce_scatter, broadcast, reduce) through
+Raft. --nodes names the GIN nodes it ran on, in rank order. The forced algorithm and
+protocol come from --algo/--proto, else from the log's "NCCL_ALGO/NCCL_PROTO set by
+environment" lines, else the run measured NCCL's default choice. A log that does
+not parse changes nothing and the error names the line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" || nodes == "" {
+				return usageError{fmt.Errorf("--nccl-tests FILE and --nodes LIST are required")}
+			}
+			names, err := hostlist.Expand(nodes)
+			if err != nil {
+				return usageError{fmt.Errorf("--nodes: %w", err)}
+			}
+			if gpn < 0 {
+				return usageError{fmt.Errorf("--gpus-per-node %d", gpn)}
+			}
+			if algo != "" {
+				if _, err := calib.ParseAlgorithm(algo); err != nil {
+					return usageError{fmt.Errorf("--algo: %w", err)}
+				}
+			}
+			if proto != "" {
+				if _, err := calib.ParseProtocol(proto); err != nil {
+					return usageError{fmt.Errorf("--proto: %w", err)}
+				}
+			}
+			in := a.stdin
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return usageError{err}
+				}
+				defer f.Close()
+				in = f
+			}
+			log, err := nccltests.Parse(io.LimitReader(in, maxLogBytes))
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			reqs, skipped, err := importRequests(log, names, nodes, gpn, algo, proto, file)
+			if err != nil {
+				return err
+			}
+			var out []*ginv1.ImportMeasurementResponse
+			for _, req := range reqs {
+				var resp *ginv1.ImportMeasurementResponse
+				if err := a.withCalibration(cmd.Context(), func(ctx context.Context, cc ginv1.CalibrationServiceClient) (err error) {
+					resp, err = cc.ImportMeasurement(ctx, req)
+					return err
+				}); err != nil {
+					return err
+				}
+				out = append(out, resp)
+			}
+			for _, note := range skipped {
+				fmt.Fprintf(a.stderr, "ginctl: skipped %s\n", note)
+			}
+			if a.output == "json" {
+				return a.printJSON(out)
+			}
+			for _, resp := range out {
+				m := resp.GetMeasurement()
+				state := "stored"
+				if !resp.GetChanged() {
+					state = "unchanged"
+				}
+				fmt.Fprintf(a.stdout, "%s %s: %s, %s\n", state, m.GetId(), summary(m), shapeLine(m.GetShape()))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "nccl-tests", "", "nccl-tests output to import (- for standard input)")
+	f.StringVar(&nodes, "nodes", "", "the nodes it ran on, in rank order (Slurm hostlist)")
+	f.IntVar(&gpn, "gpus-per-node", 0, "GPUs per node (default: from the log's rank lines)")
+	f.StringVar(&algo, "algo", "", "the algorithm NCCL_ALGO forced (ring, tree, nvls, nvlstree, ...)")
+	f.StringVar(&proto, "proto", "", "the protocol NCCL_PROTO forced (LL, LL128, Simple)")
+	return cmd
+}
+
+// importRequests turns a parsed log into one request per storable run.
+func importRequests(log *nccltests.Log, names []string, nodes string, gpn int, algo, proto, source string) ([]*ginv1.ImportMeasurementRequest, []string, error) {
+	var reqs []*ginv1.ImportMeasurementRequest
+	var skipped []string
+	for i := range log.Runs {
+		r := &log.Runs[i]
+		where := fmt.Sprintf("run at line %d", r.Line)
+		if len(r.Rows) == 0 {
+			continue
+		}
+		coll, ok := calib.Collective(r.Collective)
+		if !ok {
+			name := r.Collective
+			if name == "" {
+				name = "an unnamed test"
+			}
+			skipped = append(skipped, fmt.Sprintf("%s: %s is not a collective NCCL's tuner sees", where, name))
+			continue
+		}
+		if r.NNodes > 0 && r.NNodes != len(names) {
+			return nil, nil, fmt.Errorf("%s: the log ran on %d node(s) (%s), --nodes names %d", where, r.NNodes, hostlist.Compress(r.Hosts()), len(names))
+		}
+		g := gpn
+		if g == 0 {
+			g = r.GPUsPerNode()
+		}
+		if g == 0 {
+			return nil, nil, fmt.Errorf("%s: the log does not say how many GPUs per node; give --gpus-per-node", where)
+		}
+		if r.NRanks > 0 && r.NRanks != g*len(names) {
+			return nil, nil, fmt.Errorf("%s: %d ranks, but %d nodes × %d GPUs is %d", where, r.NRanks, len(names), g, g*len(names))
+		}
+		forced, note, err := calib.ForcedOf(r, algo, proto)
+		if err != nil {
+			return nil, nil, usageError{err}
+		}
+		if note != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", where, note))
+		}
+		pts, err := calib.Points(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", where, err)
+		}
+		reqs = append(reqs, &ginv1.ImportMeasurementRequest{
+			Nodes: nodes, GpusPerNode: uint32(g), Collective: coll,
+			Algorithm: forced.Algorithm, Protocol: forced.Protocol, ForcedBy: forced.By,
+			NcclVersion: r.NCCLVersion, Source: fmt.Sprintf("%s:%d", baseName(source), r.Line), Points: pts,
+		})
+	}
+	if len(reqs) == 0 {
+		return nil, skipped, fmt.Errorf("no run of all_reduce, all_gather, reduce_scatter, broadcast or reduce in the log")
+	}
+	return reqs, skipped, nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		p = p[i+1:]
+	}
+	if len(p) > 200 {
+		p = p[:200]
+	}
+	return p
+}
+
+// cellLabel is "ring/simple", "tree/*" or "NCCL's default".
+func cellLabel(a ginv1.Algorithm, p ginv1.Protocol) string {
+	if a == 0 && p == 0 {
+		return "NCCL's default"
+	}
+	an, pn := "*", "*"
+	if a != 0 {
+		an = strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_"))
+	}
+	if p != 0 {
+		pn = strings.ToLower(strings.TrimPrefix(p.String(), "PROTOCOL_"))
+	}
+	return an + "/" + pn
+}
+
+func summary(m *ginv1.Measurement) string {
+	pts := m.GetPoints()
+	sizes := ""
+	if len(pts) > 0 {
+		sizes = fmt.Sprintf(", %d sizes %s–%s", len(pts), humanBytes(pts[0].GetBytes()), humanBytes(pts[len(pts)-1].GetBytes()))
+	}
+	return fmt.Sprintf("%s %s (forced by %s) on %s%s", collName(m.GetCollective()), cellLabel(m.GetAlgorithm(), m.GetProtocol()),
+		m.GetForcedBy(), hostlist.Compress(m.GetNodes()), sizes)
+}
+
+func shapeLine(s *ginv1.PlacementShape) string {
+	nic := ""
+	if s.GetNicsPerNode() > 0 {
+		nic = fmt.Sprintf(", %d NICs × %g Gb/s", s.GetNicsPerNode(), s.GetNicGbps())
+	}
+	v := s.GetNcclVersion()
+	if v == "" {
+		v = "?"
+	}
+	model := s.GetGpuModel()
+	if model == "" {
+		model = "GPU"
+	}
+	return fmt.Sprintf("shape %d × %d %s, NVLink domain %d%s, %d switch hops, NCCL %s",
+		s.GetNodeCount(), s.GetGpusPerNode(), model, s.GetNvlinkDomainSize(), nic, s.GetFabricTiers(), v)
+}
+
+func collName(c ginv1.Collective) string {
+	return strings.ToLower(strings.TrimPrefix(c.String(), "COLLECTIVE_"))
+}
+
+func humanBytes(b uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	v := float64(b)
+	for v >= 1024 && i < len(units)-1 && b%(uint64(1)<<(10*(i+1))) == 0 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%g %s", v, units[i])
+}
+
+func (a *app) calibrateListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the stored measurements",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp *ginv1.ListMeasurementsResponse
+			if err := a.withCalibration(cmd.Context(), func(ctx context.Context, cc ginv1.CalibrationServiceClient) (err error) {
+				resp, err = cc.ListMeasurements(ctx, &ginv1.ListMeasurementsRequest{})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tCOLLECTIVE\tALGO/PROTO\tBY\tNODES\tGPUS/NODE\tGPU\tNCCL\tSOURCE")
+			for _, m := range resp.GetMeasurements() {
+				s := m.GetShape()
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.GetId(), collName(m.GetCollective()),
+					cellLabel(m.GetAlgorithm(), m.GetProtocol()), m.GetForcedBy(), hostlist.Compress(m.GetNodes()),
+					s.GetGpusPerNode(), dash(s.GetGpuModel()), dash(s.GetNcclVersion()), dash(m.GetSource()))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) calibrateShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one measurement and its points",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.GetMeasurementResponse
+			if err := a.withCalibration(cmd.Context(), func(ctx context.Context, cc ginv1.CalibrationServiceClient) (err error) {
+				resp, err = cc.GetMeasurement(ctx, &ginv1.GetMeasurementRequest{Id: args[0]})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			m := resp.GetMeasurement()
+			fmt.Fprintf(a.stdout, "measurement %s: %s\n%s\nsource %s, stored at index %d\n", m.GetId(), summary(m), shapeLine(m.GetShape()), dash(m.GetSource()), m.GetCreatedIndex())
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "SIZE\tBYTES\tTIME (µs)\tBUSBW (GB/s)\tNCCL USED\t")
+			for _, p := range m.GetPoints() {
+				used := "-"
+				if p.GetNcclAlgorithm() != 0 || p.GetNcclProtocol() != 0 {
+					used = cellLabel(p.GetNcclAlgorithm(), p.GetNcclProtocol())
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%s\t\n", humanBytes(p.GetBytes()), p.GetBytes(), p.GetTimeUs(), p.GetBusBwGbps(), used)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) calibrateDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete a measurement (a missing one is not an error)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.DeleteMeasurementResponse
+			if err := a.withCalibration(cmd.Context(), func(ctx context.Context, cc ginv1.CalibrationServiceClient) (err error) {
+				resp, err = cc.DeleteMeasurement(ctx, &ginv1.DeleteMeasurementRequest{Id: args[0]})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			if resp.GetChanged() {
+				fmt.Fprintf(a.stdout, "deleted %s at index %d\n", args[0], resp.GetIndex())
+			} else {
+				fmt.Fprintf(a.stdout, "no measurement %s\n", args[0])
+			}
+			return nil
+		},
+	}
+}

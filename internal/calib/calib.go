@@ -1,0 +1,289 @@
+package calib
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/costmodel"
+	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/nccltests"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// GPUModel names a node's GPU model ("" when unknown); the master answers
+// it from the stored inventories.
+type GPUModel func(node string) string
+
+// KeyOf derives the PlacementShape of a communicator over gpusPerNode GPUs
+// (0: all) of each of nodes from the graph; ncclVersion is copied in.
+func KeyOf(g *graph.Graph, model GPUModel, nodes []string, gpusPerNode int, ncclVersion string) (*ginv1.PlacementShape, error) {
+	s, err := costmodel.ShapeOf(g, nodes, gpusPerNode)
+	if err != nil {
+		return nil, err
+	}
+	ppn := s.NRanks / s.NNodes
+	k := &ginv1.PlacementShape{
+		GpusPerNode: uint32(ppn), NodeCount: uint32(s.NNodes), NcclVersion: ncclVersion,
+		FabricTiers: uint32(s.InterHops), NvlinkDomainSize: 1,
+	}
+	if s.NNodes > 1 && !s.MNNVL {
+		k.NicsPerNode = uint32(s.NICsPerNode)
+		k.NicGbps = math.Round(s.NICGbps*10) / 10
+	}
+	if model != nil {
+		k.GpuModel = model(nodes[0])
+	}
+	gpus, _ := g.NodeGPUs(nodes[0])
+	switch info, _ := g.NodeInfo(nodes[0]); {
+	case info.NVLinkDomain != "":
+		n := 0
+		for _, name := range g.Nodes() {
+			if in, _ := g.NodeInfo(name); in.NVLinkDomain == info.NVLinkDomain {
+				gs, _ := g.NodeGPUs(name)
+				n += len(gs)
+			}
+		}
+		k.NvlinkDomainSize = uint32(n)
+	case s.IntraNVLink || (ppn == 1 && info.NVLinksUp > 0):
+		k.NvlinkDomainSize = uint32(len(gpus))
+	}
+	return k, nil
+}
+
+// Forced is where a measurement's algorithm and protocol came from.
+type Forced struct {
+	Algorithm ginv1.Algorithm
+	Protocol  ginv1.Protocol
+	By        string // "flag", "log", "default"
+}
+
+// ParseAlgorithm reads one NCCL algorithm name as NCCL_ALGO spells it
+// (case-free: ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat).
+func ParseAlgorithm(s string) (ginv1.Algorithm, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "tree":
+		return ginv1.Algorithm_ALGORITHM_TREE, nil
+	case "ring":
+		return ginv1.Algorithm_ALGORITHM_RING, nil
+	case "collnetdirect", "collnet_direct":
+		return ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT, nil
+	case "collnetchain", "collnet_chain":
+		return ginv1.Algorithm_ALGORITHM_COLLNET_CHAIN, nil
+	case "nvls":
+		return ginv1.Algorithm_ALGORITHM_NVLS, nil
+	case "nvlstree", "nvls_tree":
+		return ginv1.Algorithm_ALGORITHM_NVLS_TREE, nil
+	case "pat":
+		return ginv1.Algorithm_ALGORITHM_PAT, nil
+	}
+	return 0, fmt.Errorf("algorithm %q: want one of ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat", s)
+}
+
+// ParseProtocol reads one NCCL protocol name (LL, LL128, Simple).
+func ParseProtocol(s string) (ginv1.Protocol, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "ll":
+		return ginv1.Protocol_PROTOCOL_LL, nil
+	case "ll128":
+		return ginv1.Protocol_PROTOCOL_LL128, nil
+	case "simple":
+		return ginv1.Protocol_PROTOCOL_SIMPLE, nil
+	}
+	return 0, fmt.Errorf("protocol %q: want one of LL, LL128, Simple", s)
+}
+
+// ForcedOf decides a run's forced algorithm and protocol: the flags when
+// given ("" when not), else the log's NCCL_ALGO/NCCL_PROTO when each names
+// exactly one choice, else NCCL's default. A log value that allows several
+// ("ring,tree", "^nvls") does not pin one, and is reported in the note.
+func ForcedOf(run *nccltests.Run, algoFlag, protoFlag string) (Forced, string, error) {
+	f := Forced{By: "default"}
+	var notes []string
+	pick := func(flag, env string, parse func(string) error) error {
+		if flag != "" {
+			f.By = "flag"
+			return parse(flag)
+		}
+		v, ok := run.Env[env]
+		if !ok {
+			return nil
+		}
+		if strings.ContainsAny(v, ",^:") {
+			notes = append(notes, fmt.Sprintf("%s=%s allows more than one choice: not pinned", env, v))
+			return nil
+		}
+		if err := parse(v); err != nil {
+			notes = append(notes, fmt.Sprintf("%s=%s: %v", env, v, err))
+			return nil
+		}
+		if f.By != "flag" {
+			f.By = "log"
+		}
+		return nil
+	}
+	if err := pick(algoFlag, "NCCL_ALGO", func(s string) (err error) { f.Algorithm, err = ParseAlgorithm(s); return }); err != nil {
+		return Forced{}, "", err
+	}
+	if err := pick(protoFlag, "NCCL_PROTO", func(s string) (err error) { f.Protocol, err = ParseProtocol(s); return }); err != nil {
+		return Forced{}, "", err
+	}
+	return f, strings.Join(notes, "; "), nil
+}
+
+// Collective maps nccl-tests' test name to the tuner's collective; ok is
+// false for tests NCCL's tuner never sees (alltoall, sendrecv, …).
+func Collective(test string) (ginv1.Collective, bool) {
+	switch test {
+	case nccltests.AllReduce:
+		return ginv1.Collective_COLLECTIVE_ALL_REDUCE, true
+	case nccltests.AllGather:
+		return ginv1.Collective_COLLECTIVE_ALL_GATHER, true
+	case nccltests.ReduceScatter:
+		return ginv1.Collective_COLLECTIVE_REDUCE_SCATTER, true
+	case nccltests.Broadcast:
+		return ginv1.Collective_COLLECTIVE_BROADCAST, true
+	case nccltests.Reduce:
+		return ginv1.Collective_COLLECTIVE_REDUCE, true
+	}
+	return 0, false
+}
+
+// Points turns a run's table into stored points (the faster cell per size,
+// at most state.MaxMeasuredPoints, sizes ascending, zero sizes and times
+// dropped).
+func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
+	var out []*ginv1.MeasuredPoint
+	for _, p := range run.Points() {
+		if p.Bytes == 0 || p.TimeUs <= 0 {
+			continue
+		}
+		mp := &ginv1.MeasuredPoint{Bytes: p.Bytes, TimeUs: p.TimeUs, BusBwGbps: p.BusBW}
+		if p.Choice != nil {
+			if a, err := ParseAlgorithm(p.Choice.Algo); err == nil {
+				mp.NcclAlgorithm = a
+			}
+			if pr, err := ParseProtocol(p.Choice.Proto); err == nil {
+				mp.NcclProtocol = pr
+			}
+		}
+		out = append(out, mp)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the table has no size with a non-zero time")
+	}
+	if len(out) > state.MaxMeasuredPoints {
+		return nil, fmt.Errorf("%d sizes, more than %d", len(out), state.MaxMeasuredPoints)
+	}
+	return out, nil
+}
+
+// Cell is a measured time for one (algorithm, protocol) — UNSPECIFIED
+// algorithm: NCCL's default choice — at one size.
+type Cell struct {
+	Algorithm ginv1.Algorithm
+	Protocol  ginv1.Protocol
+	Default   bool
+	TimeUs    float64
+	// How: "measured" (a measured size), "interpolated" (between two
+	// measured sizes), "extrapolated" (above the largest, at its
+	// bandwidth).
+	How string
+	// Evidence names the measurement ("measurement 3f2a… (all_reduce,
+	// nccl-tests on node[001-002], NCCL 2.21.5)").
+	Evidence string
+	ID       string
+}
+
+// ExtrapolateFrom is the smallest largest-measured size from which times
+// are extrapolated at constant bandwidth above the measured range.
+const ExtrapolateFrom = 64 << 20
+
+// At returns m's time at bytes: measured, interpolated linearly between
+// the two nearest sizes (time is affine in size between them), or
+// extrapolated at the largest size's bandwidth when that size is at least
+// ExtrapolateFrom; ok is false otherwise (below the smallest size, or above
+// a largest size that is still latency-bound).
+func At(m *ginv1.Measurement, bytes uint64) (us float64, how string, ok bool) {
+	pts := m.GetPoints()
+	if len(pts) == 0 {
+		return 0, "", false
+	}
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].GetBytes() >= bytes })
+	switch {
+	case i < len(pts) && pts[i].GetBytes() == bytes:
+		return pts[i].GetTimeUs(), "measured", true
+	case i == 0:
+		return 0, "", false
+	case i == len(pts):
+		last := pts[len(pts)-1]
+		if last.GetBytes() < ExtrapolateFrom {
+			return 0, "", false
+		}
+		return last.GetTimeUs() * float64(bytes) / float64(last.GetBytes()), "extrapolated", true
+	}
+	a, b := pts[i-1], pts[i]
+	f := float64(bytes-a.GetBytes()) / float64(b.GetBytes()-a.GetBytes())
+	return a.GetTimeUs() + f*(b.GetTimeUs()-a.GetTimeUs()), "interpolated", true
+}
+
+// SameShape says whether two keys describe the same placement, ignoring the
+// NCCL version (a job's NCCL version is not known when its plan is built).
+func SameShape(a, b *ginv1.PlacementShape) bool {
+	return a.GetGpuModel() == b.GetGpuModel() && a.GetNvlinkDomainSize() == b.GetNvlinkDomainSize() &&
+		a.GetGpusPerNode() == b.GetGpusPerNode() && a.GetNicsPerNode() == b.GetNicsPerNode() &&
+		math.Abs(a.GetNicGbps()-b.GetNicGbps()) < 0.05 && a.GetNodeCount() == b.GetNodeCount() &&
+		a.GetFabricTiers() == b.GetFabricTiers()
+}
+
+// Lookup returns the measured cells of coll at bytes among ms whose shape
+// is key's: for each (algorithm, protocol) the newest measurement (highest
+// created index) that covers bytes.
+func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Collective, bytes uint64) []Cell {
+	type ap struct {
+		a ginv1.Algorithm
+		p ginv1.Protocol
+	}
+	best := map[ap]*ginv1.Measurement{}
+	for _, m := range ms {
+		if m.GetCollective() != coll || !SameShape(m.GetShape(), key) {
+			continue
+		}
+		if _, _, ok := At(m, bytes); !ok {
+			continue
+		}
+		k := ap{m.GetAlgorithm(), m.GetProtocol()}
+		if old, ok := best[k]; !ok || m.GetCreatedIndex() > old.GetCreatedIndex() {
+			best[k] = m
+		}
+	}
+	out := make([]Cell, 0, len(best))
+	for k, m := range best {
+		us, how, _ := At(m, bytes)
+		out = append(out, Cell{Algorithm: k.a, Protocol: k.p, Default: k.a == 0 && k.p == 0, TimeUs: us, How: how, Evidence: Describe(m), ID: m.GetId()})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].TimeUs != out[j].TimeUs {
+			return out[i].TimeUs < out[j].TimeUs
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Describe names a measurement for reasons and listings.
+func Describe(m *ginv1.Measurement) string {
+	nodes := m.GetNodes()
+	on := strings.Join(nodes, ",")
+	if len(nodes) > 3 {
+		on = fmt.Sprintf("%s,…,%s (%d nodes)", nodes[0], nodes[len(nodes)-1], len(nodes))
+	}
+	v := ""
+	if m.GetShape().GetNcclVersion() != "" {
+		v = ", NCCL " + m.GetShape().GetNcclVersion()
+	}
+	return fmt.Sprintf("measurement %s (nccl-tests on %s%s)", m.GetId(), on, v)
+}

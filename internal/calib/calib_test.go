@@ -1,0 +1,151 @@
+package calib
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/nccltests"
+)
+
+func meas(id string, created uint64, a ginv1.Algorithm, pts ...[2]float64) *ginv1.Measurement {
+	m := &ginv1.Measurement{Id: id, CreatedIndex: created, Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, Algorithm: a,
+		Shape: &ginv1.PlacementShape{GpusPerNode: 8, NodeCount: 2, NicsPerNode: 8, NicGbps: 400, NvlinkDomainSize: 8, FabricTiers: 1},
+		Nodes: []string{"a", "b"}}
+	for _, p := range pts {
+		m.Points = append(m.Points, &ginv1.MeasuredPoint{Bytes: uint64(p[0]), TimeUs: p[1]})
+	}
+	return m
+}
+
+func TestAt(t *testing.T) {
+	m := meas("m", 1, 0, [2]float64{1 << 20, 100}, [2]float64{1 << 22, 250}, [2]float64{64 << 20, 2000})
+	small := meas("s", 1, 0, [2]float64{1 << 10, 10}, [2]float64{1 << 12, 12})
+	tests := []struct {
+		m     *ginv1.Measurement
+		bytes uint64
+		us    float64
+		how   string
+		ok    bool
+	}{
+		{m, 1 << 20, 100, "measured", true},
+		{m, 1<<20 + (1<<22-1<<20)/2, 175, "interpolated", true},
+		{m, 128 << 20, 4000, "extrapolated", true},
+		{m, 1 << 19, 0, "", false},
+		{small, 1 << 20, 0, "", false}, // above a latency-bound largest size: not extrapolated
+	}
+	for _, tc := range tests {
+		us, how, ok := At(tc.m, tc.bytes)
+		if us != tc.us || how != tc.how || ok != tc.ok {
+			t.Errorf("At(%s, %d) = %v %q %v, want %v %q %v", tc.m.Id, tc.bytes, us, how, ok, tc.us, tc.how, tc.ok)
+		}
+	}
+}
+
+func TestLookupTakesNewestPerCellAndMatchingShape(t *testing.T) {
+	old := meas("old", 1, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 100})
+	newer := meas("new", 5, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 90})
+	ring := meas("ring", 2, ginv1.Algorithm_ALGORITHM_RING, [2]float64{1 << 20, 120})
+	def := meas("def", 3, 0, [2]float64{1 << 20, 121})
+	other := meas("other", 9, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 1})
+	other.Shape.NodeCount = 4
+	gather := meas("gather", 9, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 1})
+	gather.Collective = ginv1.Collective_COLLECTIVE_ALL_GATHER
+	cells := Lookup([]*ginv1.Measurement{old, newer, ring, def, other, gather}, newer.Shape, ginv1.Collective_COLLECTIVE_ALL_REDUCE, 1<<20)
+	var got []string
+	for _, c := range cells {
+		got = append(got, fmt.Sprintf("%s:%v:%v", c.ID, c.TimeUs, c.Default))
+	}
+	if strings.Join(got, " ") != "new:90:false ring:120:false def:121:true" {
+		t.Errorf("cells %v", got)
+	}
+}
+
+func TestForcedOf(t *testing.T) {
+	tests := []struct {
+		env         map[string]string
+		algo, proto string
+		want        Forced
+		note        string
+		err         bool
+	}{
+		{nil, "", "", Forced{By: "default"}, "", false},
+		{map[string]string{"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}, "", "", Forced{ginv1.Algorithm_ALGORITHM_TREE, ginv1.Protocol_PROTOCOL_SIMPLE, "log"}, "", false},
+		{map[string]string{"NCCL_ALGO": "Tree"}, "ring", "", Forced{ginv1.Algorithm_ALGORITHM_RING, 0, "flag"}, "", false},
+		{map[string]string{"NCCL_ALGO": "ring,tree"}, "", "", Forced{By: "default"}, "allows more than one", false},
+		{map[string]string{"NCCL_ALGO": "^nvls"}, "", "ll128", Forced{0, ginv1.Protocol_PROTOCOL_LL128, "flag"}, "allows more than one", false},
+		{nil, "bogus", "", Forced{}, "", true},
+	}
+	for i, tc := range tests {
+		f, note, err := ForcedOf(&nccltests.Run{Env: tc.env}, tc.algo, tc.proto)
+		if (err != nil) != tc.err || f != tc.want || !strings.Contains(note, tc.note) {
+			t.Errorf("%d: %+v %q %v, want %+v %q err=%v", i, f, note, err, tc.want, tc.note, tc.err)
+		}
+	}
+}
+
+func simGraph(t *testing.T, profile string, n int) (*graph.Graph, []string) {
+	t.Helper()
+	var fnodes []sim.FabricNode
+	var names []string
+	for i := range n {
+		fnodes = append(fnodes, sim.FabricNode{Name: fmt.Sprintf("node%03d", i+1), Profile: profile, Index: i})
+		names = append(names, fnodes[i].Name)
+	}
+	fab, nbrs, err := sim.BuildFabric(sim.FabricSpec{LeafGroups: 1, Spines: 2, Oversubscription: 1}, "test", fnodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invs []*ginv1.NodeInventory
+	for i, fn := range fnodes {
+		s, err := sim.NewSource(profile, sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "test", Neighbors: nbrs[fn.Name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := s.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs = append(invs, inv)
+	}
+	g, err := graph.Build(invs, fab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, names
+}
+
+func TestKeyOf(t *testing.T) {
+	model := func(string) string { return "GPU-X" }
+	h100, hn := simGraph(t, "dgx-h100", 2)
+	gb, gn := simGraph(t, "gb200-nvl72", 2)
+	tests := []struct {
+		name  string
+		g     *graph.Graph
+		nodes []string
+		gpn   int
+		want  string
+	}{
+		{"DGX H100 × 2", h100, hn, 0, "GPU-X dom 8 gpn 8 nics 8 @400 nodes 2 tiers 1"},
+		{"DGX H100, 1 GPU per node", h100, hn, 1, "GPU-X dom 8 gpn 1 nics 1 @400 nodes 2 tiers 1"},
+		{"one DGX H100", h100, hn[:1], 0, "GPU-X dom 8 gpn 8 nics 0 @0 nodes 1 tiers 0"},
+		{"GB200 trays in one clique", gb, gn, 0, "GPU-X dom 8 gpn 4 nics 0 @0 nodes 2 tiers 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := KeyOf(tc.g, model, tc.nodes, tc.gpn, "2.21.5")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("%s dom %d gpn %d nics %d @%g nodes %d tiers %d", k.GetGpuModel(), k.GetNvlinkDomainSize(), k.GetGpusPerNode(),
+				k.GetNicsPerNode(), k.GetNicGbps(), k.GetNodeCount(), k.GetFabricTiers())
+			if got != tc.want || k.GetNcclVersion() != "2.21.5" {
+				t.Errorf("key %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
