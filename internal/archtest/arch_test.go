@@ -1,0 +1,198 @@
+package archtest
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gin-topology/gin"
+
+// pkgInfo is what go list says about one package of the module.
+type pkgInfo struct {
+	imports []string // direct
+	deps    []string // transitive
+	dir     string
+	goFiles []string // non-test
+}
+
+// listModule runs go list once over the whole module.
+func listModule(t *testing.T) (root string, pkgs map[string]pkgInfo) {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	root = filepath.Dir(strings.TrimSpace(string(out)))
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports ","}}|{{join .Deps ","}}|{{.Dir}}|{{join .GoFiles ","}}`, "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs = map[string]pkgInfo{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "|")
+		if len(f) != 5 {
+			t.Fatalf("go list line %q", sc.Text())
+		}
+		pkgs[f[0]] = pkgInfo{imports: split(f[1]), deps: split(f[2]), dir: f[3], goFiles: split(f[4])}
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages; the module has far more", len(pkgs))
+	}
+	return root, pkgs
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// under reports whether pkg is path or below it (path boundaries, so that
+// internal/master does not cover internal/masteraddr).
+func under(pkg, path string) bool {
+	return pkg == path || strings.HasPrefix(pkg, path+"/")
+}
+
+func mod(p string) string { return module + "/" + p }
+
+// The rules of docs/ARCHITECTURE.md, "What must never import what".
+func TestLayering(t *testing.T) {
+	_, pkgs := listModule(t)
+	rules := []struct {
+		name   string
+		from   string   // the package (and those below it) the rule is about
+		never  []string // no transitive dependency on these (or below)
+		onlyIn []string // when set: its module dependencies must all be under these
+	}{
+		{name: "the graph depends only on the API and natsort", from: mod("internal/graph"),
+			never:  []string{mod("internal/raft"), mod("internal/discovery"), mod("internal/master"), "github.com/hashicorp/raft"},
+			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/natsort"), mod("internal/graph")}},
+		{name: "the plugin never links the master side", from: mod("internal/ncclplugin"),
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/discovery"), "github.com/hashicorp/raft",
+				mod("internal/graph"), mod("internal/costmodel"), mod("internal/plan"), mod("internal/state")}},
+		{name: "the generated API imports nothing of ours", from: mod("api/gen"), onlyIn: []string{mod("api/gen")}},
+		{name: "the wire contract is a leaf", from: mod("internal/apierr"), onlyIn: []string{mod("internal/apierr")}},
+		{name: "the redirect follower needs only the wire contract and master lists", from: mod("internal/redirect"),
+			onlyIn: []string{mod("internal/redirect"), mod("internal/apierr"), mod("internal/masteraddr")}},
+		{name: "the agent is a client, not a master", from: mod("internal/agent"),
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "gin-agent is a client, not a master", from: mod("cmd/gin-agent"),
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "ginctl is a client, not a master", from: mod("cmd/ginctl"),
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "discovery knows nothing of agents, masters or Raft", from: mod("internal/discovery"),
+			never: []string{mod("internal/agent"), mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),
+			never: []string{mod("internal/raft"), mod("internal/master"), "github.com/hashicorp/raft"}},
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			matched := 0
+			for path, p := range pkgs {
+				if !under(path, r.from) {
+					continue
+				}
+				matched++
+				for _, d := range p.deps {
+					for _, n := range r.never {
+						if under(d, n) {
+							t.Errorf("%s imports %s (directly or through another package)", path, d)
+						}
+					}
+					if r.onlyIn != nil && under(d, module) {
+						ok := false
+						for _, a := range r.onlyIn {
+							ok = ok || under(d, a)
+						}
+						if !ok {
+							t.Errorf("%s depends on %s; allowed: %v", path, d, r.onlyIn)
+						}
+					}
+				}
+			}
+			if matched == 0 {
+				t.Fatalf("no package under %s: the rule guards nothing (moved? update the rule and docs/ARCHITECTURE.md)", r.from)
+			}
+		})
+	}
+}
+
+// Raft is behind one package: only internal/raft imports hashicorp/raft,
+// and only the master side imports internal/raft.
+func TestRaftStaysBehindOnePackage(t *testing.T) {
+	_, pkgs := listModule(t)
+	rules := []struct {
+		pkg     string
+		allowed []string
+	}{
+		{"github.com/hashicorp/raft", []string{mod("internal/raft")}},
+		{mod("internal/raft"), []string{mod("internal/master"), mod("internal/raft"), mod("cmd/gin-master")}},
+	}
+	for _, r := range rules {
+		var importers []string
+		for path, p := range pkgs {
+			for _, i := range p.imports {
+				if i != r.pkg {
+					continue
+				}
+				importers = append(importers, path)
+				ok := false
+				for _, a := range r.allowed {
+					ok = ok || under(path, a)
+				}
+				if !ok {
+					t.Errorf("%s imports %s; only %v may", path, r.pkg, r.allowed)
+				}
+			}
+		}
+		if len(importers) == 0 {
+			t.Errorf("nothing imports %s: the rule guards nothing", r.pkg)
+		}
+	}
+}
+
+// The wire contract has one home: the leader-hint key is spelled only in
+// internal/apierr, and in internal/master only errors.go turns errors into
+// gRPC statuses (toStatus), so no handler bypasses the one mapping.
+func TestWireContractInOnePlace(t *testing.T) {
+	_, pkgs := listModule(t)
+	statusCtor := regexp.MustCompile(`\bstatus\.(Error|Errorf|New|Newf)\(`)
+	var hintSpelled, ctors []string
+	for path, p := range pkgs {
+		for _, f := range p.goFiles {
+			b, err := os.ReadFile(filepath.Join(p.dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			if strings.Contains(src, `"gin-leader-hint"`) && path != mod("internal/apierr") {
+				hintSpelled = append(hintSpelled, path+"/"+f)
+			}
+			if path == mod("internal/master") && f != "errors.go" && statusCtor.MatchString(src) {
+				ctors = append(ctors, f)
+			}
+		}
+	}
+	sort.Strings(hintSpelled)
+	sort.Strings(ctors)
+	if len(hintSpelled) > 0 {
+		t.Errorf("the leader-hint key is spelled outside internal/apierr (use apierr.LeaderHintKey): %v", hintSpelled)
+	}
+	if len(ctors) > 0 {
+		t.Errorf("internal/master builds gRPC statuses outside errors.go (return an error, let toStatus map it): %v", ctors)
+	}
+}
