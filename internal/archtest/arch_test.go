@@ -78,9 +78,10 @@ func TestLayering(t *testing.T) {
 		never  []string // no transitive dependency on these (or below)
 		onlyIn []string // when set: its module dependencies must all be under these
 	}{
-		{name: "the graph depends only on the API and natsort", from: mod("internal/graph"),
+		{name: "the graph depends only on the API, natsort and devid", from: mod("internal/graph"),
 			never:  []string{mod("internal/raft"), mod("internal/discovery"), mod("internal/master"), "github.com/hashicorp/raft"},
-			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/natsort"), mod("internal/graph")}},
+			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/natsort"), mod("internal/devid"), mod("internal/graph")}},
+		{name: "device identities are a leaf", from: mod("internal/devid"), onlyIn: []string{mod("internal/devid")}},
 		{name: "the plugin never links the master side", from: mod("internal/ncclplugin"),
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/discovery"), "github.com/hashicorp/raft",
 				mod("internal/graph"), mod("internal/costmodel"), mod("internal/plan"), mod("internal/state")}},

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"slices"
 
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // maxPivots bounds the spine-group clustering of leaves: each pivot costs one

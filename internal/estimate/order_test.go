@@ -2,13 +2,13 @@ package estimate
 
 import (
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // leafOf returns each node's leaf group in the simulated fat tree ("sgN"

@@ -3,13 +3,13 @@ package estimate
 import (
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"slices"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // Placement classes, in the order ForGPUCount returns them.

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/graph"
 )
 
@@ -132,7 +133,7 @@ func Model(g *graph.Graph) (*Document, error) {
 	known := make(map[string]bool, len(sws))
 	for _, s := range sws {
 		known[s.GUID] = true
-		doc.Switches = append(doc.Switches, Switch{ID: guidText(s.GUID), Name: s.Description, Tier: s.Tier, InFabric: true,
+		doc.Switches = append(doc.Switches, Switch{ID: devid.GUIDText(s.GUID), Name: s.Description, Tier: s.Tier, InFabric: true,
 			DownGbps: s.DownMBps / 125, UpGbps: s.UpMBps / 125})
 	}
 	for _, name := range g.Nodes() {
@@ -142,7 +143,7 @@ func Model(g *graph.Graph) (*Document, error) {
 			ComputePortsUp: v.Info.ComputePortsUp, ComputePortsTotal: v.Info.ComputePortsTotal,
 			GPUs: make([]GPU, 0, len(v.GPUs)), NICs: make([]NIC, 0, len(v.HCAs))}
 		if leaf, ok := g.NodeLeaf(name); ok {
-			n.Leaf = guidText(leaf)
+			n.Leaf = devid.GUIDText(leaf)
 		}
 		for _, gp := range v.GPUs {
 			out := GPU{Index: gp.Index, UUID: gp.UUID, PCIBusID: gp.PCIBusID, NUMANode: gp.NUMANode, NVLinkDomain: gp.NVLinkDomain,
@@ -161,14 +162,14 @@ func Model(g *graph.Graph) (*Document, error) {
 				id := fmt.Sprintf("%s/%s/%d", name, h.Name, p.Port)
 				pt := Port{ID: id, Port: p.Port, Active: p.Active, RateGbps: p.RateMBps / 125}
 				if p.GUID != "" {
-					pt.GUID = guidText(p.GUID)
+					pt.GUID = devid.GUIDText(p.GUID)
 				}
 				if p.Rail >= 0 {
 					r := p.Rail
 					pt.Rail = &r
 				}
 				if p.Switch != "" {
-					pt.Switch = guidText(p.Switch)
+					pt.Switch = devid.GUIDText(p.Switch)
 					if !p.SwitchInFabric && !known[p.Switch] {
 						known[p.Switch] = true
 						doc.Switches = append(doc.Switches, Switch{ID: pt.Switch, Tier: 1})
@@ -184,7 +185,7 @@ func Model(g *graph.Graph) (*Document, error) {
 	var up []Link
 	for _, s := range sws {
 		for _, u := range s.Uplinks {
-			up = append(up, Link{Kind: "switch", A: guidText(s.GUID), B: guidText(u.GUID), RateGbps: u.MBps / 125})
+			up = append(up, Link{Kind: "switch", A: devid.GUIDText(s.GUID), B: devid.GUIDText(u.GUID), RateGbps: u.MBps / 125})
 		}
 	}
 	sort.Slice(up, func(i, j int) bool {

@@ -5,13 +5,14 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
 	"strconv"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // NCCL PCI classes (src/graph/topo.cc kvDictPciClass) and values.
@@ -202,7 +203,7 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 			}
 			nx.attr("port", strconv.FormatUint(uint64(p.Port), 10))
 			nx.attr("latency", "0.000000")
-			if g, ok := parseGUID(h.NodeGuid); ok {
+			if g, ok := devid.GUIDValue(h.NodeGuid); ok {
 				nx.attr("guid", fmt.Sprintf("%#x", g))
 			}
 			if strings.HasPrefix(h.HcaType, "MT") {
@@ -472,18 +473,14 @@ func cpuRange(part string) (int, int, bool) {
 	return lo, hi, true
 }
 
-// parseGUID reads "0xe09d7303007a5a68", "e09d:7303:007a:5a68" or plain hex.
-func parseGUID(s string) (uint64, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.ReplaceAll(strings.TrimPrefix(s, "0x"), ":", "")
-	if s == "" || len(s) > 16 {
-		return 0, false
+// normBus writes a PCI bus id in its canonical form (internal/devid); a
+// string that is not one is compared trimmed and lower-cased.
+func normBus(s string) string {
+	if id, ok := devid.PCIBusID(s); ok {
+		return id
 	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	return v, err == nil
+	return strings.ToLower(strings.TrimSpace(s))
 }
-
-func normBus(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 // xmlComment keeps text safe inside an XML comment.
 func xmlComment(s string) string { return strings.ReplaceAll(s, "--", "- -") }

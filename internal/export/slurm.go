@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
 	"strings"
 
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // Slurm switch names SlurmTree reserves.
@@ -192,7 +193,7 @@ func SlurmTree(g *graph.Graph) ([]byte, error) {
 			if m >= nFabric {
 				where = "tier 1, known only from node inventories"
 			}
-			fmt.Fprintf(&b, "# %s: %s %s %s\n", v.name, guidText(s.GUID), commentText(s.Description), where)
+			fmt.Fprintf(&b, "# %s: %s %s %s\n", v.name, devid.GUIDText(s.GUID), commentText(s.Description), where)
 		}
 		for _, c := range v.comment {
 			fmt.Fprintf(&b, "# %s\n", c)
@@ -390,14 +391,6 @@ func (u unionFind) union(a, b int) {
 		ra, rb = rb, ra
 	}
 	u[rb] = ra
-}
-
-// guidText writes a normalised GUID as "0x..."; other identities as they are.
-func guidText(g string) string {
-	if len(g) == 16 && strings.Trim(g, "0123456789abcdef") == "" {
-		return "0x" + g
-	}
-	return g
 }
 
 // commentText quotes free text for a one-line comment.

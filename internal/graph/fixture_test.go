@@ -1,10 +1,11 @@
 package graph
 
 import (
-	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
 // TestMatrixMatchesRealTopo compares every GPU/NIC cell (and the GPUs' CPU

@@ -3,12 +3,12 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"sort"
-	"strconv"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // Per-node limits (the master enforces the same ones; the graph checks them
@@ -77,16 +77,14 @@ type port struct {
 	ethernet bool // link layer Ethernet (RoCE)
 }
 
-// normGUID normalises a GUID ("0x0002C903004F1A2B", "0002:c903:004f:1a2b") to
-// 16 lower-case hex digits; other strings are returned lower-cased.
+// normGUID normalises a GUID ("0x0002C903004F1A2B", "0002:c903:004f:1a2b")
+// to 16 lower-case hex digits (internal/devid); other identities (LLDP
+// chassis names) are returned trimmed and lower-cased.
 func normGUID(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(s, "0x")
-	s = strings.ReplaceAll(s, ":", "")
-	if len(s) < 16 && s != "" {
-		s = strings.Repeat("0", 16-len(s)) + s
+	if g, ok := devid.GUID(s); ok {
+		return g
 	}
-	return s
+	return strings.ToLower(strings.TrimSpace(s))
 }
 
 // guidNumber parses a normalised GUID; ok is false for other identities
@@ -95,11 +93,17 @@ func guidNumber(g string) (uint64, bool) {
 	if len(g) != 16 {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(g, 16, 64)
-	return v, err == nil
+	return devid.GUIDValue(g)
 }
 
-func normPCI(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+// normPCI writes a PCI bus id in its canonical form (internal/devid); a
+// string that is not one is compared trimmed and lower-cased.
+func normPCI(s string) string {
+	if id, ok := devid.PCIBusID(s); ok {
+		return id
+	}
+	return strings.ToLower(strings.TrimSpace(s))
+}
 
 // buildNode validates one inventory and builds its structure. Errors name
 // the offending field.

@@ -2,11 +2,10 @@ package nvml
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
 )
 
 // source is the discovery.ItemError Source of this collector.
@@ -46,53 +45,15 @@ type P2PPair struct {
 	NVLink, Read bool
 }
 
-// NormalizeBusID converts a PCI bus id to the sysfs form: lower-case hex,
-// domain of at least 4 digits, "dddd:bb:dd.f". It accepts NVML's form
-// ("00000000:07:00.0", 8-digit upper-case domain), the legacy form without a
-// domain ("07:00.0", domain 0) and the sysfs form itself. Surrounding blanks
-// and NULs are removed; a string that is not a bus id is returned so trimmed.
+// NormalizeBusID converts a PCI bus id to the canonical (sysfs) form
+// (internal/devid.PCIBusID: NVML's 8-digit upper-case domain, the legacy
+// form without a domain, C-string padding). A string that is not a bus id
+// is returned trimmed of blanks and NULs.
 func NormalizeBusID(s string) string {
-	s = strings.Trim(s, " \t\r\n\x00")
-	parts := strings.Split(s, ":")
-	var dom, bus, devfn string
-	switch len(parts) {
-	case 2:
-		dom, bus, devfn = "0", parts[0], parts[1]
-	case 3:
-		dom, bus, devfn = parts[0], parts[1], parts[2]
-	default:
-		return s
+	if id, ok := devid.PCIBusID(s); ok {
+		return id
 	}
-	dev, fn, ok := strings.Cut(devfn, ".")
-	if !ok {
-		return s
-	}
-	d, ok1 := parseHex(dom, 8, 0xffffffff)
-	b, ok2 := parseHex(bus, 2, 0xff)
-	v, ok3 := parseHex(dev, 2, 0x1f)
-	f, ok4 := parseHex(fn, 1, 7)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return s
-	}
-	return fmt.Sprintf("%04x:%02x:%02x.%x", d, b, v, f)
-}
-
-// parseHex parses 1..maxDigits hex digits (no sign, prefix or underscore)
-// into a value no greater than limit.
-func parseHex(s string, maxDigits int, limit uint64) (uint64, bool) {
-	if len(s) == 0 || len(s) > maxDigits {
-		return 0, false
-	}
-	for _, c := range s {
-		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil || v > limit {
-		return 0, false
-	}
-	return v, true
+	return strings.Trim(s, " \t\r\n\x00")
 }
 
 // NVLinkGeneration translates the code NVML's GetNvLinkVersion returns

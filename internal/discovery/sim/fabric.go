@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"github.com/gin-topology/gin/internal/natsort"
 	"math"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/natsort"
 )
 
 // FabricSpec shapes the simulated rail-optimised fat tree.

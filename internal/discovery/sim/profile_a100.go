@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 

@@ -1,11 +1,11 @@
 package sysfs
 
 import (
-	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"maps"
 	"testing"
 
 	"github.com/gin-topology/gin/internal/discovery"
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 )
 
 func TestPortCounters(t *testing.T) {

@@ -1,10 +1,11 @@
 package sysfs
 
 import (
-	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 )
 
 // materialize writes a txtar-style archive into a new temporary directory

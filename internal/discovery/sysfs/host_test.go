@@ -1,10 +1,10 @@
 package sysfs
 
 import (
-	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 )
 
 func TestHost(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/discovery"
 )
 
@@ -440,11 +441,6 @@ func Roles(hcas []*ginv1.Hca, computeNames, storageNames []string) {
 
 // normGUID reduces a GUID to 16 lower-case hex digits; "" when s is not one.
 func normGUID(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(s, "0x")
-	s = strings.ReplaceAll(s, ":", "")
-	if s == "" || len(s) > 16 || !isHex(s) {
-		return ""
-	}
-	return strings.Repeat("0", 16-len(s)) + s
+	g, _ := devid.GUID(s)
+	return g
 }

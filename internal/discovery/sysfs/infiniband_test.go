@@ -3,13 +3,13 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 	"maps"
 	"net"
 	"slices"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sysfs/sysfstest"
 )
 
 const (

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/discovery"
 )
 
@@ -97,31 +98,9 @@ var (
 	hostBridgeRe = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
 )
 
-// NormalizeBusID returns a PCI address in sysfs form, "0000:07:00.0": lower
-// case, domain of at least 4 digits without extra leading zeros (VMD
-// domains are "10000:e0:06.0"). It accepts NVML's "00000000:07:00.0" and a
-// bare "07:00.0". ok is false when s is not a PCI address.
-func NormalizeBusID(s string) (string, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	dom, rest, found := strings.Cut(s, ":")
-	if !found {
-		return "", false
-	}
-	if !strings.Contains(rest, ":") { // "07:00.0": no domain
-		dom, rest = "0000", s
-	}
-	for len(dom) > 4 && dom[0] == '0' { // NVML's 8-digit domain
-		dom = dom[1:]
-	}
-	for len(dom) < 4 {
-		dom = "0" + dom
-	}
-	out := dom + ":" + rest
-	if !bdfRe.MatchString(out) {
-		return "", false
-	}
-	return out, true
-}
+// NormalizeBusID returns a PCI address in sysfs form, "0000:07:00.0"
+// (internal/devid.PCIBusID). ok is false when s is not a PCI address.
+func NormalizeBusID(s string) (string, bool) { return devid.PCIBusID(s) }
 
 // sortedNumeric returns the names in dir that are decimal numbers, in
 // numeric order; other names are ignored.
