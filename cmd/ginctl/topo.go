@@ -7,10 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/render"
 )
 
@@ -121,50 +119,6 @@ A GPU is named by UUID or as NODE/GPU<index> (node001/GPU3).`,
 				fmt.Fprintf(tw, "Hops:\t%s\n", strings.Join(hops, " -> "))
 			}
 			return tw.Flush()
-		},
-	}
-}
-
-func (a *app) watchCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "watch",
-		Short: "Stream changes: node inventories, node states, fabric imports",
-		Long:  "Stream changes as they are committed, one line each (-o json: one JSON object per line), until interrupted.",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// No deadline: a watch lasts until interrupted.
-			return c.Do(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn) error {
-				st, err := ginv1.NewTopologyServiceClient(conn).Watch(ctx, &ginv1.WatchRequest{})
-				if err != nil {
-					return err
-				}
-				for {
-					ev, err := st.Recv()
-					if err != nil {
-						if cmd.Context().Err() != nil {
-							return nil
-						}
-						return err
-					}
-					if a.output == "json" {
-						if err := jsonout.WriteLine(a.stdout, ev); err != nil {
-							return err
-						}
-						continue
-					}
-					kind := strings.ToLower(strings.TrimPrefix(ev.GetKind().String(), "WATCH_EVENT_KIND_"))
-					if n := ev.GetNode(); n != nil {
-						fmt.Fprintf(a.stdout, "%d\t%s\t%s\t%s\tgeneration %d\n", ev.GetIndex(), kind, n.GetName(), stateName(n.GetState()), n.GetGeneration())
-					} else {
-						fmt.Fprintf(a.stdout, "%d\t%s\n", ev.GetIndex(), kind)
-					}
-				}
-			})
 		},
 	}
 }

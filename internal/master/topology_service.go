@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -187,10 +190,18 @@ func (t *topologyService) GetMatrix(ctx context.Context, req *ginv1.GetMatrixReq
 	return &ginv1.GetMatrixResponse{Devices: devs, Cells: cells, Read: ri}, nil
 }
 
-func (t *topologyService) Watch(_ *ginv1.WatchRequest, stream ginv1.TopologyService_WatchServer) error {
-	ch, cancel := t.s.store.Watch()
+func (t *topologyService) Watch(req *ginv1.WatchRequest, stream ginv1.TopologyService_WatchServer) error {
+	replay, ch, cancel, err := t.s.store.WatchSince(req.GetSinceIndex())
+	if err != nil {
+		return status.Error(codes.OutOfRange, err.Error()+"; re-read the state and watch from its index")
+	}
 	defer cancel()
 	ctx := stream.Context()
+	for _, e := range replay {
+		if err := stream.Send(t.watchResponse(e)); err != nil {
+			return err
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,15 +210,26 @@ func (t *topologyService) Watch(_ *ginv1.WatchRequest, stream ginv1.TopologyServ
 			if !ok {
 				return toStatus(fmt.Errorf("%w: watcher fell behind; re-read the state and watch again", errResourceExhausted))
 			}
-			resp := &ginv1.WatchResponse{Index: e.Index, Kind: e.Kind}
-			if e.Node != "" {
-				if rec, ok := t.s.store.Node(e.Node); ok {
-					resp.Node = summary(t.s.store.Graph(), rec)
-				}
-			}
-			if err := stream.Send(resp); err != nil {
+			if err := stream.Send(t.watchResponse(e)); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// watchResponse is an event as the Watch stream sends it.
+func (t *topologyService) watchResponse(e state.Event) *ginv1.WatchResponse {
+	resp := &ginv1.WatchResponse{
+		Index: e.Index, Kind: e.Kind, OldState: e.OldState, NewState: e.NewState,
+		OldGeneration: e.OldGeneration, NewGeneration: e.NewGeneration, JobId: e.Job, Reason: e.Reason,
+	}
+	if !e.At.IsZero() {
+		resp.At = timestamppb.New(e.At)
+	}
+	if e.Node != "" {
+		if rec, ok := t.s.store.Node(e.Node); ok {
+			resp.Node = summary(t.s.store.Graph(), rec)
+		}
+	}
+	return resp
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sort"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -23,6 +24,7 @@ func (s *Store) PutPlan(index uint64, cmd *statev1.PutPlan) (Result, error) {
 	stored := proto.CloneOf(p)
 	stored.CreatedIndex = index
 	s.plans[p.GetJobId()] = stored
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED, Job: p.GetJobId(), At: eventTime(p.GetCreatedAt())})
 	return Result{Index: index, Changed: true}, nil
 }
 
@@ -35,6 +37,7 @@ func (s *Store) DeletePlan(index uint64, cmd *statev1.DeletePlan) (Result, error
 		return Result{Index: index}, nil
 	}
 	delete(s.plans, cmd.GetJobId())
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED, Job: cmd.GetJobId(), Reason: cmd.GetReason(), At: time.Now()})
 	return Result{Index: index, Changed: true}, nil
 }
 

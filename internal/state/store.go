@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -166,7 +167,8 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	}
 	s.nodes[name] = rec
 	s.graph = g
-	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: name})
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: name, At: eventTime(cmd.GetAt()),
+		OldGeneration: prev.GetInventory().GetGeneration(), NewGeneration: inv.GetGeneration()})
 	return Result{Index: index, Changed: true, Generation: inv.GetGeneration()}, nil
 }
 
@@ -211,7 +213,8 @@ func (s *Store) SetNodeState(index uint64, cmd *statev1.SetNodeState) (Result, e
 	rec.Inventory = prev.Inventory // immutable; share it
 	rec.State, rec.StateReason, rec.StateChangedAt, rec.UpdatedIndex = cmd.GetState(), cmd.GetReason(), cmd.GetAt(), index
 	s.nodes[cmd.GetNodeName()] = rec
-	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_STATE, Node: cmd.GetNodeName()})
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_STATE, Node: cmd.GetNodeName(), At: eventTime(cmd.GetAt()),
+		OldState: prev.GetState(), NewState: cmd.GetState(), Reason: cmd.GetReason()})
 	return Result{Index: index, Changed: true, Generation: prev.GetInventory().GetGeneration()}, nil
 }
 
@@ -225,7 +228,7 @@ func (s *Store) ImportFabric(index uint64, cmd *statev1.ImportFabric) (Result, e
 		return Result{Index: index}, fmt.Errorf("fabric import: %w", err)
 	}
 	s.fabric, s.fabricIndex, s.graph = cmd.GetFabric(), index, g
-	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED})
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED, At: eventTime(cmd.GetFabric().GetScannedAt())})
 	return Result{Index: index, Changed: true}, nil
 }
 
@@ -327,6 +330,7 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index, plans
 	s.servers, s.clusterID, s.measurements = servers, snap.GetClusterId(), measurements
 	s.mu.Unlock()
-	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED})
+	s.watchers.restored(index)
+	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED, At: time.Now()})
 	return nil
 }

@@ -283,10 +283,16 @@ func (x *ImportFabricRequest) GetFabric() *FabricTopology {
 
 // ImportFabricResponse says what was committed.
 type ImportFabricResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	Switches      uint32                 `protobuf:"varint,2,opt,name=switches,proto3" json:"switches,omitempty"`
-	Links         uint32                 `protobuf:"varint,3,opt,name=links,proto3" json:"links,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Index    uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Switches uint32                 `protobuf:"varint,2,opt,name=switches,proto3" json:"switches,omitempty"`
+	Links    uint32                 `protobuf:"varint,3,opt,name=links,proto3" json:"links,omitempty"`
+	// The cluster's compute HCA ports (of the nodes registered when the
+	// fabric was imported) and how many of them the fabric connects. Zero
+	// matched means the dump describes another fabric, or ports that the
+	// agents report under other GUIDs.
+	ComputePorts  uint32 `protobuf:"varint,4,opt,name=compute_ports,json=computePorts,proto3" json:"compute_ports,omitempty"`
+	MatchedPorts  uint32 `protobuf:"varint,5,opt,name=matched_ports,json=matchedPorts,proto3" json:"matched_ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -338,6 +344,20 @@ func (x *ImportFabricResponse) GetSwitches() uint32 {
 func (x *ImportFabricResponse) GetLinks() uint32 {
 	if x != nil {
 		return x.Links
+	}
+	return 0
+}
+
+func (x *ImportFabricResponse) GetComputePorts() uint32 {
+	if x != nil {
+		return x.ComputePorts
+	}
+	return 0
+}
+
+func (x *ImportFabricResponse) GetMatchedPorts() uint32 {
+	if x != nil {
+		return x.MatchedPorts
 	}
 	return 0
 }
@@ -616,11 +636,13 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\x14RemoveServerResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"E\n" +
 	"\x13ImportFabricRequest\x12.\n" +
-	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"^\n" +
+	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"\xa8\x01\n" +
 	"\x14ImportFabricResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1a\n" +
 	"\bswitches\x18\x02 \x01(\rR\bswitches\x12\x14\n" +
-	"\x05links\x18\x03 \x01(\rR\x05links\"\x17\n" +
+	"\x05links\x18\x03 \x01(\rR\x05links\x12#\n" +
+	"\rcompute_ports\x18\x04 \x01(\rR\fcomputePorts\x12#\n" +
+	"\rmatched_ports\x18\x05 \x01(\rR\fmatchedPorts\"\x17\n" +
 	"\x15GetClusterInfoRequest\"\x87\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +

@@ -269,6 +269,10 @@ const (
 	WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED    WatchEventKind = 1
 	WatchEventKind_WATCH_EVENT_KIND_NODE_STATE      WatchEventKind = 2
 	WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED WatchEventKind = 3
+	// A job's plan was pinned (job_id).
+	WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED WatchEventKind = 4
+	// A job's plan was deleted (job_id; reason: "expired", "deleted by request").
+	WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED WatchEventKind = 5
 )
 
 // Enum value maps for WatchEventKind.
@@ -278,12 +282,16 @@ var (
 		1: "WATCH_EVENT_KIND_NODE_UPDATED",
 		2: "WATCH_EVENT_KIND_NODE_STATE",
 		3: "WATCH_EVENT_KIND_FABRIC_IMPORTED",
+		4: "WATCH_EVENT_KIND_PLAN_PINNED",
+		5: "WATCH_EVENT_KIND_PLAN_DELETED",
 	}
 	WatchEventKind_value = map[string]int32{
 		"WATCH_EVENT_KIND_UNSPECIFIED":     0,
 		"WATCH_EVENT_KIND_NODE_UPDATED":    1,
 		"WATCH_EVENT_KIND_NODE_STATE":      2,
 		"WATCH_EVENT_KIND_FABRIC_IMPORTED": 3,
+		"WATCH_EVENT_KIND_PLAN_PINNED":     4,
+		"WATCH_EVENT_KIND_PLAN_DELETED":    5,
 	}
 )
 
@@ -1486,7 +1494,11 @@ func (x *GetMatrixResponse) GetRead() *ReadInfo {
 
 // WatchRequest opens a change stream.
 type WatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Replay the changes committed after this Raft index before streaming new
+	// ones (0: new changes only). The answering master keeps the most recent
+	// changes it applied in memory; an older index is refused with OUT_OF_RANGE.
+	SinceIndex    uint64 `protobuf:"varint,1,opt,name=since_index,json=sinceIndex,proto3" json:"since_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1521,12 +1533,32 @@ func (*WatchRequest) Descriptor() ([]byte, []int) {
 	return file_gin_v1_topology_proto_rawDescGZIP(), []int{16}
 }
 
+func (x *WatchRequest) GetSinceIndex() uint64 {
+	if x != nil {
+		return x.SinceIndex
+	}
+	return 0
+}
+
 // WatchResponse is one change.
 type WatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	Kind          WatchEventKind         `protobuf:"varint,2,opt,name=kind,proto3,enum=gin.v1.WatchEventKind" json:"kind,omitempty"`
-	Node          *NodeSummary           `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Kind  WatchEventKind         `protobuf:"varint,2,opt,name=kind,proto3,enum=gin.v1.WatchEventKind" json:"kind,omitempty"`
+	// The node as it is when the event is sent (NODE_* kinds).
+	Node *NodeSummary `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// When the answering master applied the change.
+	At *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	// NODE_STATE: the state before and after the change.
+	OldState NodeState `protobuf:"varint,5,opt,name=old_state,json=oldState,proto3,enum=gin.v1.NodeState" json:"old_state,omitempty"`
+	NewState NodeState `protobuf:"varint,6,opt,name=new_state,json=newState,proto3,enum=gin.v1.NodeState" json:"new_state,omitempty"`
+	// NODE_UPDATED: the inventory generation before (0 for a new node) and after.
+	OldGeneration uint64 `protobuf:"varint,7,opt,name=old_generation,json=oldGeneration,proto3" json:"old_generation,omitempty"`
+	NewGeneration uint64 `protobuf:"varint,8,opt,name=new_generation,json=newGeneration,proto3" json:"new_generation,omitempty"`
+	// PLAN_* kinds: the job.
+	JobId string `protobuf:"bytes,9,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// NODE_STATE: the new state's reason; PLAN_DELETED: why.
+	Reason        string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1580,6 +1612,55 @@ func (x *WatchResponse) GetNode() *NodeSummary {
 		return x.Node
 	}
 	return nil
+}
+
+func (x *WatchResponse) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetOldState() NodeState {
+	if x != nil {
+		return x.OldState
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
+}
+
+func (x *WatchResponse) GetNewState() NodeState {
+	if x != nil {
+		return x.NewState
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
+}
+
+func (x *WatchResponse) GetOldGeneration() uint64 {
+	if x != nil {
+		return x.OldGeneration
+	}
+	return 0
+}
+
+func (x *WatchResponse) GetNewGeneration() uint64 {
+	if x != nil {
+		return x.NewGeneration
+	}
+	return 0
+}
+
+func (x *WatchResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *WatchResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 var File_gin_v1_topology_proto protoreflect.FileDescriptor
@@ -1680,12 +1761,22 @@ const file_gin_v1_topology_proto_rawDesc = "" +
 	"\x11GetMatrixResponse\x12.\n" +
 	"\adevices\x18\x01 \x03(\v2\x14.gin.v1.MatrixDeviceR\adevices\x12(\n" +
 	"\x05cells\x18\x02 \x03(\v2\x12.gin.v1.MatrixCellR\x05cells\x12$\n" +
-	"\x04read\x18\x03 \x01(\v2\x10.gin.v1.ReadInfoR\x04read\"\x0e\n" +
-	"\fWatchRequest\"z\n" +
+	"\x04read\x18\x03 \x01(\v2\x10.gin.v1.ReadInfoR\x04read\"/\n" +
+	"\fWatchRequest\x12\x1f\n" +
+	"\vsince_index\x18\x01 \x01(\x04R\n" +
+	"sinceIndex\"\x83\x03\n" +
 	"\rWatchResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12*\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x16.gin.v1.WatchEventKindR\x04kind\x12'\n" +
-	"\x04node\x18\x03 \x01(\v2\x13.gin.v1.NodeSummaryR\x04node*n\n" +
+	"\x04node\x18\x03 \x01(\v2\x13.gin.v1.NodeSummaryR\x04node\x12*\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12.\n" +
+	"\told_state\x18\x05 \x01(\x0e2\x11.gin.v1.NodeStateR\boldState\x12.\n" +
+	"\tnew_state\x18\x06 \x01(\x0e2\x11.gin.v1.NodeStateR\bnewState\x12%\n" +
+	"\x0eold_generation\x18\a \x01(\x04R\roldGeneration\x12%\n" +
+	"\x0enew_generation\x18\b \x01(\x04R\rnewGeneration\x12\x15\n" +
+	"\x06job_id\x18\t \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18\n" +
+	" \x01(\tR\x06reason*n\n" +
 	"\x0fReadConsistency\x12 \n" +
 	"\x1cREAD_CONSISTENCY_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14READ_CONSISTENCY_ANY\x10\x01\x12\x1f\n" +
@@ -1709,12 +1800,14 @@ const file_gin_v1_topology_proto_rawDesc = "" +
 	"\x10MatrixDeviceKind\x12\"\n" +
 	"\x1eMATRIX_DEVICE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16MATRIX_DEVICE_KIND_GPU\x10\x01\x12\x1a\n" +
-	"\x16MATRIX_DEVICE_KIND_NIC\x10\x02*\x9c\x01\n" +
+	"\x16MATRIX_DEVICE_KIND_NIC\x10\x02*\xe1\x01\n" +
 	"\x0eWatchEventKind\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dWATCH_EVENT_KIND_NODE_UPDATED\x10\x01\x12\x1f\n" +
 	"\x1bWATCH_EVENT_KIND_NODE_STATE\x10\x02\x12$\n" +
-	" WATCH_EVENT_KIND_FABRIC_IMPORTED\x10\x032\x84\x03\n" +
+	" WATCH_EVENT_KIND_FABRIC_IMPORTED\x10\x03\x12 \n" +
+	"\x1cWATCH_EVENT_KIND_PLAN_PINNED\x10\x04\x12!\n" +
+	"\x1dWATCH_EVENT_KIND_PLAN_DELETED\x10\x052\x84\x03\n" +
 	"\x0fTopologyService\x12@\n" +
 	"\tListNodes\x12\x18.gin.v1.ListNodesRequest\x1a\x19.gin.v1.ListNodesResponse\x12:\n" +
 	"\aGetNode\x12\x16.gin.v1.GetNodeRequest\x1a\x17.gin.v1.GetNodeResponse\x12=\n" +
@@ -1795,23 +1888,26 @@ var file_gin_v1_topology_proto_depIdxs = []int32{
 	5,  // 25: gin.v1.GetMatrixResponse.read:type_name -> gin.v1.ReadInfo
 	4,  // 26: gin.v1.WatchResponse.kind:type_name -> gin.v1.WatchEventKind
 	6,  // 27: gin.v1.WatchResponse.node:type_name -> gin.v1.NodeSummary
-	7,  // 28: gin.v1.TopologyService.ListNodes:input_type -> gin.v1.ListNodesRequest
-	9,  // 29: gin.v1.TopologyService.GetNode:input_type -> gin.v1.GetNodeRequest
-	11, // 30: gin.v1.TopologyService.GetGraph:input_type -> gin.v1.GetGraphRequest
-	15, // 31: gin.v1.TopologyService.GetPath:input_type -> gin.v1.GetPathRequest
-	19, // 32: gin.v1.TopologyService.GetMatrix:input_type -> gin.v1.GetMatrixRequest
-	21, // 33: gin.v1.TopologyService.Watch:input_type -> gin.v1.WatchRequest
-	8,  // 34: gin.v1.TopologyService.ListNodes:output_type -> gin.v1.ListNodesResponse
-	10, // 35: gin.v1.TopologyService.GetNode:output_type -> gin.v1.GetNodeResponse
-	12, // 36: gin.v1.TopologyService.GetGraph:output_type -> gin.v1.GetGraphResponse
-	16, // 37: gin.v1.TopologyService.GetPath:output_type -> gin.v1.GetPathResponse
-	20, // 38: gin.v1.TopologyService.GetMatrix:output_type -> gin.v1.GetMatrixResponse
-	22, // 39: gin.v1.TopologyService.Watch:output_type -> gin.v1.WatchResponse
-	34, // [34:40] is the sub-list for method output_type
-	28, // [28:34] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	24, // 28: gin.v1.WatchResponse.at:type_name -> google.protobuf.Timestamp
+	1,  // 29: gin.v1.WatchResponse.old_state:type_name -> gin.v1.NodeState
+	1,  // 30: gin.v1.WatchResponse.new_state:type_name -> gin.v1.NodeState
+	7,  // 31: gin.v1.TopologyService.ListNodes:input_type -> gin.v1.ListNodesRequest
+	9,  // 32: gin.v1.TopologyService.GetNode:input_type -> gin.v1.GetNodeRequest
+	11, // 33: gin.v1.TopologyService.GetGraph:input_type -> gin.v1.GetGraphRequest
+	15, // 34: gin.v1.TopologyService.GetPath:input_type -> gin.v1.GetPathRequest
+	19, // 35: gin.v1.TopologyService.GetMatrix:input_type -> gin.v1.GetMatrixRequest
+	21, // 36: gin.v1.TopologyService.Watch:input_type -> gin.v1.WatchRequest
+	8,  // 37: gin.v1.TopologyService.ListNodes:output_type -> gin.v1.ListNodesResponse
+	10, // 38: gin.v1.TopologyService.GetNode:output_type -> gin.v1.GetNodeResponse
+	12, // 39: gin.v1.TopologyService.GetGraph:output_type -> gin.v1.GetGraphResponse
+	16, // 40: gin.v1.TopologyService.GetPath:output_type -> gin.v1.GetPathResponse
+	20, // 41: gin.v1.TopologyService.GetMatrix:output_type -> gin.v1.GetMatrixResponse
+	22, // 42: gin.v1.TopologyService.Watch:output_type -> gin.v1.WatchResponse
+	37, // [37:43] is the sub-list for method output_type
+	31, // [31:37] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_topology_proto_init() }
