@@ -93,10 +93,45 @@ type recvResult struct {
 	trailerHint string
 }
 
+// sessionStream is the part of the AgentService.Session client stream a
+// session sends on (receiving runs in its own goroutine, into recvCh).
+type sessionStream interface {
+	Send(*ginv1.SessionRequest) error
+}
+
+// session is one AgentService.Session with one master: the state of the
+// stream and one method per message kind and per timer. Agent.session
+// opens it and runs its loop; every handler returns the error that ends
+// the session (nil: go on).
+type session struct {
+	a      *Agent
+	addr   string
+	log    *slog.Logger
+	ctx    context.Context // the stream's; ends with the session
+	stream sessionStream
+	recvCh <-chan recvResult
+
+	out outcome
+	// selfHint is the leader hint of the HelloAck: the name this master
+	// advertises for itself, which may be spelled differently from addr.
+	// Only a hint naming neither is a redirect.
+	selfHint string
+	// hello is the snapshot the Hello described.
+	hello *snapshot
+
+	hb      time.Duration
+	silence *time.Timer
+	ticker  *time.Ticker // nil until the HelloAck
+	seq     uint64
+	held    held
+	pending *pendingUpdate
+	// scanC is a.scanOut while this agent is the fabric scanner.
+	scanC chan *ginv1.FabricTopology
+}
+
 // session runs one AgentService.Session with the master at addr until it
 // fails, is redirected, or ctx is done.
 func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
-	log := a.log.With(slog.String("master", addr))
 	defer func() {
 		if out.err != nil {
 			if s, ok := status.FromError(out.err); ok {
@@ -104,11 +139,9 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			}
 		}
 	}()
-
 	conn, err := grpc.NewClient(addr, a.dialOpts...)
 	if err != nil {
-		out.err = fmt.Errorf("agent: dial master %s: %w", addr, err)
-		return out
+		return outcome{err: fmt.Errorf("agent: dial master %s: %w", addr, err)}
 	}
 	defer func() { _ = conn.Close() }()
 
@@ -120,10 +153,8 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 	}()
 	stream, err := ginv1.NewAgentServiceClient(conn).Session(sctx)
 	if err != nil {
-		out.err = fmt.Errorf("agent: open session with %s: %w", addr, err)
-		return out
+		return outcome{err: fmt.Errorf("agent: open session with %s: %w", addr, err)}
 	}
-
 	recvCh := make(chan recvResult)
 	wg.Go(func() {
 		for {
@@ -142,258 +173,288 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			}
 		}
 	})
+	s := a.newSession(sctx, addr, stream, recvCh)
+	defer s.stop()
+	s.out.err = s.run(ctx)
+	return s.out
+}
 
-	// selfHint is the leader hint of the HelloAck: the name this master
-	// advertises for itself, which may be spelled differently from addr.
-	// Only a hint naming neither is a redirect.
-	var selfHint string
-	redirectTo := func(hint string) string {
-		if hint == "" {
-			return ""
-		}
-		norm, err := masteraddr.One(hint)
-		if err != nil {
-			log.Warn("ignoring malformed leader hint", slog.String("leader_hint", hint), slog.Any("err", err))
-			return ""
-		}
-		if norm == addr || norm == selfHint {
-			return ""
-		}
-		return norm
-	}
-	// ended records the end of the stream: its error, and a leader named
-	// in its trailer.
-	ended := func(r recvResult) error {
-		if out.hint == "" {
-			out.hint = redirectTo(r.trailerHint)
-		}
-		if errors.Is(r.err, io.EOF) {
-			return fmt.Errorf("agent: master %s ended the session", addr)
-		}
-		return fmt.Errorf("agent: session with %s: %w", addr, r.err)
-	}
-
-	// send sends one request; when the stream is already broken, the real
-	// status comes from the receive side.
-	send := func(req *ginv1.SessionRequest, what string) error {
-		err := stream.Send(req)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, io.EOF) {
-			// Drain to the stream's status, keeping any leader hint sent
-			// before it.
-			for {
-				select {
-				case r := <-recvCh:
-					if r.err != nil {
-						return fmt.Errorf("agent: send %s: %w", what, ended(r))
-					}
-					if _, ack := r.resp.GetMsg().(*ginv1.SessionResponse_HelloAck); !ack {
-						if h := redirectTo(r.resp.GetLeaderHint()); h != "" {
-							out.hint = h
-						}
-					}
-				case <-sctx.Done():
-					return fmt.Errorf("agent: send %s to %s: %w", what, addr, sctx.Err())
-				}
-			}
-		}
-		return fmt.Errorf("agent: send %s to %s: %w", what, addr, err)
-	}
-
-	snap := a.latestSnapshot()
-	ackedGen, _ := a.acked()
-	hello := &ginv1.Hello{
-		NodeName:            a.cfg.NodeName,
-		MachineId:           snap.inv.GetHost().GetMachineId(),
-		AgentVersion:        a.cfg.Version,
-		LastAckedGeneration: ackedGen,
-		InventoryHash:       snap.hash,
-	}
-	if err := send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: hello}}, "hello"); err != nil {
-		out.err = err
-		return out
-	}
-	log.Debug("hello sent", slog.Uint64("generation", ackedGen), slog.String("hash", short(snap.hash)))
-
+// newSession prepares a session on an open stream; nothing is sent yet.
+func (a *Agent) newSession(ctx context.Context, addr string, stream sessionStream, recvCh <-chan recvResult) *session {
 	hb := a.heartbeatInterval()
-	silence := time.NewTimer(a.silenceTimeout(hb))
-	defer silence.Stop()
-	var (
-		ticker  *time.Ticker
-		tickC   <-chan time.Time
-		seq     uint64
-		h       held
-		pending *pendingUpdate
-		// scanC is a.scanOut while this agent is the fabric scanner.
-		scanC chan *ginv1.FabricTopology
-	)
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
+	return &session{a: a, addr: addr, log: a.log.With(slog.String("master", addr)), ctx: ctx, stream: stream, recvCh: recvCh,
+		hb: hb, silence: time.NewTimer(a.silenceTimeout(hb))}
+}
 
-	// maybeSend sends the latest inventory when it differs from what the
-	// master holds and nothing is in flight.
-	maybeSend := func() error {
-		if !out.established || pending != nil {
-			return nil
-		}
-		next := a.latestSnapshot()
-		if next.hash == h.hash {
-			return nil
-		}
-		gen := h.generation + 1
-		req := a.encoder.encode(h, next, gen)
-		if err := send(req, fmt.Sprintf("inventory generation %d", gen)); err != nil {
-			return err
-		}
-		pending = &pendingUpdate{generation: gen, snap: next, sentAt: time.Now()}
-		a.mu.Lock()
-		a.status.InventoriesSent++
-		a.mu.Unlock()
-		log.Info("inventory sent", slog.Uint64("generation", gen), slog.String("hash", short(next.hash)))
-		return nil
+// stop releases the session's timers.
+func (s *session) stop() {
+	s.silence.Stop()
+	if s.ticker != nil {
+		s.ticker.Stop()
 	}
+}
 
+// run sends the Hello, then handles messages, timers and local events
+// until one ends the session; it returns why.
+func (s *session) run(ctx context.Context) error {
+	if err := s.sendHello(); err != nil {
+		return err
+	}
 	for {
+		var tickC <-chan time.Time
+		if s.ticker != nil {
+			tickC = s.ticker.C
+		}
+		var err error
 		select {
 		case <-ctx.Done():
-			out.err = ctx.Err()
-			return out
-
-		case <-silence.C:
-			out.err = status.Errorf(codes.Unavailable, "agent: master %s sent nothing for %s", addr, a.silenceTimeout(hb))
-			return out
-
+			return ctx.Err()
+		case <-s.silence.C:
+			err = s.onSilence()
 		case <-tickC:
-			if pending != nil && time.Since(pending.sentAt) > a.silenceTimeout(hb) {
-				out.err = status.Errorf(codes.Unavailable, "agent: master %s did not acknowledge generation %d within %s",
-					addr, pending.generation, a.silenceTimeout(hb))
-				return out
-			}
-			seq++
-			hbReq := &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{
-				Sequence: seq, Generation: h.generation,
-			}}}
-			if err := send(hbReq, "heartbeat"); err != nil {
-				out.err = err
-				return out
-			}
-
-		case <-a.changed:
-			if err := maybeSend(); err != nil {
-				out.err = err
-				return out
-			}
-
-		case f := <-scanC:
-			if err := send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_FabricScan{FabricScan: f}}, "fabric scan"); err != nil {
-				out.err = err
-				return out
-			}
-			a.mu.Lock()
-			a.status.FabricScans++
-			a.mu.Unlock()
-
-		case r := <-recvCh:
+			err = s.onTick()
+		case <-s.a.changed:
+			err = s.maybeSendInventory()
+		case f := <-s.scanC:
+			err = s.onFabricScan(f)
+		case r := <-s.recvCh:
 			if r.err != nil {
-				out.err = ended(r)
-				return out
+				return s.ended(r)
 			}
-			resetTimer(silence, a.silenceTimeout(hb))
-			resp := r.resp
-			if out.established || resp.GetHelloAck() != nil {
-				a.setScanner(resp.GetFabricScanner())
-				if resp.GetFabricScanner() {
-					scanC = a.scanOut
-				} else {
-					scanC = nil
-				}
-			}
-
-			// A hint before the HelloAck is a follower's answer; after it,
-			// a hint naming another master means leadership moved.
-			if _, isAck := resp.GetMsg().(*ginv1.SessionResponse_HelloAck); isAck && !out.established {
-				if h := resp.GetLeaderHint(); h != "" {
-					if norm, err := masteraddr.One(h); err == nil {
-						selfHint = norm
-					}
-				}
-			} else if h := redirectTo(resp.GetLeaderHint()); h != "" {
-				log.Info("master named another leader", slog.String("leader_hint", h))
-				out.hint = h
-				out.err = fmt.Errorf("agent: %s: %w %s", addr, errRedirect, h)
-				return out
-			}
-			if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 {
-				if nhb, changed := a.setHeartbeatInterval(d.AsDuration()); changed {
-					log.Info("heartbeat interval set by master", slog.Duration("heartbeat_interval", nhb))
-					hb = nhb
-					if ticker != nil {
-						ticker.Reset(hb)
-					}
-					resetTimer(silence, a.silenceTimeout(hb))
-				}
-			}
-
-			switch m := resp.GetMsg().(type) {
-			case *ginv1.SessionResponse_HelloAck:
-				if out.established {
-					log.Warn("ignoring a second hello ack")
-					break
-				}
-				ack := m.HelloAck
-				out.established, out.establishedAt = true, time.Now()
-				h.generation = ack.GetHeldGeneration()
-				if ack.GetInSync() {
-					h.hash, h.inv = snap.hash, snap.inv
-					a.setAcked(h.generation, h.hash)
-				}
-				a.setConnected(addr)
-				log.Info("connected to master", slog.Uint64("generation", h.generation), slog.Bool("in_sync", ack.GetInSync()))
-				ticker = time.NewTicker(hb)
-				tickC = ticker.C
-				if err := maybeSend(); err != nil {
-					out.err = err
-					return out
-				}
-
-			case *ginv1.SessionResponse_InventoryAck:
-				accepted := m.InventoryAck.GetAcceptedGeneration()
-				if pending == nil || accepted != pending.generation {
-					want := uint64(0)
-					if pending != nil {
-						want = pending.generation
-					}
-					// Resynchronise through a new Hello rather than guess.
-					out.err = fmt.Errorf("agent: master %s acknowledged generation %d, expected %d", addr, accepted, want)
-					return out
-				}
-				h = held{generation: accepted, hash: pending.snap.hash, inv: pending.snap.inv}
-				a.setAcked(accepted, h.hash)
-				log.Info("inventory acknowledged", slog.Uint64("generation", accepted),
-					slog.Uint64("raft_index", m.InventoryAck.GetIndex()),
-					slog.Duration("latency", time.Since(pending.sentAt)))
-				pending = nil
-				if err := maybeSend(); err != nil {
-					out.err = err
-					return out
-				}
-
-			case *ginv1.SessionResponse_HeartbeatAck:
-				// Liveness only: the silence timer was reset above.
-			case nil:
-				// A follower that knows no leader yet (an election) answers
-				// with the session's settings only; its stream ends next.
-				log.Debug("master sent no message (it knows no leader)")
-			default:
-				log.Warn("master sent a response with no known message; ignoring it", slog.String("type", fmt.Sprintf("%T", resp.GetMsg())))
-			}
+			err = s.onResponse(r.resp)
+		}
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// redirectTo is the normalised leader a hint names when that is another
+// master than this session's ("" otherwise, or when the hint is malformed).
+func (s *session) redirectTo(hint string) string {
+	if hint == "" {
+		return ""
+	}
+	norm, err := masteraddr.One(hint)
+	if err != nil {
+		s.log.Warn("ignoring malformed leader hint", slog.String("leader_hint", hint), slog.Any("err", err))
+		return ""
+	}
+	if norm == s.addr || norm == s.selfHint {
+		return ""
+	}
+	return norm
+}
+
+// ended records the end of the stream: its error, and a leader named in
+// its trailer.
+func (s *session) ended(r recvResult) error {
+	if s.out.hint == "" {
+		s.out.hint = s.redirectTo(r.trailerHint)
+	}
+	if errors.Is(r.err, io.EOF) {
+		return fmt.Errorf("agent: master %s ended the session", s.addr)
+	}
+	return fmt.Errorf("agent: session with %s: %w", s.addr, r.err)
+}
+
+// send sends one request; when the stream is already broken, the real
+// status comes from the receive side.
+func (s *session) send(req *ginv1.SessionRequest, what string) error {
+	err := s.stream.Send(req)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, io.EOF) {
+		return fmt.Errorf("agent: send %s to %s: %w", what, s.addr, err)
+	}
+	// Drain to the stream's status, keeping any leader hint sent before it.
+	for {
+		select {
+		case r := <-s.recvCh:
+			if r.err != nil {
+				return fmt.Errorf("agent: send %s: %w", what, s.ended(r))
+			}
+			if _, ack := r.resp.GetMsg().(*ginv1.SessionResponse_HelloAck); !ack {
+				if h := s.redirectTo(r.resp.GetLeaderHint()); h != "" {
+					s.out.hint = h
+				}
+			}
+		case <-s.ctx.Done():
+			return fmt.Errorf("agent: send %s to %s: %w", what, s.addr, s.ctx.Err())
+		}
+	}
+}
+
+// sendHello opens the session: who this node is and what it last had
+// acknowledged.
+func (s *session) sendHello() error {
+	s.hello = s.a.latestSnapshot()
+	ackedGen, _ := s.a.acked()
+	hello := &ginv1.Hello{
+		NodeName:            s.a.cfg.NodeName,
+		MachineId:           s.hello.inv.GetHost().GetMachineId(),
+		AgentVersion:        s.a.cfg.Version,
+		LastAckedGeneration: ackedGen,
+		InventoryHash:       s.hello.hash,
+	}
+	if err := s.send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: hello}}, "hello"); err != nil {
+		return err
+	}
+	s.log.Debug("hello sent", slog.Uint64("generation", ackedGen), slog.String("hash", short(s.hello.hash)))
+	return nil
+}
+
+// maybeSendInventory sends the latest inventory when it differs from what
+// the master holds and nothing is in flight.
+func (s *session) maybeSendInventory() error {
+	if !s.out.established || s.pending != nil {
+		return nil
+	}
+	next := s.a.latestSnapshot()
+	if next.hash == s.held.hash {
+		return nil
+	}
+	gen := s.held.generation + 1
+	req := s.a.encoder.encode(s.held, next, gen)
+	if err := s.send(req, fmt.Sprintf("inventory generation %d", gen)); err != nil {
+		return err
+	}
+	s.pending = &pendingUpdate{generation: gen, snap: next, sentAt: time.Now()}
+	s.a.mu.Lock()
+	s.a.status.InventoriesSent++
+	s.a.mu.Unlock()
+	s.log.Info("inventory sent", slog.Uint64("generation", gen), slog.String("hash", short(next.hash)))
+	return nil
+}
+
+// onSilence: the master sent nothing for the silence timeout.
+func (s *session) onSilence() error {
+	return status.Errorf(codes.Unavailable, "agent: master %s sent nothing for %s", s.addr, s.a.silenceTimeout(s.hb))
+}
+
+// onTick sends a heartbeat, unless the inventory in flight has gone
+// unacknowledged for the silence timeout (then the session ends).
+func (s *session) onTick() error {
+	if s.pending != nil && time.Since(s.pending.sentAt) > s.a.silenceTimeout(s.hb) {
+		return status.Errorf(codes.Unavailable, "agent: master %s did not acknowledge generation %d within %s",
+			s.addr, s.pending.generation, s.a.silenceTimeout(s.hb))
+	}
+	s.seq++
+	return s.send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{
+		Sequence: s.seq, Generation: s.held.generation,
+	}}}, "heartbeat")
+}
+
+// onFabricScan uploads a scan (only while this agent is the scanner).
+func (s *session) onFabricScan(f *ginv1.FabricTopology) error {
+	if err := s.send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_FabricScan{FabricScan: f}}, "fabric scan"); err != nil {
+		return err
+	}
+	s.a.mu.Lock()
+	s.a.status.FabricScans++
+	s.a.mu.Unlock()
+	return nil
+}
+
+// onResponse handles what every response carries (liveness, the scanner
+// role, a leader hint, the heartbeat interval), then its message.
+func (s *session) onResponse(resp *ginv1.SessionResponse) error {
+	resetTimer(s.silence, s.a.silenceTimeout(s.hb))
+	_, isAck := resp.GetMsg().(*ginv1.SessionResponse_HelloAck)
+	if s.out.established || isAck {
+		s.a.setScanner(resp.GetFabricScanner())
+		if resp.GetFabricScanner() {
+			s.scanC = s.a.scanOut
+		} else {
+			s.scanC = nil
+		}
+	}
+	// A hint before the HelloAck is a follower's answer; after it, a hint
+	// naming another master means leadership moved.
+	if isAck && !s.out.established {
+		if h := resp.GetLeaderHint(); h != "" {
+			if norm, err := masteraddr.One(h); err == nil {
+				s.selfHint = norm
+			}
+		}
+	} else if h := s.redirectTo(resp.GetLeaderHint()); h != "" {
+		s.log.Info("master named another leader", slog.String("leader_hint", h))
+		s.out.hint = h
+		return fmt.Errorf("agent: %s: %w %s", s.addr, errRedirect, h)
+	}
+	if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 {
+		s.onHeartbeatInterval(d.AsDuration())
+	}
+	switch m := resp.GetMsg().(type) {
+	case *ginv1.SessionResponse_HelloAck:
+		return s.onHelloAck(m.HelloAck)
+	case *ginv1.SessionResponse_InventoryAck:
+		return s.onInventoryAck(m.InventoryAck)
+	case *ginv1.SessionResponse_HeartbeatAck:
+		// Liveness only: the silence timer was reset above.
+	case nil:
+		// A follower that knows no leader yet (an election) answers with
+		// the session's settings only; its stream ends next.
+		s.log.Debug("master sent no message (it knows no leader)")
+	default:
+		s.log.Warn("master sent a response with no known message; ignoring it", slog.String("type", fmt.Sprintf("%T", resp.GetMsg())))
+	}
+	return nil
+}
+
+// onHeartbeatInterval applies the interval the master asks for.
+func (s *session) onHeartbeatInterval(d time.Duration) {
+	nhb, changed := s.a.setHeartbeatInterval(d)
+	if !changed {
+		return
+	}
+	s.log.Info("heartbeat interval set by master", slog.Duration("heartbeat_interval", nhb))
+	s.hb = nhb
+	if s.ticker != nil {
+		s.ticker.Reset(s.hb)
+	}
+	resetTimer(s.silence, s.a.silenceTimeout(s.hb))
+}
+
+// onHelloAck establishes the session: what the master holds, heartbeats
+// from now on, and the inventory when the master's copy differs.
+func (s *session) onHelloAck(ack *ginv1.HelloAck) error {
+	if s.out.established {
+		s.log.Warn("ignoring a second hello ack")
+		return nil
+	}
+	s.out.established, s.out.establishedAt = true, time.Now()
+	s.held.generation = ack.GetHeldGeneration()
+	if ack.GetInSync() {
+		s.held.hash, s.held.inv = s.hello.hash, s.hello.inv
+		s.a.setAcked(s.held.generation, s.held.hash)
+	}
+	s.a.setConnected(s.addr)
+	s.log.Info("connected to master", slog.Uint64("generation", s.held.generation), slog.Bool("in_sync", ack.GetInSync()))
+	s.ticker = time.NewTicker(s.hb)
+	return s.maybeSendInventory()
+}
+
+// onInventoryAck records the generation the master committed and sends
+// the next inventory if one is waiting. An ack for any other generation
+// ends the session: a new Hello resynchronises rather than guessing.
+func (s *session) onInventoryAck(ack *ginv1.InventoryAck) error {
+	accepted := ack.GetAcceptedGeneration()
+	if s.pending == nil || accepted != s.pending.generation {
+		want := uint64(0)
+		if s.pending != nil {
+			want = s.pending.generation
+		}
+		return fmt.Errorf("agent: master %s acknowledged generation %d, expected %d", s.addr, accepted, want)
+	}
+	s.held = held{generation: accepted, hash: s.pending.snap.hash, inv: s.pending.snap.inv}
+	s.a.setAcked(accepted, s.held.hash)
+	s.log.Info("inventory acknowledged", slog.Uint64("generation", accepted),
+		slog.Uint64("raft_index", ack.GetIndex()),
+		slog.Duration("latency", time.Since(s.pending.sentAt)))
+	s.pending = nil
+	return s.maybeSendInventory()
 }
 
 // resetTimer re-arms t to d.
