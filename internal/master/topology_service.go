@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -193,7 +191,7 @@ func (t *topologyService) GetMatrix(ctx context.Context, req *ginv1.GetMatrixReq
 func (t *topologyService) Watch(req *ginv1.WatchRequest, stream ginv1.TopologyService_WatchServer) error {
 	replay, ch, cancel, err := t.s.store.WatchSince(req.GetSinceIndex())
 	if err != nil {
-		return status.Error(codes.OutOfRange, err.Error()+"; re-read the state and watch from its index")
+		return toStatus(fmt.Errorf("%w; re-read the state and watch from its index", err))
 	}
 	defer cancel()
 	ctx := stream.Context()
