@@ -24,7 +24,9 @@ func (a *app) fabricCmd() *cobra.Command {
 		Short: "Replace the fabric topology with an ibnetdiscover dump",
 		Long: `Parse the output of ibnetdiscover (a file, or - for standard input) and replace
 the cluster's fabric topology with it, through Raft. A dump that does not parse
-(truncated, malformed) changes nothing and the error names the line.`,
+(truncated, malformed) changes nothing and the error names the line.
+It reports how many of the cluster's compute ports the fabric connects and
+warns when it connects none (a dump of another fabric).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -54,10 +56,16 @@ the cluster's fabric topology with it, through Raft. A dump that does not parse
 			}); err != nil {
 				return err
 			}
+			if resp.GetMatchedPorts() == 0 && resp.GetComputePorts() > 0 {
+				fmt.Fprintf(a.stderr, "ginctl: warning: the imported fabric connects none of the cluster's %d compute ports: "+
+					"it is another fabric, or the agents report other port GUIDs (compare the dump with ginctl node NAME -o json | jq '.inventory.hcas[].ports[].port_guid')\n",
+					resp.GetComputePorts())
+			}
 			if a.output == "json" {
 				return a.printJSON(resp)
 			}
-			fmt.Fprintf(a.stdout, "imported %d switches and %d links at index %d\n", resp.GetSwitches(), resp.GetLinks(), resp.GetIndex())
+			fmt.Fprintf(a.stdout, "imported %d switches and %d links at index %d; they connect %d of the cluster's %d compute ports\n",
+				resp.GetSwitches(), resp.GetLinks(), resp.GetIndex(), resp.GetMatchedPorts(), resp.GetComputePorts())
 			return nil
 		},
 	}

@@ -31,9 +31,11 @@
 //     meshes are merged conservatively rather than giving a vertex two
 //     parents, which Slurm's tree cannot express.
 //  4. Nodes whose compute ports reach no known switch go under a switch named
-//     "unknown". When more than one top vertex remains (several fabrics, or
-//     "unknown" beside the fabric), a switch named "root" is added above
-//     them, so the tree has one root and Slurm can place a job anywhere.
+//     "unknown". When more than one top vertex remains (disjoint fabrics, or
+//     "unknown" beside the fabric), each stays a top switch of its own and
+//     no common root is invented: the fabrics are not connected, so Slurm
+//     must not place one job across them (slurmctld logs that no switch
+//     reaches all nodes). A header comment lists the separate trees.
 //
 // A Slurm switch that is exactly one fabric switch is named after the
 // switch: its hostname part for NVIDIA switch descriptions

@@ -160,13 +160,14 @@ func TestSlurmTreeShapes(t *testing.T) {
 			wantNot: []string{"SwitchName=root"},
 		},
 		{
-			name: "two fabrics get a root",
+			name: "two disjoint fabrics: two top switches, no common root",
 			g: func(t *testing.T) *graph.Graph {
 				return tinyGraph(t, map[string]string{"n1": l1, "n2": l2}, nil,
 					map[string]uint32{l1: 1, l2: 1, s1: 2, s2: 2}, []tinyLink{{l1, s1}, {l2, s2}}, nil)
 			},
 			want: []string{"SwitchName=leaf01 Nodes=n1", "SwitchName=leaf02 Nodes=n2", "SwitchName=spine01 Switches=leaf01",
-				"SwitchName=spine02 Switches=leaf02", "SwitchName=root Switches=spine[01-02]"},
+				"SwitchName=spine02 Switches=leaf02", "# 2 separate trees (top switches spine01, spine02): no switch connects them, so Slurm keeps each job"},
+			wantNot: []string{"SwitchName=root", "Switches=spine"},
 		},
 		{
 			name: "three tiers: pods merged under one core",
@@ -184,8 +185,9 @@ func TestSlurmTreeShapes(t *testing.T) {
 				return tinyGraph(t, map[string]string{"n1": l1, "n2": ""}, nil,
 					map[string]uint32{l1: 1, s1: 2}, []tinyLink{{l1, s1}}, map[string]string{"n3": "0x00000000000000ff"})
 			},
-			want: []string{"SwitchName=unknown Nodes=n2", "SwitchName=root Switches=leaf02,spine01,unknown",
+			want: []string{"SwitchName=unknown Nodes=n2", "# 3 separate trees (top switches leaf02, spine01, unknown): no switch connects them, so Slurm keeps each job",
 				"# leaf02: 0x00000000000000ff \"\" tier 1, known only from node inventories"},
+			wantNot: []string{"SwitchName=root"},
 		},
 		{
 			name: "no fabric at all: one unknown switch",

@@ -17,8 +17,6 @@ import (
 const (
 	// UnknownSwitch holds the nodes whose compute ports reach no known switch.
 	UnknownSwitch = "unknown"
-	// RootSwitch is added above several top switches to give one root.
-	RootSwitch = "root"
 )
 
 // maxSlurmName is Slurm's limit on SwitchName and BlockName.
@@ -173,19 +171,19 @@ func SlurmTree(g *graph.Graph) ([]byte, error) {
 		roots = append(roots, u)
 		all = append(all, u)
 	}
-	if len(roots) > 1 {
-		top := &tvertex{children: roots, name: RootSwitch,
-			comment: []string{fmt.Sprintf("%s: added above the %d top switches so that the tree has a single root", RootSwitch, len(roots))}}
-		for _, r := range roots {
-			top.level = max(top.level, r.level+1)
-		}
-		all = append(all, top)
-	}
 	nameVertices(all, sws)
 
 	var b bytes.Buffer
 	b.WriteString("# Slurm topology.conf for TopologyPlugin=topology/tree, written by GIN from its topology graph.\n")
 	fmt.Fprintf(&b, "# %d nodes; fabric tiers merged into a tree (switches serving the same nodes are one SwitchName).\n", len(names))
+	if len(roots) > 1 {
+		tops := make([]string, len(roots))
+		for i, r := range roots {
+			tops[i] = r.name
+		}
+		fmt.Fprintf(&b, "# %d separate trees (top switches %s): no switch connects them, so Slurm keeps each job\n", len(roots), strings.Join(tops, ", "))
+		b.WriteString("# within one of them (slurmctld logs that no switch reaches all nodes; that is intended).\n")
+	}
 	for _, v := range all {
 		for _, m := range v.members {
 			s := sws[m]
@@ -215,7 +213,7 @@ func SlurmTree(g *graph.Graph) ([]byte, error) {
 // vertex is exactly one switch with a usable, unique description, else
 // leafNN/spineNN/coreNN/tierK-NN by level in order.
 func nameVertices(all []*tvertex, sws []graph.SwitchView) {
-	taken := map[string]bool{UnknownSwitch: true, RootSwitch: true}
+	taken := map[string]bool{UnknownSwitch: true}
 	count := map[string]int{}
 	for _, v := range all {
 		if v.name == "" && len(v.members) == 1 {

@@ -7,6 +7,8 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // Limits of a fabric import.
@@ -27,7 +29,51 @@ func (a *adminService) ImportFabric(ctx context.Context, req *ginv1.ImportFabric
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.ImportFabricResponse{Index: idx, Switches: uint32(len(req.GetFabric().GetSwitches())), Links: uint32(len(req.GetFabric().GetLinks()))}, nil
+	compute, matched := portCoverage(a.s.store.View(), req.GetFabric())
+	if matched == 0 && compute > 0 {
+		a.s.log.Warn("the imported fabric connects none of the cluster's compute ports", "compute_ports", compute, "source", req.GetFabric().GetSource())
+	}
+	return &ginv1.ImportFabricResponse{
+		Index: idx, Switches: uint32(len(req.GetFabric().GetSwitches())), Links: uint32(len(req.GetFabric().GetLinks())),
+		ComputePorts: compute, MatchedPorts: matched,
+	}, nil
+}
+
+// portCoverage counts the compute HCA ports of the view's nodes and those
+// among them that a link of the fabric reaches, by port GUID or, for a
+// scan that names them, by node and HCA.
+func portCoverage(v state.View, f *ginv1.FabricTopology) (compute, matched uint32) {
+	guids := map[string]bool{}
+	hcas := map[[2]string]bool{}
+	for _, l := range f.GetLinks() {
+		for _, e := range []*ginv1.FabricEndpoint{l.GetA(), l.GetB()} {
+			if e.GetKind() != ginv1.FabricEndpointKind_FABRIC_ENDPOINT_KIND_HCA {
+				continue
+			}
+			if g, ok := devid.GUID(e.GetGuid()); ok {
+				guids[g] = true
+			}
+			if e.GetNodeName() != "" && e.GetHca() != "" {
+				hcas[[2]string{e.GetNodeName(), e.GetHca()}] = true
+			}
+		}
+	}
+	for _, name := range v.NodeNames() {
+		rec, _ := v.Node(name)
+		for _, h := range rec.GetInventory().GetHcas() {
+			if h.GetRole() != ginv1.HcaRole_HCA_ROLE_COMPUTE {
+				continue
+			}
+			for _, p := range h.GetPorts() {
+				compute++
+				g, ok := devid.GUID(p.GetPortGuid())
+				if (ok && guids[g]) || hcas[[2]string{name, h.GetName()}] {
+					matched++
+				}
+			}
+		}
+	}
+	return compute, matched
 }
 
 func (s *Server) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uint64, error) {
