@@ -20,8 +20,11 @@ build: plugin
 # The NCCL tuner plugin (cgo, c-shared; needs a C compiler).
 plugin:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' -o $(BIN)/libnccl-tuner-gin.so ./internal/ncclplugin
-	@rm -f $(BIN)/libnccl-tuner-gin.h
+	@# The Go plan loader, dlopened by the shim only when NCCL_GIN_ENABLED=1.
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' -o $(BIN)/libnccl-tuner-gin-go.so ./internal/ncclplugin
+	@rm -f $(BIN)/libnccl-tuner-gin-go.h
+	@# The library NCCL loads: C only, starts nothing while GIN is off.
+	$(CC) -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -o $(BIN)/libnccl-tuner-gin.so internal/ncclplugin/shim/shim.c -ldl
 	@# NCCL loads libnccl-tuner.so from the library path when NCCL_TUNER_PLUGIN is unset.
 	ln -sf libnccl-tuner-gin.so $(BIN)/libnccl-tuner.so
 
@@ -32,6 +35,7 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/slurm
 	install -m 0755 $(addprefix $(BIN)/,$(CMDS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(BIN)/libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(BIN)/libnccl-tuner-gin-go.so $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/libnccl-tuner.so
 	install -m 0644 deploy/systemd/gin-agent.service deploy/systemd/gin-master.service $(DESTDIR)/etc/systemd/system/
 	install -m 0755 deploy/slurm/gin-prolog.sh deploy/slurm/gin-epilog.sh $(DESTDIR)/etc/slurm/

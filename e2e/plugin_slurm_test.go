@@ -17,11 +17,19 @@ import (
 // TestPluginUnderSrun runs the NCCL tuner plugin in 16 ranks (4 GPUs per node) on 4 Slurm
 // nodes (slurm-ci.sh's n1..n4) through the C harness, which loads the
 // library as NCCL does, against a dev master whose simulated nodes carry the
-// Slurm node names. Every rank must reach byte-identical decisions:
-//  1. prolog stages the plan, then srun: same plan hash and decisions;
-//  2. the master killed between prolog and srun: the staged plan serves;
-//  3. no prolog, the first master address unreachable: every rank connects;
-//  4. every master down: all ranks stand aside alike; strict mode fails all.
+// Slurm node names, with one real gin-agent process per Slurm node serving
+// plans on its own socket (the ranks and the prolog of node nX use
+// $dir/sock/nX.sock). In every case the ranks must reach byte-identical
+// decisions, or all fail init in strict mode:
+//  1. prolog (gin-agent plan on every node), then srun: plans from the agents;
+//  2. no prolog: one request per node reaches the master, plans from the agents;
+//  3. a local user's hostile plan file (FIFO, symlink, huge, another user's):
+//     every rank refuses it alike, in bounded time;
+//  4. one node's agent down: its ranks ask the master and get the same plan;
+//  5. the master killed after the prolog: the agents serve every rank;
+//  6. every master down and nothing held: all stand aside alike; strict fails all;
+//  7. one node's agent down with every master down: strict fails that node's ranks
+//     (the job fails at init instead of diverging).
 func TestPluginUnderSrun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slurm e2e: skipped with -short")
@@ -41,10 +49,16 @@ func TestPluginUnderSrun(t *testing.T) {
 	}
 	bin := binaries(t)
 	lib := filepath.Join(bin, "libnccl-tuner-gin.so")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", "-extldflags -Wl,-z,nodelete", "-o", lib, "./internal/ncclplugin")
+	// As make plugin builds them: the C shim NCCL loads and the Go loader next to it.
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", "-extldflags -Wl,-z,nodelete",
+		"-o", filepath.Join(bin, "libnccl-tuner-gin-go.so"), "./internal/ncclplugin")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build plugin: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("cc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-o", lib,
+		"../internal/ncclplugin/shim/shim.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("build shim: %v\n%s", err, out)
 	}
 	harness := filepath.Join(bin, "harness")
 	if out, err := exec.Command("cc", "-O2", "-o", harness, "../internal/ncclplugin/harness/harness.c", "-ldl").CombinedOutput(); err != nil {
@@ -59,10 +73,9 @@ func TestPluginUnderSrun(t *testing.T) {
 	dir := "/tmp/gin-plugin-" + randHex(t, 6)
 	ctldPort := freePort(t)
 	nodePort := freePortRange(t, 4, ctldPort)
-	cache := filepath.Join(dir, "gin-nccl")
 	env := append(os.Environ(), "SLURM_CI_DIR="+dir, "SLURM_CI_NODES=4", "SLURM_CI_GPUS=4", "SLURM_CI_CPUS=16",
 		"SLURM_CI_CTLD_PORT="+strconv.Itoa(ctldPort), "SLURM_CI_NODE_PORT="+strconv.Itoa(nodePort),
-		"SLURM_CONF="+dir+"/etc/slurm.conf", "NCCL_GIN_CACHE_DIR="+cache, "GINCTL="+filepath.Join(bin, "ginctl"))
+		"SLURM_CONF="+dir+"/etc/slurm.conf", "GINCTL="+filepath.Join(bin, "ginctl"))
 	outFile := filepath.Join(t.TempDir(), "out")
 	run := func(timeout time.Duration, extra []string, name string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -82,6 +95,45 @@ func TestPluginUnderSrun(t *testing.T) {
 	if out, err := run(8*time.Minute, nil, "bash", script, "up"); err != nil {
 		t.Fatalf("slurm-ci.sh up: %v\n%s", err, out)
 	}
+
+	// One gin-agent per Slurm node, each with its own plan socket and dir.
+	sockDir := filepath.Join(dir, "sock")
+	if err := os.MkdirAll(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]*exec.Cmd{}
+	agentLogs := map[string]*lockedBuffer{}
+	startAgent := func(node string) {
+		t.Helper()
+		sock := filepath.Join(sockDir, node+".sock")
+		logb := &lockedBuffer{}
+		cmd := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "plan-agent-"+node,
+			"--master", addr, "--metrics-bind", "", "--plan-socket", sock, "--plan-dir", filepath.Join(dir, "plans-"+node))
+		cmd.Stderr = logb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		agents[node], agentLogs[node] = cmd, logb
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(logb.String(), "serving plans") {
+			if time.Now().After(deadline) {
+				t.Fatalf("agent for %s serves no plans:\n%s", node, logb)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	stopAgent := func(node string) {
+		t.Helper()
+		_ = agents[node].Process.Signal(syscall.SIGTERM)
+		_ = agents[node].Wait()
+	}
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	for _, n := range nodes {
+		startAgent(n)
+	}
+	// Tasks (ranks and the prolog step) find their node's socket by name.
+	perNode := []string{"bash", "-c", `export NCCL_GIN_AGENT_SOCKET=` + sockDir + `/$SLURMD_NODENAME.sock GIN_PLAN_SOCKET=` + sockDir + `/$SLURMD_NODENAME.sock; exec "$@"`, "pernode"}
 
 	// allocate returns a job id holding n1..n4 for 16 tasks.
 	allocate := func() string {
@@ -103,12 +155,21 @@ func TestPluginUnderSrun(t *testing.T) {
 			t.Fatalf("scancel %s: %v\n%s", job, err, out)
 		}
 	}
-	pinEnv := []string{"GIN_MASTER_HOST=" + addr}
-	ranks := func(job string, extra ...string) map[int]string {
+	prologEnv := []string{"GIN_AGENT=" + filepath.Join(bin, "gin-agent")}
+	prologStep := func(job string, extra ...string) (string, error) {
+		args := append([]string{"--jobid=" + job, "-N4", "--ntasks-per-node=1", "-n4"}, perNode...)
+		return run(time.Minute, append(prologEnv, extra...), "srun", append(args, "bash", prolog)...)
+	}
+	srunRanks := func(job string, extra ...string) string {
 		t.Helper()
 		ex := append([]string{"NCCL_GIN_INIT_TIMEOUT_MS=3000"}, extra...)
-		out, _ := run(2*time.Minute, ex, "srun", "--jobid="+job, "-N4", "-n16", "-l",
-			"--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "16", "4")
+		args := append([]string{"--jobid=" + job, "-N4", "-n16", "--ntasks-per-node=4", "-l", "--export=ALL,NCCL_GIN_ENABLED=1"}, perNode...)
+		out, _ := run(2*time.Minute, ex, "srun", append(args, harness, "--iters", "0", lib, "16", "4")...)
+		return out
+	}
+	ranks := func(job string, extra ...string) map[int]string {
+		t.Helper()
+		out := srunRanks(job, extra...)
 		per := map[int]string{}
 		for _, line := range strings.Split(out, "\n") {
 			k, rest, ok := strings.Cut(line, ": ")
@@ -124,7 +185,7 @@ func TestPluginUnderSrun(t *testing.T) {
 		return per
 	}
 	summaryRE := regexp.MustCompile(`SUMMARY .*decisions_hash=(\S+).*plan_hash=(\S+)`)
-	same := func(what string, per map[int]string, wantConnected bool) (decisions, planHash string) {
+	same := func(what string, per map[int]string, wantSource string) (decisions, planHash string) {
 		t.Helper()
 		for r, out := range per {
 			m := summaryRE.FindStringSubmatch(out)
@@ -137,68 +198,184 @@ func TestPluginUnderSrun(t *testing.T) {
 			if m[1] != decisions || m[2] != planHash {
 				t.Fatalf("%s: rank %d decided %s with plan %s; rank 0's peers decided %s with plan %s", what, r, m[1], m[2], decisions, planHash)
 			}
-			if wantConnected && !strings.Contains(out, "GIN: Connected to topology service at "+addr) {
-				t.Fatalf("%s: rank %d did not log the connection line:\n%s", what, r, out)
+			if wantSource != "" && !strings.Contains(out, wantSource) {
+				t.Fatalf("%s: rank %d: no %q:\n%s", what, r, wantSource, out)
 			}
 		}
 		return decisions, planHash
 	}
-
-	// 1. Prolog on every node, then the ranks.
-	job := allocate()
-	if out, err := run(time.Minute, pinEnv, "srun", "--jobid="+job, "-N4", "--ntasks-per-node=1", "-n4", "bash", prolog); err != nil {
-		t.Fatalf("prolog step: %v\n%s", err, out)
+	fromAgent := "GIN: Connected to topology service at unix:" + sockDir + "/"
+	hashRE := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	fetched := func(node, job string) int {
+		return strings.Count(agentLogs[node].String(), `msg="plan fetched" job=`+job+" ")
 	}
-	if _, err := os.Stat(filepath.Join(cache, "plan-"+job+".pb")); err != nil {
-		t.Fatalf("the prolog staged no plan: %v", err)
+
+	// 1. The prolog on every node, then the ranks: plans from the agents.
+	job := allocate()
+	if out, err := prologStep(job); err != nil {
+		t.Fatalf("prolog step: %v\n%s", err, out)
 	}
 	pinned, err := runTool(t, bin, "ginctl", "--master", addr, "plan", "--job", job, "-o", "json")
 	if err != nil {
 		t.Fatalf("ginctl plan: %v\n%s", err, pinned)
 	}
-	dec1, hash1 := same("prolog + srun", ranks(job, "NCCL_GIN_MASTER_HOST="+addr), false)
-	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(hash1) || !regexp.MustCompile(`"content_hash":\s*"`+hash1+`"`).MatchString(pinned) {
+	dec1, hash1 := same("prolog + srun", ranks(job), fromAgent)
+	if !hashRE.MatchString(hash1) || !regexp.MustCompile(`"content_hash":\s*"`+hash1+`"`).MatchString(pinned) {
 		t.Fatalf("ranks used plan %s; the master pinned:\n%s", hash1, pinned)
+	}
+	for _, n := range nodes {
+		if c := fetched(n, job); c != 1 {
+			t.Fatalf("agent %s: %d fetches for job %s, want 1 (the prolog's)\n%s", n, c, job, agentLogs[n])
+		}
 	}
 	release(job)
 
-	// 3 (before the master goes away). No prolog; the first master address is unreachable.
+	// 2. No prolog: the agents fetch at task start, one request per node.
+	job2 := allocate()
+	_, hash2 := same("no prolog", ranks(job2), fromAgent)
+	if !hashRE.MatchString(hash2) {
+		t.Fatalf("no prolog: plan %s", hash2)
+	}
+	for _, n := range nodes {
+		if c := fetched(n, job2); c != 1 {
+			t.Fatalf("agent %s: %d fetches for job %s from 4 ranks, want 1", n, c, job2)
+		}
+	}
+	release(job2)
+
+	// 3. Hostile plan files, as another local user could leave them: every
+	// rank refuses the file alike, within its deadline.
 	job3 := allocate()
-	same("one master unreachable", ranks(job3, "NCCL_GIN_MASTER_HOST=127.0.0.1:1,"+addr), true)
+	hostile := filepath.Join(dir, "hostile")
+	if err := os.MkdirAll(hostile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(hostile, "fifo.pb")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(hostile, "link.pb")
+	if err := os.Symlink("/proc/self/fd/1", link); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(hostile, "huge.pb")
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 58<<20); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(hostile, "foreign.pb")
+	if err := os.WriteFile(foreign, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, cause string }{
+		{fifo, "not a regular file"}, {link, "symbolic link"}, {huge, "more than the"}, {foreign, "owned by uid 65534"},
+	} {
+		start := time.Now()
+		per := ranks(job3, "NCCL_GIN_PLAN_FILE="+tc.path, "NCCL_GIN_INIT_TIMEOUT_MS=2000")
+		if _, h := same("plan file "+tc.path, per, tc.cause); h != "none" {
+			t.Fatalf("plan file %s: ranks used plan %s", tc.path, h)
+		}
+		if took := time.Since(start); took > time.Minute {
+			t.Fatalf("plan file %s: the step took %s", tc.path, took)
+		}
+		out := srunRanks(job3, "NCCL_GIN_PLAN_FILE="+tc.path, "NCCL_GIN_STRICT=1")
+		if n := strings.Count(out, "SUMMARY"); n != 0 {
+			t.Fatalf("strict, plan file %s: %d ranks went on:\n%s", tc.path, n, out)
+		}
+	}
 	release(job3)
 
-	// 2. The master dies between prolog and srun: the staged plan serves every rank.
-	job2 := allocate()
-	if out, err := run(time.Minute, pinEnv, "srun", "--jobid="+job2, "-N4", "--ntasks-per-node=1", "-n4", "bash", prolog); err != nil {
+	// 4. One node's agent down (prolog ran on the others): its ranks find
+	// no agent, ask the master, and get the same pinned plan.
+	job4 := allocate()
+	if out, err := prologStep(job4); err != nil {
+		t.Fatalf("prolog step: %v\n%s", err, out)
+	}
+	stopAgent("n4")
+	per := ranks(job4, "NCCL_GIN_MASTER_HOST="+addr)
+	_, hash4 := same("n4's agent down", per, "")
+	if !hashRE.MatchString(hash4) {
+		t.Fatalf("n4's agent down: plan %s", hash4)
+	}
+	viaMaster := 0
+	for r, out := range per {
+		switch {
+		case strings.Contains(out, "no node agent at "+sockDir+"/n4.sock"):
+			if !strings.Contains(out, "GIN: Connected to topology service at "+addr) {
+				t.Fatalf("rank %d on n4 did not get the plan from the master:\n%s", r, out)
+			}
+			viaMaster++
+		case !strings.Contains(out, fromAgent):
+			t.Fatalf("rank %d neither from its agent nor from the master:\n%s", r, out)
+		}
+	}
+	if viaMaster == 0 || viaMaster > 4 {
+		t.Fatalf("%d ranks asked the master, want n4's (1..4)", viaMaster)
+	}
+	startAgent("n4")
+	release(job4)
+
+	// 5. The master dies after the prolog: the agents serve every rank.
+	job5 := allocate()
+	if out, err := prologStep(job5); err != nil {
 		t.Fatalf("prolog step: %v\n%s", err, out)
 	}
 	if err := master.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = master.Wait()
-	dec2, hash2 := same("master killed after the prolog", ranks(job2, "NCCL_GIN_MASTER_HOST="+addr), false)
-	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(hash2) {
-		t.Fatal("ranks stood aside although the plan was staged")
+	dec5, hash5 := same("master killed after the prolog", ranks(job5, "NCCL_GIN_MASTER_HOST="+addr), fromAgent)
+	if !hashRE.MatchString(hash5) {
+		t.Fatal("ranks stood aside although every agent held the plan")
 	}
-	t.Logf("decisions: job %s %s (plan %s), job %s %s (plan %s)", job, dec1, hash1, job2, dec2, hash2)
-	release(job2)
+	t.Logf("decisions: job %s %s (plan %s), job %s %s (plan %s)", job, dec1, hash1, job5, dec5, hash5)
 
-	// 4. Every master down, nothing staged: all ranks stand aside alike ...
-	job4 := allocate()
-	per := ranks(job4, "NCCL_GIN_MASTER_HOST="+addr)
-	if _, h := same("every master down", per, false); h != "none" {
-		t.Fatalf("ranks used plan %s with every master down", h)
-	}
+	// 6. The master down and n4's agent down, the others holding the plan
+	// of job 5: in strict mode n4's ranks fail init (the job fails) while
+	// the others hold the plan; no rank applies a different one.
+	stopAgent("n4")
+	per = ranks(job5, "NCCL_GIN_STRICT=1", "NCCL_GIN_MASTER_HOST="+addr)
+	failed := 0
 	for r, out := range per {
-		if !strings.Contains(out, "WARN") {
-			t.Fatalf("rank %d stood aside without a WARN:\n%s", r, out)
+		switch {
+		case strings.Contains(out, "no node agent at "+sockDir+"/n4.sock"):
+			if strings.Contains(out, "SUMMARY") || !strings.Contains(out, "strict mode (NCCL_GIN_STRICT=1), failing communicator init") {
+				t.Fatalf("strict, rank %d on n4 without agent or master went on:\n%s", r, out)
+			}
+			failed++
+		case !strings.Contains(out, "plan_hash="+hash5) || !strings.Contains(out, fromAgent):
+			t.Fatalf("strict, rank %d: not on plan %s from its agent:\n%s", r, hash5, out)
 		}
 	}
-	// ... and strict mode fails init on every rank.
-	out, _ := run(2*time.Minute, []string{"NCCL_GIN_INIT_TIMEOUT_MS=2000", "NCCL_GIN_STRICT=1", "NCCL_GIN_MASTER_HOST=" + addr},
-		"srun", "--jobid="+job4, "-N4", "-n16", "-l", "--export=ALL,NCCL_GIN_ENABLED=1", harness, "--iters", "0", lib, "16", "4")
+	if failed == 0 {
+		t.Fatal("strict: no rank of n4 failed init")
+	}
+	release(job5)
+	// 7. Every master down, no agent holds the job's plan: all stand aside
+	// alike, and strict mode fails init on every rank.
+	job6 := allocate()
+	per = ranks(job6, "NCCL_GIN_MASTER_HOST="+addr)
+	if _, h := same("every master down", per, "WARN"); h != "none" {
+		t.Fatalf("ranks used plan %s with every master down", h)
+	}
+	out := srunRanks(job6, "NCCL_GIN_STRICT=1", "NCCL_GIN_MASTER_HOST="+addr)
 	if n := strings.Count(out, "SUMMARY"); n != 0 {
 		t.Fatalf("strict mode: %d ranks went on without a plan:\n%s", n, out)
 	}
-	fmt.Fprintf(os.Stderr, "plugin under srun: 4 scenarios, 16 ranks each\n")
+	release(job6)
+
+	fmt.Fprintf(os.Stderr, "plugin under srun: 7 scenarios, 16 ranks each\n")
+}
+
+func mapValues(m map[int]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }

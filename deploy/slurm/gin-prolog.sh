@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# Slurm Prolog (slurm.conf: Prolog=/etc/slurm/gin-prolog.sh): pins the job's
-# GIN plan and stages it on this node before any task starts, so the NCCL
-# tuner plugin reads it from /dev/shm at init with no network at all.
-# Every node of the job runs it; the master pins the plan once and returns
-# the same bytes to all of them. A failure never fails the job: the plugin
-# then fetches the plan itself (or stands aside).
+# Slurm Prolog (slurm.conf: Prolog=/etc/slurm/gin-prolog.sh): has this
+# node's gin-agent fetch and hold the job's GIN plan before any task starts
+# (`gin-agent plan`; the agent asks the masters once, which pin the plan on
+# the first request and return the same bytes to every node). The ranks then
+# read it from the agent's socket with no network, masters up or down.
+#
+# The rule that keeps every rank of a job on one decision: the plan is pinned
+# and held by every node's agent before tasks start. With GIN_PROLOG_STRICT=1
+# a node that cannot get it fails the prolog (Slurm then drains the node and
+# requeues the job) instead of letting the job start with some nodes
+# planned and others not. The default (0) only logs it.
 set -u
-GINCTL=${GINCTL:-/usr/local/bin/ginctl}
-STAGE=${NCCL_GIN_CACHE_DIR:-/dev/shm/gin-nccl}
-[ -r /etc/default/gin-slurm ] && . /etc/default/gin-slurm   # GIN_MASTER_HOST, GIN_PLAN_TTL
+GIN_AGENT=${GIN_AGENT:-/usr/local/bin/gin-agent}
+[ -r /etc/default/gin-slurm ] && . /etc/default/gin-slurm   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET
+SOCK=${GIN_PLAN_SOCKET:-/run/gin/agent.sock}
+STRICT=${GIN_PROLOG_STRICT:-0}
 [ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
-args=(--timeout 10s plan --job "$SLURM_JOB_ID" --nodes "$SLURM_JOB_NODELIST" --stage-dir "$STAGE")
-[ -n "${GIN_PLAN_TTL:-}" ] && args+=(--ttl "$GIN_PLAN_TTL")
+args=(plan --job "$SLURM_JOB_ID" --nodes "$SLURM_JOB_NODELIST" --plan-socket "$SOCK" --timeout 15s)
 # GPUs per node the job got (SLURM_JOB_GPUS lists their indices); none: all.
 gpn=${SLURM_GPUS_ON_NODE:-}
 if [ -z "$gpn" ] && [ -n "${SLURM_JOB_GPUS:-}" ]; then
   gpn=$(awk -F, '{print NF}' <<<"$SLURM_JOB_GPUS")
 fi
 case "$gpn" in ''|*[!0-9]*) ;; *) args+=(--gpus-per-node "$gpn") ;; esac
-if ! "$GINCTL" "${args[@]}" >/dev/null 2>/tmp/gin-prolog-"$SLURM_JOB_ID".err; then
-  logger -t gin-prolog "job $SLURM_JOB_ID: plan not staged: $(tail -1 /tmp/gin-prolog-"$SLURM_JOB_ID".err)" 2>/dev/null || true
+if ! err=$("$GIN_AGENT" "${args[@]}" 2>&1 >/dev/null); then
+  logger -t gin-prolog "job $SLURM_JOB_ID: plan not held by the node's agent: ${err##*$'\n'}" 2>/dev/null || true
+  echo "gin-prolog: job $SLURM_JOB_ID: plan not held by the node's agent: $err" >&2
+  [ "$STRICT" = 1 ] && exit 1
 fi
-rm -f /tmp/gin-prolog-"$SLURM_JOB_ID".err
 exit 0

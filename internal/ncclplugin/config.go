@@ -1,18 +1,21 @@
 package main
 
 import (
+	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
-// Defaults of the plugin's environment.
+// Defaults and bounds of the plugin's environment.
 const (
 	defaultCacheTimeout = 300 * time.Second
+	maxCacheTimeout     = 7 * 24 * time.Hour
 	defaultInitTimeout  = 5000 * time.Millisecond
-	cacheDirName        = "gin-nccl"
+	maxInitTimeout      = 10 * time.Minute
 )
 
 // config is the plugin's environment, read at every init.
@@ -22,12 +25,15 @@ type config struct {
 	gpusPerNode     uint32
 	masterList      string // raw NCCL_GIN_MASTER_HOST / GIN_MASTER_HOST
 	masterVar       string
-	cacheTimeout    time.Duration
+	cacheTimeout    time.Duration // how long the process reuses a plan
 	failover        bool
 	strict          bool
 	initTimeout     time.Duration
-	cacheDir        string
 	planFile        string
+	agentSocket     string
+	// warnings are settings that were out of range or unparsable and
+	// were replaced by their defaults; init logs each as a WARN.
+	warnings []string
 }
 
 func configFromEnv() config { return configFrom(os.Getenv) }
@@ -37,6 +43,7 @@ func configFrom(getenv func(string) string) config {
 		cacheTimeout: defaultCacheTimeout,
 		failover:     true,
 		initTimeout:  defaultInitTimeout,
+		agentSocket:  plansock.DefaultPath,
 	}
 	switch {
 	case strings.TrimSpace(getenv("SLURM_JOB_ID")) != "":
@@ -58,30 +65,56 @@ func configFrom(getenv func(string) string) config {
 	if strings.TrimSpace(c.masterList) == "" {
 		c.masterList, c.masterVar = getenv("GIN_MASTER_HOST"), "GIN_MASTER_HOST"
 	}
-	if v, err := strconv.ParseFloat(strings.TrimSpace(getenv("NCCL_GIN_CACHE_TIMEOUT")), 64); err == nil && v >= 0 {
-		c.cacheTimeout = time.Duration(v * float64(time.Second))
-	}
-	if strings.TrimSpace(getenv("NCCL_GIN_FAILOVER")) == "0" {
-		c.failover = false
-	}
-	c.strict = strings.TrimSpace(getenv("NCCL_GIN_STRICT")) == "1"
-	if v, err := strconv.Atoi(strings.TrimSpace(getenv("NCCL_GIN_INIT_TIMEOUT_MS"))); err == nil && v > 0 {
-		c.initTimeout = time.Duration(v) * time.Millisecond
-	}
-	c.cacheDir = strings.TrimSpace(getenv("NCCL_GIN_CACHE_DIR"))
-	if c.cacheDir == "" {
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			c.cacheDir = filepath.Join("/dev/shm", cacheDirName)
+	if v := strings.TrimSpace(getenv("NCCL_GIN_CACHE_TIMEOUT")); v != "" {
+		secs, err := strconv.ParseUint(v, 10, 32)
+		if d := time.Duration(secs) * time.Second; err != nil || d > maxCacheTimeout {
+			c.warn("NCCL_GIN_CACHE_TIMEOUT", v, fmt.Sprintf("whole seconds from 0 to %d", int(maxCacheTimeout.Seconds())), defaultCacheTimeout.String())
 		} else {
-			tmp := getenv("TMPDIR")
-			if tmp == "" {
-				tmp = os.TempDir()
-			}
-			c.cacheDir = filepath.Join(tmp, cacheDirName)
+			c.cacheTimeout = d
+		}
+	}
+	c.failover = c.flag(getenv, "NCCL_GIN_FAILOVER", true)
+	c.strict = c.flag(getenv, "NCCL_GIN_STRICT", false)
+	if v := strings.TrimSpace(getenv("NCCL_GIN_INIT_TIMEOUT_MS")); v != "" {
+		ms, err := strconv.ParseUint(v, 10, 32)
+		if d := time.Duration(ms) * time.Millisecond; err != nil || d <= 0 || d > maxInitTimeout {
+			c.warn("NCCL_GIN_INIT_TIMEOUT_MS", v, fmt.Sprintf("whole milliseconds from 1 to %d", maxInitTimeout.Milliseconds()), defaultInitTimeout.String())
+		} else {
+			c.initTimeout = d
 		}
 	}
 	c.planFile = strings.TrimSpace(getenv("NCCL_GIN_PLAN_FILE"))
+	switch v := strings.TrimSpace(getenv("NCCL_GIN_AGENT_SOCKET")); v {
+	case "":
+	case "none":
+		c.agentSocket = "" // do not ask an agent
+	default:
+		c.agentSocket = v
+	}
 	return c
+}
+
+// flag reads a 0/1 setting; anything else is a WARN and the default.
+func (c *config) flag(getenv func(string) string, k string, def bool) bool {
+	switch v := strings.TrimSpace(getenv(k)); v {
+	case "":
+		return def
+	case "1":
+		return true
+	case "0":
+		return false
+	default:
+		d := "0"
+		if def {
+			d = "1"
+		}
+		c.warn(k, v, "0 or 1", d)
+		return def
+	}
+}
+
+func (c *config) warn(k, v, want, def string) {
+	c.warnings = append(c.warnings, fmt.Sprintf("GIN: %s=%q is not valid (want %s); using the default %s", k, v, want, def))
 }
 
 // gpuCount reads Slurm's GPU counts: "8", "gpu:8", "h100:8", "gpu:h100:8".

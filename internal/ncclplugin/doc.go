@@ -1,31 +1,40 @@
-// Command ncclplugin is libnccl-tuner-gin.so, GIN's NCCL tuner plugin. It is
-// a c-shared library, not a program:
+// Command ncclplugin is libnccl-tuner-gin-go.so, the Go plan loader of
+// GIN's NCCL tuner plugin. It is a c-shared library, not a program, and it
+// is not what NCCL loads: NCCL loads the C shim in shim/ (shim.c, tuner.h),
+// libnccl-tuner-gin.so, which dlopens this library from its own directory
+// only when a communicator is initialised with NCCL_GIN_ENABLED=1.
 //
 //	go build -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' \
-//	    -o bin/libnccl-tuner-gin.so ./internal/ncclplugin      (make build)
+//	    -o bin/libnccl-tuner-gin-go.so ./internal/ncclplugin
+//	cc -O2 -fPIC -shared -fvisibility=hidden \
+//	    -o bin/libnccl-tuner-gin.so internal/ncclplugin/shim/shim.c -ldl   (make plugin)
 //
 // # Loading
 //
-// NCCL finds the library by NCCL_TUNER_PLUGIN=gin (NCCL tries the literal
+// NCCL finds the shim by NCCL_TUNER_PLUGIN=gin (NCCL tries the literal
 // name, then libnccl-tuner-gin.so on the library path), or as
 // libnccl-tuner.so when NCCL_TUNER_PLUGIN is unset (install a link by that
-// name). It opens it with dlopen(RTLD_NOW|RTLD_LOCAL) and takes the first of
-// ncclTunerPlugin_v6, _v5, _v4, _v3, _v2; all five are exported (name "GIN"),
-// so NCCL 2.21 through 2.30 can use it. The Go runtime cannot be unloaded, so
-// the library is linked -z nodelete and NCCL's dlclose leaves it mapped.
+// name), and takes the first of ncclTunerPlugin_v6, _v5, _v4, _v3, _v2; all
+// five are exported (name "GIN"), so NCCL 2.21 through 2.30 can use it.
+// Because every NCCL process on a node loads it, the shim is C only and
+// starts nothing while GIN is off: measured by TestFootprint (0 threads,
+// about 0.1 MB RSS after dlopen and init; docs/BENCHMARKS.md).
 //
 // # What runs where
 //
-// init (C, tuner.h/plugin.c) stands aside at once, without entering Go, unless
-// NCCL_GIN_ENABLED is exactly "1"; it also stands aside (WARN) in a child that
-// forked without exec (its pid differs from the pid that loaded the library),
-// since Go cannot run there. Otherwise it calls ginGoLoad (Go), which finds the
-// job's plan, walks every (communicator shape, collective, log2 size bucket)
-// through planread.Lookup into a malloc'ed C table of {algo, proto, channels},
-// and logs, at INFO with TUNING|INIT,
+// init (C, shim/shim.c) stands aside at once unless NCCL_GIN_ENABLED is
+// exactly "1"; it also stands aside (WARN) in a child that forked without
+// exec (its pid differs from the pid that loaded the library), since Go
+// cannot run there. Otherwise it dlopens libnccl-tuner-gin-go.so
+// (RTLD_NODELETE: a Go runtime cannot be unloaded) and calls ginGoLoad,
+// which finds the job's plan, verifies it (internal/planread), compiles every
+// (communicator shape, collective, log2 size bucket) into a malloc'ed C
+// table of {algo, proto, channels}, and logs, at INFO with TUNING|INIT,
 //
-//	GIN: Connected to topology service at <host>:<port>
+//	GIN: Connected to topology service at unix:/run/gin/agent.sock (node agent)   (or <host>:<port>)
 //	GIN: plan <content hash> for job <job> (<n> rules, <k> shapes) from <source> in <duration>
+//
+// The whole of it (read, verify, compile) runs under NCCL_GIN_INIT_TIMEOUT_MS.
 //
 // getCollInfo is pure C (no Go, lock, allocation or I/O): for collectives
 // 0..4 it looks up bucket floor(log2(nBytes)) of the communicator's shape and,
@@ -44,39 +53,50 @@
 // # Environment (read by this plugin only)
 //
 //	NCCL_GIN_ENABLED=1         turns the plugin on; anything else: stand aside silently
+//	NCCL_GIN_PLAN_FILE         a plan file to use instead of asking anyone
+//	NCCL_GIN_AGENT_SOCKET      the node agent's plan socket (default /run/gin/agent.sock; "none": no agent)
 //	NCCL_GIN_MASTER_HOST       master list, host[:port],... (IPv6 as [addr]:port, port
-//	                           5000 by default); falls back to GIN_MASTER_HOST
-//	NCCL_GIN_CACHE_TIMEOUT     seconds a fetched plan is reused on the node (default 300;
-//	                           0 disables the node cache)
-//	NCCL_GIN_FAILOVER          1 (default): try every master, follow leader hints;
-//	                           0: the first master only
+//	                           5000 by default), only asked when no agent listens; falls
+//	                           back to GIN_MASTER_HOST
+//	NCCL_GIN_CACHE_TIMEOUT     whole seconds a plan is reused by the process's later
+//	                           communicators (default 300; 0 disables)
+//	NCCL_GIN_FAILOVER          1 (default): try every master, follow leader hints; 0: the first only
 //	NCCL_GIN_STRICT=1          fail communicator init when no plan can be had
-//	NCCL_GIN_INIT_TIMEOUT_MS   the one deadline for init: lock wait and fetch (default 5000)
-//	NCCL_GIN_CACHE_DIR         node cache (default /dev/shm/gin-nccl, else $TMPDIR/gin-nccl)
-//	NCCL_GIN_PLAN_FILE         a pre-staged plan (Slurm prolog); read with no network
+//	NCCL_GIN_INIT_TIMEOUT_MS   the one deadline of init, 1..600000 (default 5000)
 //	SLURM_JOB_ID               the job key; outside Slurm NCCL_GIN_JOB_ID; neither: stand aside
-//	SLURM_JOB_NODELIST         the job's nodes for GetOrCreatePlan (else NCCL_GIN_NODES)
+//	SLURM_JOB_NODELIST         the job's nodes, to create a plan (else NCCL_GIN_NODES)
 //	SLURM_GPUS_ON_NODE, SLURM_GPUS_PER_NODE  GPUs per node (else 0: all)
 //
-// NCCL's own NCCL_GIN_ENABLE and NCCL_GIN_TYPE (GPU-Initiated Networking) are
-// unrelated and never read or set.
+// A value out of range or unparsable is logged as a WARN and replaced by its
+// default. NCCL's own NCCL_GIN_ENABLE and NCCL_GIN_TYPE (GPU-Initiated
+// Networking) are unrelated and never read or set.
 //
 // # Where the plan comes from
 //
-// NCCL_GIN_PLAN_FILE when set; else the process's memo of the job's plan;
-// else the node cache <cache>/plan-<job>.pb while younger than the cache
-// timeout; else the masters (PlanService.GetOrCreatePlan, insecure gRPC for
-// now), starting at a master chosen by the process id (so a job start
-// spreads over the replicas, any of which serves a pinned plan) and moving on
-// on UNAVAILABLE, a NOT_LEADER redirect (to the leader named in the
-// gin-leader-hint trailer first) or no answer, each given a share of what
-// is left of the deadline; any other refusal is final. Ranks of one node serialise
-// on an exclusive flock of <cache>/plan-<job>.lock: one fetches and writes the
-// cache atomically (temp file + rename), the others wait (bounded by the
-// deadline) and read it. Every plan is checked with planread.Verify (format and
-// content hash) and must be the job's; a bad cache file is reported and
-// refetched, a bad plan file or master answer makes the plugin stand aside.
+// NCCL_GIN_PLAN_FILE when set (opened with O_NOFOLLOW|O_NONBLOCK and checked
+// on the descriptor: a regular file of at most planread.MaxBytes, owned by
+// root or this user, not writable by everyone); else the process's memo of
+// the job's plan; else the node's agent (internal/plansock: one request, the
+// plan bytes and its content hash back; the agent must run as root or as
+// this user), whose answer is final, "no plan" included; else, only when no
+// agent listens on the socket (absent or refused), the masters
+// (PlanService.GetOrCreatePlan, insecure gRPC for now), starting at a master
+// chosen by the process id and moving on on UNAVAILABLE, a NOT_LEADER
+// redirect (to the hinted leader first) or no answer. Every plan is decoded
+// and verified by planread.Decode (size and rule caps, format, content hash,
+// no overlapping rules) and must be the job's.
 //
-// The test harness (harness/harness.c) loads the library as NCCL does; see
-// harness_test.go.
+// # One decision per job
+//
+// Every rank of a job applies the same pinned plan, or none: the Slurm
+// prolog (deploy/slurm/gin-prolog.sh) has each node's agent fetch and hold
+// the plan before any task starts, and with GIN_PROLOG_STRICT=1 fails the
+// job when it cannot; the plan is pinned (its bytes never change), so ranks
+// that get one get the same one. A rank that cannot get it stands aside
+// (NCCL tunes alone) or, with NCCL_GIN_STRICT=1, fails init. Without the
+// strict settings a node whose agent had no plan would stand aside while
+// others apply it; that is why production jobs should run with both.
+//
+// The test harness (harness/harness.c) loads the shim as NCCL does; see
+// harness_test.go and footprint_test.go.
 package main

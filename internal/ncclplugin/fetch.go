@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,24 +21,17 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/planread"
-	"github.com/gin-topology/gin/internal/redirect"
+	"github.com/gin-topology/gin/internal/plansock"
 )
-
-// maxPlanBytes bounds a plan read from a file, the cache or a master.
-const maxPlanBytes = 64 << 20
-
-// lockPoll is how often a rank retries the node lock while another rank
-// fetches.
-const lockPoll = 5 * time.Millisecond
 
 type loaded struct {
 	plan   *ginv1.Plan
-	source string // "master <addr>", "node cache <path>", "plan file <path>", "process cache"
-	master string // the master the plan came from (for the Connected line), if any
+	source string // "node agent unix:<path>", "master <addr>", "plan file <path>", "process cache"
+	server string // where the plan was fetched from, for the Connected line, if anywhere
 }
 
 // memo keeps the last plan per job in the process, so that every further
-// communicator of the process skips the disk and the network.
+// communicator of the process skips the socket and the network.
 var memo struct {
 	sync.Mutex
 	m map[string]memoEntry
@@ -48,14 +39,14 @@ var memo struct {
 
 type memoEntry struct {
 	plan   *ginv1.Plan
-	master string
+	server string
 	at     time.Time
 }
 
-// loadPlan finds the job's plan: a pre-staged plan file, else the process
-// memo, else the node cache, else the masters, all within cfg.initTimeout.
-// Errors say why no plan could be had.
-func loadPlan(cfg config, l logger) (*loaded, error) {
+// loadPlan finds the job's plan within ctx: NCCL_GIN_PLAN_FILE when set;
+// else the process memo; else the node's agent; else, only when no agent
+// listens on the socket, the masters. Errors say why no plan could be had.
+func loadPlan(ctx context.Context, cfg config, l logger) (*loaded, error) {
 	if cfg.planFile != "" {
 		p, err := readPlanFile(cfg.planFile)
 		if err != nil {
@@ -70,35 +61,72 @@ func loadPlan(cfg config, l logger) (*loaded, error) {
 		return nil, errors.New("no job id (SLURM_JOB_ID and NCCL_GIN_JOB_ID are unset)")
 	}
 	if e, ok := memoGet(cfg); ok {
-		return &loaded{plan: e.plan, source: "process cache", master: e.master}, nil
+		return &loaded{plan: e.plan, source: "process cache", server: e.server}, nil
 	}
-	addrs, err := masteraddr.Parse(cfg.masterList)
-	if strings.TrimSpace(cfg.masterList) == "" {
-		err = errors.New("no master list (NCCL_GIN_MASTER_HOST and GIN_MASTER_HOST are unset)")
-	} else if err != nil {
-		err = fmt.Errorf("%s: %w", cfg.masterVar, err)
-	}
-	// A bad master list only matters when the node cache has no plan.
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.initTimeout)
-	defer cancel()
-
-	res, cerr := viaCache(ctx, cfg, l, func() (*loaded, error) {
-		if err != nil {
+	var res *loaded
+	var err error
+	if cfg.agentSocket != "" {
+		res, err = fromAgent(ctx, cfg)
+		if err != nil && !errors.Is(err, errNoAgent) {
 			return nil, err
 		}
-		// Spread a job start's fetchers over the masters (any replica
-		// serves a pinned plan); which master answers does not change
-		// the plan, so this need not be rank-invariant.
-		if cfg.failover {
-			addrs = rotate(addrs, os.Getpid())
+		if err != nil {
+			l.Infof("GIN: %v; asking the masters", err)
 		}
-		return fetch(ctx, cfg, addrs)
-	})
-	if cerr != nil {
-		return nil, cerr
+	}
+	if res == nil {
+		if res, err = fromMasters(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	memoPut(cfg, res)
 	return res, nil
+}
+
+// errNoAgent says that no agent listens on the socket (none installed, or
+// it is down): the only case in which a rank asks the masters itself.
+var errNoAgent = errors.New("no node agent")
+
+// fromAgent asks the node's agent. An agent that answers decides: its
+// "no plan" is final for this rank (the masters are not asked), so that
+// one node's ranks all get what their agent says.
+func fromAgent(ctx context.Context, cfg config) (*loaded, error) {
+	sock := cfg.agentSocket
+	resp, err := plansock.Fetch(ctx, sock, plansock.Request{JobID: cfg.jobID, Nodes: cfg.nodes, GPUsPerNode: cfg.gpusPerNode})
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w at %s (%v)", errNoAgent, sock, err)
+		}
+		return nil, fmt.Errorf("node agent %s: %w", sock, err)
+	}
+	if resp.Status != plansock.StatusOK {
+		return nil, fmt.Errorf("node agent %s has no plan for job %s: %s: %s", sock, cfg.jobID, resp.Status, resp.Body)
+	}
+	p, err := planread.Decode(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("node agent %s: plan fails verification: %w", sock, err)
+	}
+	if p.GetJobId() != cfg.jobID || p.GetContentHash() != resp.Hash {
+		return nil, fmt.Errorf("node agent %s sent plan %.12s of job %q for job %q (announced %.12s)", sock, p.GetContentHash(), p.GetJobId(), cfg.jobID, resp.Hash)
+	}
+	return &loaded{plan: p, source: "node agent unix:" + sock, server: "unix:" + sock + " (node agent)"}, nil
+}
+
+// fromMasters asks the masters directly (no agent on the node).
+func fromMasters(ctx context.Context, cfg config) (*loaded, error) {
+	if strings.TrimSpace(cfg.masterList) == "" {
+		return nil, errors.New("no node agent and no master list (NCCL_GIN_MASTER_HOST and GIN_MASTER_HOST are unset)")
+	}
+	addrs, err := masteraddr.Parse(cfg.masterList)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.masterVar, err)
+	}
+	// Spread a job start's fetchers over the masters (any replica serves a
+	// pinned plan); which master answers does not change the plan.
+	if cfg.failover {
+		addrs = rotate(addrs, os.Getpid())
+	}
+	return fetch(ctx, cfg, addrs)
 }
 
 func memoGet(cfg config) (memoEntry, bool) {
@@ -117,174 +145,52 @@ func memoPut(cfg config, r *loaded) {
 	if memo.m == nil {
 		memo.m = map[string]memoEntry{}
 	}
-	memo.m[cfg.jobID] = memoEntry{plan: r.plan, master: r.master, at: time.Now()}
+	memo.m[cfg.jobID] = memoEntry{plan: r.plan, server: r.server, at: time.Now()}
 }
 
-// fileKey makes a job id safe as part of a file name.
-func fileKey(job string) string {
-	b := []byte(job)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
-// viaCache serves the plan from the node cache, or runs fetch under the
-// node lock (one rank fetches, the others wait and read what it wrote).
-// When the cache cannot be used at all, it says so and fetches directly.
-func viaCache(ctx context.Context, cfg config, l logger, fetch func() (*loaded, error)) (*loaded, error) {
-	if cfg.cacheTimeout <= 0 {
-		return fetch()
-	}
-	base := filepath.Join(cfg.cacheDir, "plan-"+fileKey(cfg.jobID))
-	planPath, lockPath := base+".pb", base+".lock"
-	if r := readCache(cfg, l, planPath); r != nil {
-		return r, nil
-	}
-	if err := ensureDir(cfg.cacheDir); err != nil {
-		l.Warnf("GIN: node cache %s unusable (%v); fetching without it", cfg.cacheDir, err)
-		return fetch()
-	}
-	lf, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o666)
-	if err != nil {
-		l.Warnf("GIN: node cache lock %s unusable (%v); fetching without it", lockPath, err)
-		return fetch()
-	}
-	defer lf.Close()
-	if err := lockWithin(ctx, lf); err != nil {
-		return nil, fmt.Errorf("timed out after %s waiting for another rank of this node to fetch the plan (lock %s)", cfg.initTimeout, lockPath)
-	}
-	defer func() { _ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) }()
-	// Another rank may have fetched while this one waited.
-	if r := readCache(cfg, l, planPath); r != nil {
-		return r, nil
-	}
-	r, err := fetch()
-	if err != nil {
-		return nil, err
-	}
-	if werr := writeCache(cfg.cacheDir, planPath, r); werr != nil {
-		l.Warnf("GIN: cannot write the node cache %s: %v", planPath, werr)
-	}
-	return r, nil
-}
-
-func ensureDir(dir string) error {
-	if err := os.Mkdir(dir, 0o755); err == nil {
-		// Shared by every user's jobs on the node, like /tmp.
-		_ = os.Chmod(dir, 0o1777)
-		return nil
-	} else if !errors.Is(err, os.ErrExist) {
-		return os.MkdirAll(dir, 0o755)
-	}
-	return nil
-}
-
-// lockWithin takes an exclusive flock, polling so that ctx bounds the wait.
-func lockWithin(ctx context.Context, f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(lockPoll):
-		}
-	}
-}
-
-// readCache returns the cached plan when it is fresh, whole, verified and
-// the job's; a bad one is reported and ignored (the caller refetches).
-func readCache(cfg config, l logger, path string) *loaded {
-	st, err := os.Stat(path)
-	if err != nil || time.Since(st.ModTime()) >= cfg.cacheTimeout {
-		return nil
-	}
-	// The cache directory may be shared by every user of the node: trust
-	// only files written by root (the Slurm prolog) or by this user.
-	if owner, ok := fileOwner(st); ok && owner != 0 && owner != uint32(os.Getuid()) {
-		l.Warnf("GIN: ignoring node cache %s: owned by uid %d, neither root nor this user; fetching again", path, owner)
-		return nil
-	}
-	p, err := readPlanFile(path)
-	if err == nil && p.GetJobId() != cfg.jobID {
-		err = fmt.Errorf("plan is for job %q, not job %q", p.GetJobId(), cfg.jobID)
-	}
-	if err != nil {
-		l.Warnf("GIN: ignoring node cache %s: %v; fetching again", path, err)
-		return nil
-	}
-	master := ""
-	if b, err := os.ReadFile(strings.TrimSuffix(path, ".pb") + ".master"); err == nil {
-		master = strings.TrimSpace(string(b))
-	}
-	return &loaded{plan: p, source: "node cache " + path, master: master}
-}
-
-// writeCache writes the plan (and the master it came from) atomically.
-func writeCache(dir, planPath string, r *loaded) error {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.plan)
-	if err != nil {
-		return err
-	}
-	if err := writeAtomic(dir, strings.TrimSuffix(planPath, ".pb")+".master", []byte(r.master+"\n")); err != nil {
-		return err
-	}
-	return writeAtomic(dir, planPath, b)
-}
-
-func writeAtomic(dir, path string, b []byte) error {
-	f, err := os.CreateTemp(dir, ".gin-tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
-}
-
-// readPlanFile reads, decodes and verifies a serialized Plan.
+// readPlanFile reads, decodes and verifies a serialized Plan. It opens the
+// file without following a link and without blocking (a FIFO cannot hang
+// the rank), then checks on the open descriptor that it is a regular file
+// of at most planread.MaxBytes, owned by root or this user and not
+// writable by everyone.
 func readPlanFile(path string) (*ginv1.Plan, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symbolic link; not followed")
+		}
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxPlanBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxPlanBytes)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Getuid() {
+		return nil, fmt.Errorf("owned by uid %d, neither root nor this user", sys.Uid)
+	}
+	if st.Mode().Perm()&0o002 != 0 {
+		return nil, fmt.Errorf("writable by every user (mode %v)", st.Mode().Perm())
+	}
+	if st.Size() > planread.MaxBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d-byte limit", st.Size(), planread.MaxBytes)
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, err
 	}
 	return decodePlan(b)
 }
 
 func decodePlan(b []byte) (*ginv1.Plan, error) {
-	p := &ginv1.Plan{}
-	if err := proto.Unmarshal(b, p); err != nil {
-		return nil, fmt.Errorf("cannot decode the plan (%d bytes, garbage or truncated): %v", len(b), err)
-	}
-	if err := planread.Verify(p); err != nil {
+	p, err := planread.Decode(b)
+	if err != nil {
+		if strings.Contains(err.Error(), "cannot decode") {
+			return nil, err
+		}
 		return nil, fmt.Errorf("plan fails verification (corrupt or truncated, %d bytes): %v", len(b), err)
 	}
 	return p, nil
@@ -321,13 +227,13 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 	if plan.GetJobId() != cfg.jobID {
 		return nil, fmt.Errorf("master %s sent a plan for job %q, not job %q", addr, plan.GetJobId(), cfg.jobID)
 	}
-	return &loaded{plan: plan, source: "master " + addr, master: addr}, nil
+	return &loaded{plan: plan, source: "master " + addr, server: addr}, nil
 }
 
 // fetchOne asks one master, within ctx (this attempt's share).
 func fetchOne(ctx context.Context, addr string, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPlanBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(planread.MaxBytes+4096)))
 	if err != nil {
 		return nil, "", status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -351,12 +257,4 @@ func fetchOne(ctx context.Context, addr string, req *ginv1.GetOrCreatePlanReques
 		return nil, "", status.Error(codes.DataLoss, err.Error())
 	}
 	return p, "", nil
-}
-
-// fileOwner returns the uid that owns a file, when the platform says.
-func fileOwner(st os.FileInfo) (uint32, bool) {
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		return sys.Uid, true
-	}
-	return 0, false
 }

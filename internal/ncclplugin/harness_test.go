@@ -13,17 +13,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/devcluster"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/nodeplans"
 	"github.com/gin-topology/gin/internal/plan"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 // The tests build the real library and the C harness once, then load the
@@ -60,10 +65,17 @@ func artifacts(t *testing.T) (lib, hns string) {
 		}
 		libPath = filepath.Join(buildDir, "libnccl-tuner-gin.so")
 		harness = filepath.Join(buildDir, "harness")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", "-extldflags -Wl,-z,nodelete", "-o", libPath, ".")
+		// As make plugin builds them: the C shim NCCL loads, and the Go
+		// plan loader next to it.
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", "-extldflags -Wl,-z,nodelete",
+			"-o", filepath.Join(buildDir, "libnccl-tuner-gin-go.so"), ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, out)
+			return
+		}
+		if out, err := exec.Command("cc", shimFlags(libPath)...).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("cc shim.c: %v\n%s", err, out)
 			return
 		}
 		if out, err := exec.Command("cc", "-O2", "-Wall", "-o", harness, "harness/harness.c", "-ldl").CombinedOutput(); err != nil {
@@ -74,6 +86,11 @@ func artifacts(t *testing.T) (lib, hns string) {
 		t.Fatal(buildErr)
 	}
 	return libPath, harness
+}
+
+// shimFlags are the C compiler's arguments for the shim (as in the Makefile).
+func shimFlags(out string) []string {
+	return []string{"-O2", "-Wall", "-Wextra", "-fPIC", "-shared", "-fvisibility=hidden", "-o", out, "shim/shim.c", "-ldl"}
 }
 
 // run is one harness process's outcome.
@@ -400,70 +417,143 @@ func TestVersions(t *testing.T) {
 	}
 }
 
-// (c) A real master and four ranks of one node starting at once.
-func TestMasterConcurrentRanks(t *testing.T) {
-	artifacts(t)
+// startMaster runs a real single-master cluster with four simulated nodes.
+func startMaster(t *testing.T) (addr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", Agents: 4, HeartbeatInterval: time.Second})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); <-done })
-	addr := cl.Master.Addr()
-	cache := t.TempDir()
-	env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=node[001-004]",
-		"NCCL_GIN_MASTER_HOST=" + addr, "NCCL_GIN_CACHE_DIR=" + cache}
-	runs := make([]*run, 4)
-	var wg sync.WaitGroup
-	for i := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runs[i] = runHarness(t, env, "--iters", "0", "32", "4")
-		}()
-	}
-	wg.Wait()
-	fromMaster := 0
-	for i, r := range runs {
-		if !strings.Contains(r.out, "NCCL INFO GIN: Connected to topology service at "+addr+" ") {
-			t.Fatalf("rank %d: no Connected line\n%s", i, r.out)
-		}
-		if !r.ctxSet || r.summary["plan_hash"] != runs[0].summary["plan_hash"] || r.summary["plan_hash"] == "none" ||
-			r.summary["decisions_hash"] != runs[0].summary["decisions_hash"] {
-			t.Fatalf("rank %d disagrees: %v vs %v\n%s", i, r.summary, runs[0].summary, r.out)
-		}
-		if strings.Contains(r.out, "from master "+addr) {
-			fromMaster++
-		} else if !strings.Contains(r.out, "from node cache ") {
-			t.Fatalf("rank %d: plan source unclear\n%s", i, r.out)
-		}
-	}
-	for i, r := range runs {
-		for _, l := range strings.Split(r.out, "\n") {
-			if strings.HasPrefix(l, "NCCL ") || strings.HasPrefix(l, "SUMMARY") || strings.HasPrefix(l, "INIT") {
-				t.Logf("rank %d: %s", i, l)
-			}
-		}
-	}
-	if fromMaster != 1 {
-		t.Fatalf("%d ranks fetched from the master, want 1", fromMaster)
-	}
-	// The pinned plan is the one every rank applied, decision by decision.
-	p, err := readPlanFile(filepath.Join(cache, "plan-4242.pb"))
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return cl.Master.Addr(), stop
+}
+
+// pinnedPlan reads a job's pinned plan from the master.
+func pinnedPlan(t *testing.T, addr, job string) *ginv1.Plan {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := ginv1.NewPlanServiceClient(conn).GetPlan(ctx, &ginv1.GetPlanRequest{JobId: job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetPlan()
+}
+
+// sameDecisions fails unless every rank applied the same plan and made
+// the same decisions.
+func sameDecisions(t *testing.T, runs []*run) {
+	t.Helper()
+	for i, r := range runs {
+		if !r.ctxSet || r.summary["plan_hash"] == "none" || r.summary["plan_hash"] != runs[0].summary["plan_hash"] ||
+			r.summary["decisions_hash"] != runs[0].summary["decisions_hash"] {
+			t.Fatalf("rank %d disagrees: %v vs %v\n%s", i, r.summary, runs[0].summary, r.out)
+		}
+	}
+}
+
+func concurrently(t *testing.T, n int, env []string, args ...string) []*run {
+	runs := make([]*run, n)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() { runs[i] = runHarness(t, env, args...) })
+	}
+	wg.Wait()
+	return runs
+}
+
+// (c) The node's agent: eight ranks starting at once get the plan from the
+// agent's socket; one request reaches the master for the whole node; with
+// the master gone, later ranks still get the same plan.
+func TestAgentRanks(t *testing.T) {
+	artifacts(t)
+	addr, stopMaster := startMaster(t)
+	masters, err := nodeplans.NewMasters([]string{addr}, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer masters.Close()
+	store, err := nodeplans.Open(nodeplans.Options{Fetcher: masters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(shortDir(t), "agent.sock")
+	srv, err := plansock.Listen(sock, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+
+	env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=4243", "SLURM_JOB_NODELIST=node[001-004]",
+		"NCCL_GIN_AGENT_SOCKET=" + sock, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}
+	runs := concurrently(t, 8, env, "--iters", "0", "32", "4")
+	sameDecisions(t, runs)
+	for i, r := range runs {
+		if !strings.Contains(r.out, "from node agent unix:"+sock) ||
+			!strings.Contains(r.out, "NCCL INFO GIN: Connected to topology service at unix:"+sock+" (node agent)") {
+			t.Fatalf("rank %d: not from the agent\n%s", i, r.out)
+		}
+	}
+	if n := store.Fetches(); n != 1 {
+		t.Fatalf("%d requests reached the master for 8 ranks of one node, want 1", n)
+	}
+	p := pinnedPlan(t, addr, "4243")
 	if p.GetContentHash() != runs[0].summary["plan_hash"] {
-		t.Fatalf("cache holds %s, ranks applied %s", p.GetContentHash(), runs[0].summary["plan_hash"])
+		t.Fatalf("master pinned %s, ranks applied %s", p.GetContentHash(), runs[0].summary["plan_hash"])
 	}
 	runs[0].check(t, p, 32, 4)
-	// Later communicators on the node: served from the cache, no fetch.
+	// Every master down: the agent still serves the plan.
+	stopMaster()
 	r := runHarness(t, env, "--iters", "0", "8", "1")
-	if !strings.Contains(r.out, "from node cache") || !strings.Contains(r.out, "Connected to topology service at "+addr) {
-		t.Fatalf("second communicator\n%s", r.out)
+	if !strings.Contains(r.out, "from node agent") || r.summary["plan_hash"] != p.GetContentHash() {
+		t.Fatalf("with the master down\n%s", r.out)
 	}
 	r.check(t, p, 8, 1)
+}
+
+// (c2) No agent on the node: each rank asks the master itself, and all
+// apply the one pinned plan.
+func TestNoAgentRanksAskTheMaster(t *testing.T) {
+	artifacts(t)
+	addr, _ := startMaster(t)
+	env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=node[001-004]",
+		"NCCL_GIN_MASTER_HOST=" + addr, "NCCL_GIN_AGENT_SOCKET=" + filepath.Join(t.TempDir(), "none.sock")}
+	runs := concurrently(t, 4, env, "--iters", "0", "32", "4")
+	sameDecisions(t, runs)
+	for i, r := range runs {
+		if !strings.Contains(r.out, "NCCL INFO GIN: Connected to topology service at "+addr+" ") ||
+			!strings.Contains(r.out, "from master "+addr) || !strings.Contains(r.out, "no node agent at") {
+			t.Fatalf("rank %d\n%s", i, r.out)
+		}
+	}
+	p := pinnedPlan(t, addr, "4242")
+	if p.GetContentHash() != runs[0].summary["plan_hash"] {
+		t.Fatalf("master pinned %s, ranks applied %s", p.GetContentHash(), runs[0].summary["plan_hash"])
+	}
+	runs[0].check(t, p, 32, 4)
+}
+
+// shortDir is a directory whose paths fit a socket address (108 bytes).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "gnp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
 }
 
 // (d) No plan to be had: stand aside with the cause, or fail in strict mode.
@@ -513,11 +603,54 @@ func TestStandAside(t *testing.T) {
 		mu.Unlock()
 	})
 
-	// A node cache holding garbage, for a job whose master is unreachable.
-	cacheDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(cacheDir, "plan-job-d.pb"), []byte("garbage"), 0o644); err != nil {
+	// Hostile plan files: a FIFO (reading it would block), a symlink to
+	// a good plan (links are not followed), and one past the size cap.
+	fifo := filepath.Join(dir, "fifo.pb")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	link := filepath.Join(dir, "link.pb")
+	if err := os.Symlink(goodFile, link); err != nil {
+		t.Fatal(err)
+	}
+	huge := write("huge.pb", nil)
+	if err := os.Truncate(huge, planread.MaxBytes+1); err != nil {
+		t.Fatal(err)
+	}
+
+	// Agents: one that accepts and never answers, one without the plan.
+	sdir := shortDir(t)
+	silentSock := filepath.Join(sdir, "silent.sock")
+	sl, err := net.Listen("unix", silentSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := sl.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { _ = sl.Close() })
+	emptyStore, err := nodeplans.Open(nodeplans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptySock := filepath.Join(sdir, "empty.sock")
+	esrv, err := plansock.Listen(emptySock, emptyStore, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ectx, ecancel := context.WithCancel(context.Background())
+	edone := make(chan error, 1)
+	go func() { edone <- esrv.Serve(ectx) }()
+	t.Cleanup(func() { ecancel(); <-edone })
+	noAgent := "NCCL_GIN_AGENT_SOCKET=" + filepath.Join(sdir, "none.sock")
 
 	const deadline = 1500 * time.Millisecond
 	cases := []struct {
@@ -529,18 +662,23 @@ func TestStandAside(t *testing.T) {
 		{"truncated plan file", []string{"NCCL_GIN_PLAN_FILE=" + truncated}, []string{truncated}},
 		{"bad hash", []string{"NCCL_GIN_PLAN_FILE=" + badHash}, []string{"fails verification", "content_hash"}},
 		{"plan for another job", []string{"NCCL_GIN_PLAN_FILE=" + goodFile, "SLURM_JOB_ID=other"}, []string{`plan is for job "job-d", not job "other"`}},
-		{"unreachable master", []string{"NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"127.0.0.1:1", "Unavailable"}},
-		{"silent master", []string{"NCCL_GIN_MASTER_HOST=" + ln.Addr().String()}, []string{ln.Addr().String(), "no answer within"}},
-		{"garbage cache, unreachable master", []string{"NCCL_GIN_MASTER_HOST=127.0.0.1:1", "NCCL_GIN_CACHE_DIR=" + cacheDir},
-			[]string{"ignoring node cache", "127.0.0.1:1"}},
+		{"plan file is a FIFO", []string{"NCCL_GIN_PLAN_FILE=" + fifo}, []string{fifo, "not a regular file"}},
+		{"plan file is a symlink", []string{"NCCL_GIN_PLAN_FILE=" + link}, []string{link, "symbolic link"}},
+		{"huge plan file", []string{"NCCL_GIN_PLAN_FILE=" + huge}, []string{huge, "more than the"}},
+		{"silent agent", []string{"NCCL_GIN_AGENT_SOCKET=" + silentSock, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"},
+			[]string{"node agent " + silentSock, "no answer in time"}},
+		{"agent without the plan", []string{"NCCL_GIN_AGENT_SOCKET=" + emptySock, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"},
+			[]string{"node agent " + emptySock + " has no plan for job job-d: NOT_FOUND"}},
+		{"unreachable master", []string{noAgent, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"127.0.0.1:1", "Unavailable", "no node agent at"}},
+		{"silent master", []string{noAgent, "NCCL_GIN_MASTER_HOST=" + ln.Addr().String()}, []string{ln.Addr().String(), "no answer within"}},
 		{"no job id", []string{"NCCL_GIN_JOB_ID=", "SLURM_JOB_ID=", "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"no job id"}},
-		{"no master list", []string{}, []string{"no master list"}},
+		{"no agent, no master list", []string{noAgent}, []string{"no node agent and no master list"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, strict := range []bool{false, true} {
-				env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=job-d", "NCCL_GIN_CACHE_DIR=" + t.TempDir(),
+				env := []string{"NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=job-d",
 					fmt.Sprintf("NCCL_GIN_INIT_TIMEOUT_MS=%d", deadline.Milliseconds())}
 				if strict {
 					env = append(env, "NCCL_GIN_STRICT=1")
@@ -572,6 +710,9 @@ func TestStandAside(t *testing.T) {
 					t.Fatalf("no stand-aside WARN\n%s", r.out)
 				}
 				r.untouched(t)
+				if strings.Contains(r.out, "asking the masters") && !strings.Contains(strings.Join(tc.env, " "), noAgent) {
+					t.Fatalf("asked the masters although an agent answered\n%s", r.out)
+				}
 			}
 		})
 	}
@@ -592,22 +733,29 @@ func TestForkedChild(t *testing.T) {
 	}
 }
 
-// A shared cache directory is trusted only for files written by root or
-// by the rank's own user: another user cannot plant a plan for a job.
-func TestCacheFromAnotherUserIsIgnored(t *testing.T) {
+// A plan file is trusted only when root or the rank's own user owns it:
+// another user cannot plant a plan for a job.
+func TestPlanFileFromAnotherUserIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to chown a file to another user")
 	}
-	p := simPlan(t, "777")
-	path := writePlan(t, p)
-	cfg := config{jobID: "777", cacheTimeout: time.Hour}
-	if got := readCache(cfg, logger{}, path); got == nil {
-		t.Fatal("a fresh cache file owned by root was not used")
+	path := writePlan(t, simPlan(t, "777"))
+	if _, err := readPlanFile(path); err != nil {
+		t.Fatalf("a plan file owned by root: %v", err)
 	}
 	if err := os.Chown(path, 4242, 4242); err != nil {
 		t.Fatal(err)
 	}
-	if got := readCache(cfg, logger{}, path); got != nil {
-		t.Fatal("a cache file owned by another user was trusted")
+	if _, err := readPlanFile(path); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Fatalf("a plan file owned by another user: %v", err)
+	}
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPlanFile(path); err == nil || !strings.Contains(err.Error(), "writable by every user") {
+		t.Fatalf("a world-writable plan file: %v", err)
 	}
 }

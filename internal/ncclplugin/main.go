@@ -2,11 +2,12 @@ package main
 
 /*
 #include <stdlib.h>
-#include "tuner.h"
+#include "shim/tuner.h"
 */
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"time"
 	"unsafe"
@@ -43,8 +44,11 @@ func ginGoLoad(logFn unsafe.Pointer, nRanks, nNodes, commID uint64, out *unsafe.
 	l := logger{fn: C.gin_logger_t(logFn)}
 	*out = nil
 	cfg := configFromEnv()
+	for _, w := range cfg.warnings {
+		l.Warnf("%s", w)
+	}
 	start := time.Now()
-	res, err := loadPlan(cfg, l)
+	res, cells, err := loadWithin(cfg, l)
 	if err != nil {
 		if cfg.strict {
 			l.Warnf("GIN: strict mode (NCCL_GIN_STRICT=1), failing communicator init: %v", err)
@@ -53,10 +57,9 @@ func ginGoLoad(logFn unsafe.Pointer, nRanks, nNodes, commID uint64, out *unsafe.
 		l.Warnf("GIN: standing aside, NCCL tunes alone: %v", err)
 		return C.GIN_LOAD_STAND_ASIDE
 	}
-	if res.master != "" {
-		l.Infof("GIN: Connected to topology service at %s", res.master)
+	if res.server != "" {
+		l.Infof("GIN: Connected to topology service at %s", res.server)
 	}
-	cells := compile(res.plan)
 	t := (*C.gin_table)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gin_table{}))))
 	if t == nil {
 		l.Warnf("GIN: standing aside, NCCL tunes alone: out of memory for the decision table")
@@ -82,6 +85,39 @@ func ginGoLoad(logFn unsafe.Pointer, nRanks, nNodes, commID uint64, out *unsafe.
 	}
 	*out = unsafe.Pointer(t)
 	return C.GIN_LOAD_OK
+}
+
+// loadWithin finds, verifies and compiles the job's plan, all of it within
+// cfg.initTimeout: when the deadline passes first, init goes on without it
+// (the work left behind finishes or fails on its own and is dropped).
+func loadWithin(cfg config, l logger) (*loaded, *compiled, error) {
+	// The fetch gets a little less than the whole deadline, so that what
+	// it waited for is the error reported, and compile its share of the
+	// rest; the hard cut is the deadline itself.
+	hard := time.NewTimer(cfg.initTimeout)
+	defer hard.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.initTimeout-min(cfg.initTimeout/10, 200*time.Millisecond))
+	defer cancel()
+	type result struct {
+		res   *loaded
+		cells *compiled
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := loadPlan(ctx, cfg, l)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{res: res, cells: compile(res.plan)}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.cells, r.err
+	case <-hard.C:
+		return nil, nil, fmt.Errorf("init did not finish within its deadline of %s (NCCL_GIN_INIT_TIMEOUT_MS)", cfg.initTimeout)
+	}
 }
 
 // fill copies the compiled cells into the C table.

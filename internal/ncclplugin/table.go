@@ -58,29 +58,49 @@ func Decide(p *ginv1.Plan, coll int, nRanks, nNodes uint32, nBytes uint64) cell 
 	return cellOf(r, ok)
 }
 
-// compile walks every (shape, collective, bucket) of a plan through
-// planread.Lookup. Shapes are the plan's distinct (n_ranks, n_nodes), in rule
-// order.
+// compile turns a verified plan into the C table's cells: the plan's
+// distinct (n_ranks, n_nodes) shapes in rule order (at most maxShapes), and
+// for each rule its buckets. Verify guarantees that rules do not overlap,
+// so this is what plan.Lookup answers for every (shape, collective,
+// bucket), in one pass over the rules; sizes past the last bucket take its
+// cell, as Lookup clamps them.
 func compile(p *ginv1.Plan) *compiled {
 	c := &compiled{}
-	seen := map[[2]uint32]bool{}
+	index := map[[2]uint32]int{}
 	for _, r := range p.GetRules() {
 		k := [2]uint32{r.GetNRanks(), r.GetNNodes()}
-		if seen[k] {
+		i, seen := index[k]
+		if !seen {
+			if len(c.shapes) == maxShapes {
+				index[k] = -1
+				c.dropped++
+				continue
+			}
+			i = len(c.shapes)
+			index[k] = i
+			s := shape{nRanks: k[0], nNodes: k[1]}
+			for coll := range numColls {
+				for b := range numBuckets {
+					s.cells[coll][b] = leave
+				}
+			}
+			c.shapes = append(c.shapes, s)
+		}
+		coll := int(r.GetCollective()) - 1
+		if i < 0 || coll < 0 || coll >= numColls {
 			continue
 		}
-		seen[k] = true
-		if len(c.shapes) == maxShapes {
-			c.dropped++
-			continue
+		cl := cellOf(r, true)
+		for b := r.GetMinLog2Bytes(); b <= min(r.GetMaxLog2Bytes(), planread.MaxLog2Bytes); b++ {
+			c.shapes[i].cells[coll][b] = cl
 		}
-		s := shape{nRanks: k[0], nNodes: k[1]}
+	}
+	for i := range c.shapes {
 		for coll := range numColls {
-			for b := range numBuckets {
-				s.cells[coll][b] = Decide(p, coll, k[0], k[1], uint64(1)<<b)
+			for b := planread.MaxLog2Bytes + 1; b < numBuckets; b++ {
+				c.shapes[i].cells[coll][b] = c.shapes[i].cells[coll][planread.MaxLog2Bytes]
 			}
 		}
-		c.shapes = append(c.shapes, s)
 	}
 	return c
 }

@@ -41,8 +41,9 @@ type entry struct {
 	plan    []byte // encoded, verified
 	hash    string
 	expires time.Time // zero: no expiry given
-	err     error     // a failed fetch, until failUntil
+	err     error     // a failed fetch, until FailureTTL after failed
 	failed  time.Time
+	added   time.Time
 }
 
 // call is a fetch in flight; its waiters share the outcome.
@@ -112,7 +113,9 @@ func Open(o Options) (*Store, error) {
 			_ = os.Remove(name)
 			continue
 		}
-		s.plans[p.GetJobId()] = entryOf(p, b)
+		e := entryOf(p, b)
+		e.added = s.now()
+		s.plans[p.GetJobId()] = e
 	}
 	s.log.Info("plan store opened", "dir", s.dir, "plans", len(s.plans))
 	return s, nil
@@ -211,9 +214,11 @@ func (s *Store) putLocked(p *ginv1.Plan, b []byte) error {
 	}
 	s.sweepLocked()
 	if len(s.plans) >= MaxPlans {
-		return fmt.Errorf("job %s: the store holds %d plans, its limit", job, MaxPlans)
+		s.evictOldestLocked()
 	}
-	s.plans[job] = entryOf(p, b)
+	e := entryOf(p, b)
+	e.added = s.now()
+	s.plans[job] = e
 	if s.dir != "" {
 		if err := writeAtomic(s.dir, fileName(job), b); err != nil {
 			s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
@@ -242,6 +247,26 @@ func writeAtomic(dir, name string, b []byte) error {
 		_ = os.Remove(tmp)
 	}
 	return err
+}
+
+// evictOldestLocked drops the plan held longest (a full store makes room
+// for a starting job rather than refuse it; the oldest job has long
+// started).
+func (s *Store) evictOldestLocked() {
+	oldest, first := "", time.Time{}
+	for job, e := range s.plans {
+		if oldest == "" || e.added.Before(first) {
+			oldest, first = job, e.added
+		}
+	}
+	if oldest == "" {
+		return
+	}
+	delete(s.plans, oldest)
+	if s.dir != "" {
+		_ = os.Remove(filepath.Join(s.dir, fileName(oldest)))
+	}
+	s.log.Info("plan store full, dropped the plan held longest", "job", oldest, "limit", MaxPlans)
 }
 
 // sweepLocked drops expired plans and stale failures.

@@ -242,3 +242,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestAFullStoreDropsThePlanHeldLongest(t *testing.T) {
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	s, err := Open(Options{Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxPlans + 1 {
+		c.add(time.Millisecond)
+		if err := s.Put(planFor(fmt.Sprint(i), time.Time{})); err != nil {
+			t.Fatalf("plan %d: %v", i, err)
+		}
+	}
+	if n := len(s.Jobs()); n != MaxPlans {
+		t.Fatalf("%d plans held, want %d", n, MaxPlans)
+	}
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "0"}); !errors.Is(err, plansock.ErrNotFound) {
+		t.Fatalf("the oldest plan is still held: %v", err)
+	}
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: fmt.Sprint(MaxPlans)}); err != nil {
+		t.Fatalf("the newest plan: %v", err)
+	}
+}

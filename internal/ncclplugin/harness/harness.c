@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tuner.h"
+#include "../shim/tuner.h"
 
 #define NCOLL 5
 #define NSIZES 35
@@ -294,6 +294,24 @@ static long rss_kb(void) {
   return kb;
 }
 
+/* threads is this process's thread count (Threads:); -1 when unknown. */
+static long threads(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long n = -1;
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Threads: %ld", &n) == 1) break;
+  fclose(f);
+  return n;
+}
+
+/* footprint prints the process's threads and resident set at a stage. */
+static void footprint(const char *stage) {
+  printf("FOOTPRINT stage=%s threads=%ld rss_kb=%ld\n", stage, threads(), rss_kb());
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   const char *lib = NULL, *csv = NULL;
   int want = 0, npos = 0, do_fork = 0;
@@ -322,11 +340,13 @@ int main(int argc, char **argv) {
 
   if (strcmp(lib, "-") != 0) {
     long rss0 = rss_kb();
+    footprint("before_dlopen");
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
       printf("DLOPEN_FAIL %s\n", dlerror());
       return 3;
     }
+    footprint("after_dlopen");
     if (do_fork) {
       fflush(stdout);
       pid_t child = fork();
@@ -357,6 +377,7 @@ int main(int argc, char **argv) {
     double t0 = now_ns();
     int rc = call_init();
     printf("INIT rc=%d ctx=%s ms=%.3f\n", rc, g_ctx ? "set" : "null", (now_ns() - t0) / 1e6);
+    footprint("after_init");
     if (rc != 0) {
       dlclose(h);
       return 2;

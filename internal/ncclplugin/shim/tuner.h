@@ -147,6 +147,11 @@ typedef struct {
 /* gin_log calls NCCL's variadic logger with "%s"; a NULL logger drops it. */
 void gin_log(gin_logger_t fn, int level, unsigned long flags, const char *msg);
 
+/* The Go plan loader: libnccl-tuner-gin-go.so next to the shim exports
+ * ginGoLoad, dlopened by the shim only when NCCL_GIN_ENABLED=1. */
+#define GIN_GO_LIBRARY "libnccl-tuner-gin-go.so"
+typedef int (*gin_go_load_t)(void *logFn, uint64_t nRanks, uint64_t nNodes, uint64_t commId, void **out);
+
 /* Results of the Go loader (ginGoLoad). */
 #define GIN_LOAD_OK 0
 #define GIN_LOAD_STAND_ASIDE 1

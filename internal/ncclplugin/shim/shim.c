@@ -1,23 +1,27 @@
 /*
- * plugin.c: the exported tuner structs (v6..v2), init/finalize and the pure
- * C getCollInfo hot path. Go is entered only from init (ginGoLoad), never
- * from getCollInfo or finalize, and never in a child that forked without
- * exec.
+ * shim.c: libnccl-tuner-gin.so, the library NCCL dlopens. It is C only: it
+ * exports the tuner structs (v6..v2), init/finalize and the pure C
+ * getCollInfo hot path, and starts nothing (no thread, no runtime) while
+ * GIN is off. Only an init with NCCL_GIN_ENABLED=1, in the process that
+ * loaded it, dlopens the Go plan loader (libnccl-tuner-gin-go.so, the same
+ * directory) and calls its ginGoLoad; Go is never entered from getCollInfo
+ * or finalize, nor in a child that forked without exec.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tuner.h"
-#include "_cgo_export.h"
 
 /* The pid that loaded the library; init in any other pid is a forked child. */
 static pid_t gin_load_pid;
 
 __attribute__((constructor)) static void gin_record_pid(void) { gin_load_pid = getpid(); }
 
-void gin_log(gin_logger_t fn, int level, unsigned long flags, const char *msg) {
+__attribute__((visibility("hidden"))) void gin_log(gin_logger_t fn, int level, unsigned long flags, const char *msg) {
   if (fn == NULL || msg == NULL) return;
   fn(level, flags, "ncclplugin", 0, "%s", msg);
 }
@@ -25,6 +29,36 @@ void gin_log(gin_logger_t fn, int level, unsigned long flags, const char *msg) {
 static int gin_env_is(const char *name, const char *want) {
   const char *v = getenv(name);
   return v != NULL && strcmp(v, want) == 0;
+}
+
+/* gin_go_loader dlopens the Go plan loader next to this library, once per
+ * process, and returns its ginGoLoad; NULL (after a WARN naming the cause)
+ * when it cannot be loaded. It is never unloaded (a Go runtime cannot be). */
+static gin_go_load_t gin_go_loader(gin_logger_t logFn) {
+  static gin_go_load_t cached;
+  gin_go_load_t fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+  if (fn != NULL) return fn;
+  char path[4096], msg[4352];
+  Dl_info info;
+  const char *dir_end = NULL;
+  if (dladdr((const void *)&gin_go_loader, &info) != 0 && info.dli_fname != NULL) dir_end = strrchr(info.dli_fname, '/');
+  if (dir_end != NULL)
+    snprintf(path, sizeof path, "%.*s/%s", (int)(dir_end - info.dli_fname), info.dli_fname, GIN_GO_LIBRARY);
+  else
+    snprintf(path, sizeof path, "%s", GIN_GO_LIBRARY);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (h != NULL) fn = (gin_go_load_t)dlsym(h, "ginGoLoad");
+  if (fn == NULL) {
+    const char *why = dlerror();
+    snprintf(msg, sizeof msg, "GIN: %s: cannot load the plan loader %s: %s",
+             gin_env_is("NCCL_GIN_STRICT", "1") ? "strict mode (NCCL_GIN_STRICT=1), failing communicator init"
+                                                : "standing aside, NCCL tunes alone",
+             path, why ? why : "no ginGoLoad");
+    gin_log(logFn, GIN_LOG_WARN, GIN_FLAG_INIT | GIN_FLAG_TUNING, msg);
+    return NULL;
+  }
+  __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
+  return fn;
 }
 
 /* gin_init is the body of every version's init. */
@@ -46,8 +80,10 @@ static int gin_init(size_t nRanks, size_t nNodes, uint64_t commId, gin_logger_t 
     return strict ? ginNcclSystemError : ginNcclSuccess;
   }
 
+  gin_go_load_t load = gin_go_loader(logFn);
+  if (load == NULL) return gin_env_is("NCCL_GIN_STRICT", "1") ? ginNcclSystemError : ginNcclSuccess;
   gin_table *t = NULL;
-  int rc = ginGoLoad((void *)logFn, (GoUint64)nRanks, (GoUint64)nNodes, (GoUint64)commId, (void **)&t);
+  int rc = load((void *)logFn, (uint64_t)nRanks, (uint64_t)nNodes, commId, (void **)&t);
   if (rc == GIN_LOAD_OK && t != NULL) {
     *context = t;
     return ginNcclSuccess;
