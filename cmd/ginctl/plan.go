@@ -221,9 +221,16 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 				if a.output == "json" {
 					return a.printJSON(p)
 				}
-				fmt.Fprintf(a.stdout, "%s of %d bytes on %d ranks over %d nodes: %s/%s, %.1f µs, algbw %.2f GB/s, busbw %.2f GB/s\n",
+				cell := algoName(p.GetAlgorithm()) + "/" + protoName(p.GetProtocol())
+				if p.GetAlgorithm() == ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+					cell = "NCCL's default"
+				}
+				fmt.Fprintf(a.stdout, "%s of %d bytes on %d ranks over %d nodes: %s, %.1f µs, algbw %.2f GB/s, busbw %.2f GB/s (%s)\n",
 					jsonout.EnumWord(p.GetCollective().Descriptor(), p.GetCollective().Number()), p.GetSizeBytes(), p.GetNRanks(), p.GetNNodes(),
-					algoName(p.GetAlgorithm()), protoName(p.GetProtocol()), p.GetTimeUs(), p.GetAlgbwGbps(), p.GetBusbwGbps())
+					cell, p.GetTimeUs(), p.GetAlgbwGbps(), p.GetBusbwGbps(), dash(p.GetBasis()))
+				if p.GetEvidence() != "" {
+					fmt.Fprintf(a.stdout, "evidence: %s\n", p.GetEvidence())
+				}
 				return nil
 			}
 			if a.output == "json" {

@@ -287,3 +287,84 @@ func Describe(m *ginv1.Measurement) string {
 	}
 	return fmt.Sprintf("measurement %s (nccl-tests on %s%s)", m.GetId(), on, v)
 }
+
+// Index answers measured cells for communicators of one graph: it derives
+// each communicator's key once and keeps the measurements of that shape.
+// Not safe for concurrent use.
+type Index struct {
+	g     *graph.Graph
+	model GPUModel
+	ms    []*ginv1.Measurement
+	byKey map[string][]*ginv1.Measurement
+}
+
+// NewIndex returns an Index over ms for graph g.
+func NewIndex(g *graph.Graph, model GPUModel, ms []*ginv1.Measurement) *Index {
+	return &Index{g: g, model: model, ms: ms, byKey: map[string][]*ginv1.Measurement{}}
+}
+
+// Len is how many measurements the index holds.
+func (x *Index) Len() int { return len(x.ms) }
+
+// Measured returns the measured cells of coll at bytes for the
+// communicator over gpusPerNode GPUs of each of nodes (nil when none, or
+// when the shape cannot be derived).
+func (x *Index) Measured(nodes []string, gpusPerNode int, coll ginv1.Collective, bytes uint64) []Cell {
+	if x == nil || len(x.ms) == 0 || len(nodes) == 0 {
+		return nil
+	}
+	k := fmt.Sprintf("%d\x00%s", gpusPerNode, strings.Join(nodes, "\x00"))
+	ms, ok := x.byKey[k]
+	if !ok {
+		key, err := KeyOf(x.g, x.model, nodes, gpusPerNode, "")
+		if err == nil {
+			for _, m := range x.ms {
+				if SameShape(m.GetShape(), key) {
+					ms = append(ms, m)
+				}
+			}
+		}
+		x.byKey[k] = ms
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	return Lookup(ms, ms[0].GetShape(), coll, bytes)
+}
+
+// Basis values of an estimate.
+const (
+	BasisMeasured   = "measured"
+	BasisCalibrated = "calibrated"
+	BasisModelled   = "modelled"
+)
+
+// Apply replaces a model prediction with the fastest measured cell when
+// cells is not empty, and says on what basis the figure stands:
+// "measured" at a measured size, "calibrated" when interpolated or
+// extrapolated from the measurements, else "modelled".
+func Apply(p *ginv1.Prediction, cells []Cell) {
+	if len(cells) == 0 {
+		p.Basis = BasisModelled
+		return
+	}
+	c := cells[0]
+	p.Basis = BasisCalibrated
+	if c.How == "measured" {
+		p.Basis = BasisMeasured
+	}
+	what := "NCCL's default"
+	if !c.Default {
+		what = strings.ToLower(strings.TrimPrefix(c.Algorithm.String(), "ALGORITHM_"))
+		if c.Protocol != 0 {
+			what += "/" + strings.ToLower(strings.TrimPrefix(c.Protocol.String(), "PROTOCOL_"))
+		}
+	}
+	p.Evidence = fmt.Sprintf("%s, %s: %s", what, c.How, c.Evidence)
+	p.Algorithm, p.Protocol, p.Channels = c.Algorithm, c.Protocol, 0
+	p.TimeUs = c.TimeUs
+	if c.TimeUs > 0 {
+		p.AlgbwGbps = float64(p.GetSizeBytes()) / c.TimeUs / 1000
+	}
+	p.BusbwGbps = p.AlgbwGbps * costmodel.BusFactor(p.GetCollective(), int(p.GetNRanks()))
+}

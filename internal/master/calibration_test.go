@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +81,82 @@ func TestCalibrationImportListGetDelete(t *testing.T) {
 	}
 	if d, err := cc.DeleteMeasurement(ctx, &ginv1.DeleteMeasurementRequest{Id: m.GetId()}); err != nil || d.GetChanged() {
 		t.Fatalf("second delete %v %v", d, err)
+	}
+}
+
+// TestMeasurementsChangePlansAndEstimates: a measured forced tree that
+// beats NCCL's measured default on the job's shape turns the plan's rule
+// into an override that names the evidence, and estimates say "measured".
+func TestMeasurementsChangePlansAndEstimates(t *testing.T) {
+	s, conn := startServer(t, time.Minute)
+	registerNodes(t, s, "dgx-h100", "node001", "node002", "node003", "node004")
+	cc := ginv1.NewCalibrationServiceClient(conn)
+	pc := ginv1.NewPlanServiceClient(conn)
+	ctx := context.Background()
+	curve := func(factor float64) []*ginv1.MeasuredPoint {
+		var pts []*ginv1.MeasuredPoint
+		for b := uint64(1 << 20); b <= 1<<30; b <<= 1 {
+			pts = append(pts, &ginv1.MeasuredPoint{Bytes: b, TimeUs: (30 + float64(b)/50e3) * factor, BusBwGbps: 1})
+		}
+		return pts
+	}
+	for _, r := range []*ginv1.ImportMeasurementRequest{
+		{Nodes: "node[001-002]", Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, Points: curve(1)},
+		{Nodes: "node[001-002]", Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, Algorithm: ginv1.Algorithm_ALGORITHM_TREE,
+			Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, Points: curve(0.75)},
+	} {
+		if _, err := cc.ImportMeasurement(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(job, nodes string) *ginv1.Plan {
+		resp, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetPlan()
+	}
+	rule := func(p *ginv1.Plan, bytes uint64) *ginv1.PlanRule {
+		for _, r := range p.GetRules() {
+			b := uint32(0)
+			for v := bytes; v > 1; v >>= 1 {
+				b++
+			}
+			if r.GetCollective() == ginv1.Collective_COLLECTIVE_ALL_REDUCE && r.GetNRanks() == 16 && r.GetMinLog2Bytes() <= b && b <= r.GetMaxLog2Bytes() {
+				return r
+			}
+		}
+		t.Fatalf("no rule for %d bytes", bytes)
+		return nil
+	}
+	r := rule(plan("calibrated", "node[001-002]"), 64<<20)
+	if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_TREE || r.GetProtocol() != ginv1.Protocol_PROTOCOL_SIMPLE ||
+		!strings.Contains(r.GetReason(), "measured 25% faster than NCCL's default") {
+		t.Fatalf("rule %v, want tree/simple on the measurement's evidence", r)
+	}
+	// The same job shape on other nodes of the same shape is the same shape.
+	if r := rule(plan("same-shape", "node[003-004]"), 64<<20); r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_TREE {
+		t.Errorf("node[003-004] (same shape): %v", r)
+	}
+	est, err := pc.Estimate(ctx, &ginv1.EstimateRequest{Nodes: "node[001-002]", Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := est.GetPrediction(); p.GetBasis() != "measured" || p.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_TREE || !strings.Contains(p.GetEvidence(), "measurement") {
+		t.Errorf("estimate %v, want the measured tree", p)
+	}
+	est, err = pc.Estimate(ctx, &ginv1.EstimateRequest{Nodes: "node[001-002]", Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := est.GetPrediction(); p.GetBasis() != "calibrated" {
+		t.Errorf("estimate between measured sizes %v, want calibrated", p)
+	}
+	est, err = pc.Estimate(ctx, &ginv1.EstimateRequest{Nodes: "node[001-003]", Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := est.GetPrediction(); p.GetBasis() != "modelled" {
+		t.Errorf("estimate of an unmeasured shape %v, want modelled", p)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/estimate"
 	"github.com/gin-topology/gin/internal/export"
 	"github.com/gin-topology/gin/internal/state"
@@ -36,6 +37,11 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 		if err != nil {
 			return nil, toStatus(invalidf("nodes", "%v", err))
 		}
+		gpn := int(req.GetGpusPerNode())
+		if gpn == 0 && len(names) > 0 {
+			gpn = int(pred.GetNRanks()) / len(names)
+		}
+		calib.Apply(pred, calib.NewIndex(v.Graph, gpuModel(v), p.s.store.Measurements()).Measured(names, gpn, req.GetCollective(), req.GetSizeBytes()))
 		return &ginv1.EstimateResponse{Prediction: pred, Read: ri}, nil
 	case req.GetGpus() > 0:
 		if req.GetGpus() > maxEstimateGPUs {
@@ -54,6 +60,11 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 			estimate.Options{Ethernet: estimate.EthernetFromInventories(invs)})
 		if err != nil {
 			return nil, toStatus(invalidf("gpus", "%v", err))
+		}
+		for _, pe := range pes {
+			if pe.GetPrediction() != nil {
+				pe.Prediction.Basis = calib.BasisModelled
+			}
 		}
 		return &ginv1.EstimateResponse{Placements: pes, Read: ri}, nil
 	default:

@@ -12,6 +12,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/plan"
 )
@@ -126,7 +127,11 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	if len(down) > 0 {
 		return nil, fmt.Errorf("%w: node(s) %s are not up", errFailedPrecondition, hostlist.Compress(down))
 	}
-	pl, err := plan.Build(view.Graph, req.GetJobId(), nodes, int(req.GetGpusPerNode()))
+	var ev plan.Evidence
+	if ms := p.s.store.Measurements(); len(ms) > 0 {
+		ev = calib.NewIndex(view.Graph, gpuModel(view), ms)
+	}
+	pl, err := plan.BuildWith(view.Graph, req.GetJobId(), nodes, int(req.GetGpusPerNode()), ev)
 	if err != nil {
 		return nil, invalidf("nodes", "%v", err)
 	}

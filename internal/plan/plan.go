@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/planread"
@@ -26,11 +27,31 @@ var Collectives = []ginv1.Collective{
 type comm struct {
 	shape costmodel.Shape
 	what  string
+	// nodes and gpn name the communicator for measured evidence.
+	nodes []string
+	gpn   int
+}
+
+// MeasuredMargin is how much faster (relative) a measured forced
+// algorithm must be than NCCL's measured default before the plan
+// overrides NCCL: above the few-percent run-to-run spread of nccl-tests.
+const MeasuredMargin = 0.05
+
+// Evidence answers measured times of a communicator (internal/calib's
+// Index implements it).
+type Evidence interface {
+	Measured(nodes []string, gpusPerNode int, coll ginv1.Collective, bytes uint64) []calib.Cell
 }
 
 // Build computes the plan of a job running gpusPerNode GPUs (0: all) on
 // each of nodes, in the order given.
 func Build(g *graph.Graph, jobID string, nodes []string, gpusPerNode int) (*ginv1.Plan, error) {
+	return BuildWith(g, jobID, nodes, gpusPerNode, nil)
+}
+
+// BuildWith is Build with measured evidence (nil: the model alone): where
+// the cluster measured a communicator's shape, the measurements decide.
+func BuildWith(g *graph.Graph, jobID string, nodes []string, gpusPerNode int, ev Evidence) (*ginv1.Plan, error) {
 	if jobID == "" {
 		return nil, errors.New("plan: empty job id")
 	}
@@ -45,19 +66,19 @@ func Build(g *graph.Graph, jobID string, nodes []string, gpusPerNode int) (*ginv
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	ppn := world.NRanks / world.NNodes
-	comms := []comm{{world, "world"}}
+	comms := []comm{{world, "world", nodes, ppn}}
 	if ppn > 1 && world.NNodes > 1 {
 		one := world
 		one.NRanks, one.NNodes, one.MNNVL = ppn, 1, false
 		one.NICsPerNode, one.NICGbps, one.InterHops, one.Oversubscription, one.Ethernet = 0, 0, 0, 0, false
-		comms = append(comms, comm{one, "one node"})
+		comms = append(comms, comm{one, "one node", nodes[:1], ppn})
 	}
 	if world.NNodes > 1 && ppn > 1 {
 		per, err := costmodel.ShapeOf(g, nodes, 1)
 		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
-		comms = append(comms, comm{per, "one GPU per node"})
+		comms = append(comms, comm{per, "one GPU per node", nodes, 1})
 	}
 	p := &ginv1.Plan{
 		FormatVersion: planread.FormatVersion,
@@ -68,7 +89,7 @@ func Build(g *graph.Graph, jobID string, nodes []string, gpusPerNode int) (*ginv
 	}
 	for _, c := range comms {
 		for _, coll := range Collectives {
-			rules, err := rulesFor(c, coll)
+			rules, err := rulesFor(c, coll, ev)
 			if err != nil {
 				return nil, fmt.Errorf("plan: %s (%d ranks over %d nodes): %w", c.what, c.shape.NRanks, c.shape.NNodes, err)
 			}
@@ -86,21 +107,31 @@ type decision struct {
 	channels uint32
 	us       float64
 	reason   string
+	// nccl is NCCL's own choice ("ring/ll") and basis "model" or
+	// "measured": a range where NCCL's choice or the basis changes gets its
+	// own rule, so each range shows its own time and reason.
+	nccl, basis string
 }
 
 func (d decision) same(o decision) bool {
-	return d.algo == o.algo && d.proto == o.proto && d.channels == o.channels
+	return d.algo == o.algo && d.proto == o.proto && d.channels == o.channels && d.nccl == o.nccl && d.basis == o.basis
 }
 
 // rulesFor computes the rules of one shape and collective, merging
 // adjacent buckets with the same decision.
-func rulesFor(c comm, coll ginv1.Collective) ([]*ginv1.PlanRule, error) {
+func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, error) {
 	var rules []*ginv1.PlanRule
 	var prev decision
 	for b := 0; b <= planread.MaxLog2Bytes; b++ {
-		d, err := decide(c.shape, coll, uint64(1)<<b)
+		bytes := uint64(1) << b
+		d, err := decide(c.shape, coll, bytes)
 		if err != nil {
 			return nil, err
+		}
+		if ev != nil {
+			if md, ok := decideMeasured(c.shape, coll, bytes, ev.Measured(c.nodes, c.gpn, coll, bytes)); ok {
+				d = md
+			}
 		}
 		if len(rules) > 0 && d.same(prev) {
 			rules[len(rules)-1].MaxLog2Bytes = uint32(b)
@@ -127,21 +158,116 @@ func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64) (decision, e
 	if err != nil {
 		return decision{}, err
 	}
+	ncclCell := planread.CellName(nccl.Algorithm, nccl.Protocol)
 	if gin.Algorithm == nccl.Algorithm && gin.Protocol == nccl.Protocol {
-		return decision{us: gin.TimeUs, reason: "leave it to NCCL: its model picks the same (" + planread.CellName(gin.Algorithm, gin.Protocol) + ")"}, nil
+		return decision{us: gin.TimeUs, nccl: ncclCell, basis: "model", reason: "leave it to NCCL: its model picks the same (" + ncclCell + ")"}, nil
 	}
 	// NCCL's choice as GIN's model sees it.
 	ncclUs, ok := costmodel.Cost(s, coll, nccl.Algorithm, nccl.Protocol, bytes)
 	if ok && gin.TimeUs >= ncclUs*(1-OverrideMargin) {
-		return decision{us: ncclUs, reason: fmt.Sprintf("leave it to NCCL: %s is within %d%% of NCCL's %s",
+		return decision{us: ncclUs, nccl: ncclCell, basis: "model", reason: fmt.Sprintf("leave it to NCCL: %s is within %d%% of NCCL's %s",
 			planread.CellName(gin.Algorithm, gin.Protocol), int(OverrideMargin*100), planread.CellName(nccl.Algorithm, nccl.Protocol))}, nil
 	}
 	why := "GIN's model"
 	if ok {
 		why = fmt.Sprintf("%.0f%% faster than NCCL's %s", 100*(1-gin.TimeUs/ncclUs), planread.CellName(nccl.Algorithm, nccl.Protocol))
 	}
-	return decision{algo: gin.Algorithm, proto: gin.Protocol, us: gin.TimeUs,
+	return decision{algo: gin.Algorithm, proto: gin.Protocol, us: gin.TimeUs, nccl: ncclCell, basis: "model",
 		reason: planread.CellName(gin.Algorithm, gin.Protocol) + ": " + why + factors(s, gin.Algorithm)}, nil
+}
+
+// decideMeasured decides a bucket from measurements of the communicator's
+// shape; ok is false when they cannot say what NCCL's default costs there
+// (no measurement of NCCL's default, nor of the cell NCCL's model picks).
+func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cells []calib.Cell) (decision, bool) {
+	if len(cells) == 0 {
+		return decision{}, false
+	}
+	var def *calib.Cell
+	defWhat := "NCCL's default"
+	for i := range cells {
+		if cells[i].Default {
+			def = &cells[i]
+			break
+		}
+	}
+	if def == nil {
+		// No run of NCCL's default: a forced run of the cell NCCL's own
+		// model picks stands for it.
+		nccl, err := costmodel.PredictNCCL(s, coll, bytes)
+		if err != nil {
+			return decision{}, false
+		}
+		for i := range cells {
+			c := &cells[i]
+			if c.Algorithm == nccl.Algorithm && (c.Protocol == nccl.Protocol || c.Protocol == ginv1.Protocol_PROTOCOL_UNSPECIFIED) {
+				def = c
+				defWhat = "NCCL's choice " + planread.CellName(nccl.Algorithm, nccl.Protocol) + " (its model's; measured forced)"
+				break
+			}
+		}
+	}
+	if def == nil {
+		return decision{}, false
+	}
+	var best *calib.Cell
+	for i := range cells {
+		c := &cells[i]
+		if c.Default || c == def {
+			continue
+		}
+		if best == nil || c.TimeUs < best.TimeUs {
+			best = c
+		}
+	}
+	at := humanSize(bytes)
+	if best == nil || best.TimeUs >= def.TimeUs*(1-MeasuredMargin) {
+		why := fmt.Sprintf("leave it to NCCL: measured, %s takes %.1f µs at %s (%s, %s)", defWhat, def.TimeUs, at, def.How, def.Evidence)
+		if best != nil {
+			why = fmt.Sprintf("leave it to NCCL: measured, %s takes %.1f µs at %s, %s %.1f µs is not %d%% faster (%s; %s)",
+				defWhat, def.TimeUs, at, cellLabel(best), best.TimeUs, int(MeasuredMargin*100), def.Evidence, best.Evidence)
+		}
+		return decision{us: def.TimeUs, nccl: "measured", basis: "measured", reason: why}, true
+	}
+	proto := best.Protocol
+	protoNote := ""
+	if proto == ginv1.Protocol_PROTOCOL_UNSPECIFIED {
+		// The run forced only the algorithm: take the protocol GIN's
+		// model finds fastest for it.
+		bestUs := -1.0
+		for _, pr := range costmodel.Protocols {
+			if us, ok := costmodel.Cost(s, coll, best.Algorithm, pr, bytes); ok && (bestUs < 0 || us < bestUs) {
+				bestUs, proto = us, pr
+			}
+		}
+		if proto == ginv1.Protocol_PROTOCOL_UNSPECIFIED {
+			return decision{}, false
+		}
+		protoNote = ", protocol from the model"
+	}
+	return decision{algo: best.Algorithm, proto: proto, us: best.TimeUs, nccl: "measured", basis: "measured",
+		reason: fmt.Sprintf("%s: measured %.0f%% faster than %s at %s (%.1f µs vs %.1f µs, %s%s; %s; %s)",
+			planread.CellName(best.Algorithm, proto), 100*(1-best.TimeUs/def.TimeUs), defWhat, at, best.TimeUs, def.TimeUs,
+			best.How, protoNote, best.Evidence, def.Evidence)}, true
+}
+
+func cellLabel(c *calib.Cell) string {
+	if c.Protocol == ginv1.Protocol_PROTOCOL_UNSPECIFIED {
+		return strings.ToLower(strings.TrimPrefix(c.Algorithm.String(), "ALGORITHM_"))
+	}
+	return planread.CellName(c.Algorithm, c.Protocol)
+}
+
+func humanSize(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<10:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+	return fmt.Sprintf("%d B", b)
 }
 
 // factors names what GIN knows that NCCL's model does not.

@@ -287,7 +287,7 @@ func TestExplain(t *testing.T) {
 	c := newCluster(t, "dgx-a100", 2, flat)
 	p := mustBuild(t, c, c.names, 8)
 	lines := planread.Explain(p)
-	if len(lines) != len(p.Rules)+1 || !strings.Contains(lines[0], "job-1") {
+	if len(lines) != len(p.Rules)+2 || !strings.Contains(lines[0], "job-1") {
 		t.Fatalf("%d lines for %d rules: %q", len(lines), len(p.Rules), lines[0])
 	}
 	for _, l := range lines {

@@ -90,14 +90,16 @@ func Lookup(p *ginv1.Plan, coll ginv1.Collective, nRanks, nNodes int, nBytes uin
 	return nil, false
 }
 
-// Explain describes a plan for humans (`ginctl plan`), one line per rule
-// after a header.
+// Explain describes a plan for humans (`ginctl plan`): a summary line, a
+// column header, then one line per rule with the predicted (or measured)
+// time at the start of its size range.
 func Explain(p *ginv1.Plan) []string {
 	if p == nil {
 		return nil
 	}
 	lines := []string{
 		fmt.Sprintf("plan for job %s: %d nodes × %d GPUs, model %s, hash %.12s", p.JobId, len(p.Nodes), p.GpusPerNode, p.ModelVersion, p.ContentHash),
+		fmt.Sprintf("%-14s %-22s  %-10s %-16s %13s  %s", "COLLECTIVE", "RANKS/NODES", "SIZES", "CHOICE", "TIME AT START", "WHY"),
 	}
 	overrides := 0
 	for _, r := range p.Rules {

@@ -135,16 +135,16 @@ func TestDecode(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	lines := Explain(sample())
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want a header and 2 rules:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "COLLECTIVE") {
+		t.Fatalf("%d lines, want a summary, a column header and 2 rules:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for _, want := range []string{"job 42", "2 rules, 1 override NCCL"} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("header %q lacks %q", lines[0], want)
 		}
 	}
-	if !strings.Contains(lines[2], "ring/simple ×8 ch") || !strings.Contains(lines[2], "1M-∞") {
-		t.Errorf("rule line %q", lines[2])
+	if !strings.Contains(lines[3], "ring/simple ×8 ch") || !strings.Contains(lines[3], "1M-∞") {
+		t.Errorf("rule line %q", lines[3])
 	}
 	if Explain(nil) != nil {
 		t.Error("Explain(nil) is not empty")

@@ -985,9 +985,17 @@ type Prediction struct {
 	// size / time, GB/s.
 	AlgbwGbps float64 `protobuf:"fixed64,7,opt,name=algbw_gbps,json=algbwGbps,proto3" json:"algbw_gbps,omitempty"`
 	// algbw × nccl-tests' bus factor for the collective, GB/s.
-	BusbwGbps     float64 `protobuf:"fixed64,8,opt,name=busbw_gbps,json=busbwGbps,proto3" json:"busbw_gbps,omitempty"`
-	NRanks        uint32  `protobuf:"varint,9,opt,name=n_ranks,json=nRanks,proto3" json:"n_ranks,omitempty"`
-	NNodes        uint32  `protobuf:"varint,10,opt,name=n_nodes,json=nNodes,proto3" json:"n_nodes,omitempty"`
+	BusbwGbps float64 `protobuf:"fixed64,8,opt,name=busbw_gbps,json=busbwGbps,proto3" json:"busbw_gbps,omitempty"`
+	NRanks    uint32  `protobuf:"varint,9,opt,name=n_ranks,json=nRanks,proto3" json:"n_ranks,omitempty"`
+	NNodes    uint32  `protobuf:"varint,10,opt,name=n_nodes,json=nNodes,proto3" json:"n_nodes,omitempty"`
+	// What the figure stands on: "measured" (a stored measurement of this
+	// placement's shape at this size), "calibrated" (interpolated between, or
+	// extrapolated at the bandwidth of, measured sizes of this shape) or
+	// "modelled" (the cost model alone). Algorithm and protocol UNSPECIFIED
+	// with a measured basis: NCCL's default choice was measured.
+	Basis string `protobuf:"bytes,11,opt,name=basis,proto3" json:"basis,omitempty"`
+	// The measurement a measured or calibrated figure comes from.
+	Evidence      string `protobuf:"bytes,12,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1090,6 +1098,20 @@ func (x *Prediction) GetNNodes() uint32 {
 		return x.NNodes
 	}
 	return 0
+}
+
+func (x *Prediction) GetBasis() string {
+	if x != nil {
+		return x.Basis
+	}
+	return ""
+}
+
+func (x *Prediction) GetEvidence() string {
+	if x != nil {
+		return x.Evidence
+	}
+	return ""
 }
 
 // PlacementEstimate is one placement class the cluster can offer.
@@ -1640,7 +1662,7 @@ const file_gin_v1_plan_proto_rawDesc = "" +
 	"collective\x18\x02 \x01(\x0e2\x12.gin.v1.CollectiveR\n" +
 	"collective\x12$\n" +
 	"\x0ebytes_per_step\x18\x03 \x01(\x04R\fbytesPerStep\x127\n" +
-	"\x18compute_seconds_per_step\x18\x04 \x01(\x01R\x15computeSecondsPerStep\"\xe3\x02\n" +
+	"\x18compute_seconds_per_step\x18\x04 \x01(\x01R\x15computeSecondsPerStep\"\x95\x03\n" +
 	"\n" +
 	"Prediction\x122\n" +
 	"\n" +
@@ -1658,7 +1680,9 @@ const file_gin_v1_plan_proto_rawDesc = "" +
 	"busbw_gbps\x18\b \x01(\x01R\tbusbwGbps\x12\x17\n" +
 	"\an_ranks\x18\t \x01(\rR\x06nRanks\x12\x17\n" +
 	"\an_nodes\x18\n" +
-	" \x01(\rR\x06nNodes\"\x8b\x02\n" +
+	" \x01(\rR\x06nNodes\x12\x14\n" +
+	"\x05basis\x18\v \x01(\tR\x05basis\x12\x1a\n" +
+	"\bevidence\x18\f \x01(\tR\bevidence\"\x8b\x02\n" +
 	"\x11PlacementEstimate\x12\x1c\n" +
 	"\tplacement\x18\x01 \x01(\tR\tplacement\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1c\n" +

@@ -1,0 +1,122 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
+	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// measured builds a stored-like measurement of the world communicator of
+// nodes: times at 1 MiB..1 GiB scaled by factor from a base curve.
+func measured(t *testing.T, c *cluster, nodes []string, gpn int, a ginv1.Algorithm, by string, factor float64, created uint64) *ginv1.Measurement {
+	t.Helper()
+	key, err := calib.KeyOf(c.graph(t), nil, nodes, gpn, "2.21.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &ginv1.Measurement{Shape: key, Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, Algorithm: a, ForcedBy: by,
+		Nodes: nodes, CreatedIndex: created}
+	for b := uint64(1 << 20); b <= 1<<30; b <<= 1 {
+		base := 30 + float64(b)/200e3 // 200 GB/s algbw
+		m.Points = append(m.Points, &ginv1.MeasuredPoint{Bytes: b, TimeUs: base * factor, BusBwGbps: 1})
+	}
+	m.Id = state.MeasurementID(m)
+	if err := state.CheckMeasurement(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func ruleAt(t *testing.T, p *ginv1.Plan, nRanks, nNodes int, bytes uint64) *ginv1.PlanRule {
+	t.Helper()
+	r, ok := planread.Lookup(p, ginv1.Collective_COLLECTIVE_ALL_REDUCE, nRanks, nNodes, bytes)
+	if !ok {
+		t.Fatalf("no rule for %d bytes", bytes)
+	}
+	return r
+}
+
+func TestMeasurementsDecide(t *testing.T) {
+	c := newCluster(t, "dgx-h100", 2, flat)
+	g := c.graph(t)
+	def := measured(t, c, c.names, 8, 0, "default", 1, 1)
+	tests := []struct {
+		name      string
+		ms        []*ginv1.Measurement
+		wantAlgo  ginv1.Algorithm
+		wantProto ginv1.Protocol // -1: any protocol the model picks
+		wantWhy   []string
+	}{
+		{"tree measured 30% faster than NCCL's default", []*ginv1.Measurement{def, measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.7, 2)},
+			ginv1.Algorithm_ALGORITHM_TREE, -1, []string{"measured 30% faster than NCCL's default", "protocol from the model", "measurement " + def.GetId()}},
+		{"tree measured only 3% faster: NCCL keeps it", []*ginv1.Measurement{def, measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.97, 2)},
+			0, 0, []string{"leave it to NCCL: measured", "is not 5% faster"}},
+		{"NCCL's default measured alone", []*ginv1.Measurement{def}, 0, 0, []string{"leave it to NCCL: measured, NCCL's default takes"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := BuildWith(g, "job-1", c.names, 8, calib.NewIndex(g, nil, tc.ms))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := planread.Verify(p); err != nil {
+				t.Fatal(err)
+			}
+			r := ruleAt(t, p, 16, 2, 64<<20)
+			protoOK := r.GetProtocol() == tc.wantProto || (tc.wantProto == -1 && r.GetProtocol() != 0)
+			if r.GetAlgorithm() != tc.wantAlgo || !protoOK {
+				t.Fatalf("64 MiB rule %v, want %v/%v", r, tc.wantAlgo, tc.wantProto)
+			}
+			for _, w := range tc.wantWhy {
+				if !strings.Contains(r.GetReason(), w) {
+					t.Errorf("reason %q lacks %q", r.GetReason(), w)
+				}
+			}
+			// Below the measured range the model decides, and says so.
+			if small := ruleAt(t, p, 16, 2, 4096); strings.Contains(small.GetReason(), "measured") {
+				t.Errorf("4 KiB rule %q uses measurements below the measured range", small.GetReason())
+			}
+			// One node's communicator has no measurement: the model.
+			if r := ruleAt(t, p, 8, 1, 64<<20); strings.Contains(r.GetReason(), "measured") {
+				t.Errorf("one-node rule %q uses the 2-node measurement", r.GetReason())
+			}
+		})
+	}
+	// Measurements of another shape (4 nodes) change nothing.
+	c4 := newCluster(t, "dgx-h100", 4, flat)
+	other := []*ginv1.Measurement{measured(t, c4, c4.names, 8, 0, "default", 1, 1), measured(t, c4, c4.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.5, 2)}
+	with, err := BuildWith(g, "job-1", c.names, 8, calib.NewIndex(g, nil, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Build(g, "job-1", c.names, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.GetContentHash() != without.GetContentHash() {
+		t.Error("measurements of a 4-node shape changed a 2-node plan")
+	}
+}
+
+// TestLeaveToNCCLRangesSplit: "leave it to NCCL" ranges are split where
+// NCCL's own choice changes, so each range carries its own time.
+func TestLeaveToNCCLRangesSplit(t *testing.T) {
+	c := newCluster(t, "dgx-h100", 2, flat)
+	p := mustBuild(t, c, c.names, 8)
+	n := 0
+	for _, r := range p.GetRules() {
+		if r.GetCollective() == ginv1.Collective_COLLECTIVE_ALL_REDUCE && r.GetNRanks() == 16 {
+			n++
+			if r.GetMinLog2Bytes() == 0 && r.GetMaxLog2Bytes() == planread.MaxLog2Bytes {
+				t.Errorf("one rule for 0-∞: %v", r)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d all_reduce rules on 2 nodes, want one per range of NCCL's choice", n)
+	}
+}
