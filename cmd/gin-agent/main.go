@@ -170,7 +170,7 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 	}
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	cmd.SetVersionTemplate("gin-agent {{.Version}}\n")
+	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-agent"))
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	f := cmd.Flags()

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/testlog"
 )
 
@@ -162,8 +163,8 @@ func TestHelpTellsEveryFlagAndEnv(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, _ := runArgs(t, nil, "--version")
-	if code != exitOK || !strings.HasPrefix(stdout, "gin-agent ") {
-		t.Errorf("exit %d, stdout %q", code, stdout)
+	if code != exitOK || stdout != buildinfo.Line("gin-agent")+"\n" {
+		t.Errorf("exit %d, stdout %q; want the line every GIN binary prints, %q", code, stdout, buildinfo.Line("gin-agent"))
 	}
 }
 

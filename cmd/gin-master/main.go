@@ -122,6 +122,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
 	cmd.Version = buildinfo.String()
+	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gin-topology/gin/internal/buildinfo"
 )
 
 // TestUsageErrors: flags that cannot work are refused with exit 2 before
@@ -51,5 +53,12 @@ func TestAddressInUseHint(t *testing.T) {
 	code := run([]string{"--dev", "--bind", l.Addr().String(), "--data-dir", t.TempDir()}, &out, &errb)
 	if code == 0 || !strings.Contains(errb.String(), "address already in use (another gin-master, or another program, uses that port") {
 		t.Fatalf("exit %d, stderr %q; want the address-in-use hint", code, errb.String())
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--version"}, &out, &errb); code != 0 || out.String() != buildinfo.Line("gin-master")+"\n" {
+		t.Fatalf("--version: exit %d, %q; want %q", code, out.String(), buildinfo.Line("gin-master"))
 	}
 }

@@ -321,6 +321,8 @@ func TestErrors(t *testing.T) {
 		{ctlCase{"err-flag-number", []string{"estimate", "--gpus", "x"}, ""}, addr, exitUsage},
 		{ctlCase{"err-flag-duration", []string{"--timeout", "x", "nodes"}, ""}, addr, exitUsage},
 		{ctlCase{"err-output", []string{"nodes", "-o", "yaml"}, ""}, addr, exitUsage},
+		{ctlCase{"err-log-level", []string{"--log-level", "loud", "nodes"}, ""}, addr, exitUsage},
+		{ctlCase{"err-watch-since-zero", []string{"watch", "--since", "0"}, ""}, addr, exitUsage},
 		{ctlCase{"err-export-format", []string{"export", "nope"}, ""}, addr, exitUsage},
 		{ctlCase{"err-export-json-output", []string{"export", "slurm", "-o", "json"}, ""}, addr, exitUsage},
 		{ctlCase{"err-fabric-no-file", []string{"fabric", "import", "--ibnetdiscover", "/nonexistent/dump"}, ""}, addr, exitUsage},

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -41,6 +42,8 @@ type app struct {
 	stdout      io.Writer
 	stderr      io.Writer
 	getenv      func(string) string
+	logLevel    string
+	log         *slog.Logger
 	usageFailed bool
 }
 
@@ -78,6 +81,11 @@ Reads are answered by any master (add --consistent to require the leader).`,
 		SilenceErrors: true,
 		Version:       buildinfo.String(),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(a.logLevel)); err != nil {
+				return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: l}))
 			if a.output != "table" && a.output != "json" {
 				return usagef("-o %q: want table or json", a.output)
 			}
@@ -89,8 +97,11 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
+	pf.StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: debug (each request, the master that answered, its duration), info, warn, error")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd())
+	root.SetVersionTemplate(buildinfo.VersionTemplate("ginctl"))
+	root.AddCommand(a.versionCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		a.usageFailed = true
 		return flagError(err)
@@ -123,7 +134,12 @@ func withService[C any](ctx context.Context, a *app, newClient func(grpc.ClientC
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	return c.Do(ctx, func(ctx context.Context, conn *grpc.ClientConn) error { return fn(ctx, newClient(conn)) })
+	return c.Do(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
+		start := time.Now()
+		err := fn(ctx, newClient(conn))
+		a.logger().Debug("request", "master", conn.Target(), "took", time.Since(start), "err", err)
+		return err
+	})
 }
 
 func (a *app) withTopology(ctx context.Context, fn func(context.Context, ginv1.TopologyServiceClient) error) error {
@@ -151,4 +167,12 @@ func (a *app) clusterInfo(ctx context.Context) (resp *ginv1.GetClusterInfoRespon
 // in GIN's JSON convention (internal/jsonout, docs/JSON.md).
 func (a *app) printJSON(v any) error {
 	return jsonout.Write(a.stdout, v)
+}
+
+// logger is the --log-level logger (discarding before the flags are parsed).
+func (a *app) logger() *slog.Logger {
+	if a.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.log
 }

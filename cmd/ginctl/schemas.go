@@ -32,6 +32,7 @@ func jsonOutputs() []jsonOutput {
 		{"estimate --nodes", "ginctl-estimate-nodes", (*ginv1.Prediction)(nil), false},
 		{"estimate --gpus", "ginctl-estimate-gpus", (*ginv1.EstimateResponse)(nil), false},
 		{"order", "ginctl-order", (*ginv1.OrderNodesResponse)(nil), false},
+		{"version", "ginctl-version", versionJSON{}, false},
 		{"calibrate import", "ginctl-calibrate-import", []*ginv1.ImportMeasurementResponse(nil), false},
 		{"calibrate list", "ginctl-calibrate-list", (*ginv1.ListMeasurementsResponse)(nil), false},
 		{"calibrate show", "ginctl-calibrate-show", (*ginv1.GetMeasurementResponse)(nil), false},

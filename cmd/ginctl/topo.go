@@ -112,8 +112,15 @@ A GPU is named by UUID or as NODE/GPU<index> (node001/GPU3).`,
 				fmt.Fprintf(tw, "Note:\t%s\n", p.GetNote())
 			}
 			var hops []string
-			for _, h := range p.GetHops() {
-				hops = append(hops, h.GetKind()+":"+h.GetId())
+			for i, h := range p.GetHops() {
+				id := h.GetId()
+				// The GPUs at the ends as the user named them (node001/GPU0), not by UUID.
+				if h.GetKind() == "gpu" && i == 0 && strings.Contains(args[0], "/") {
+					id = args[0]
+				} else if h.GetKind() == "gpu" && i == len(p.GetHops())-1 && strings.Contains(args[1], "/") {
+					id = args[1]
+				}
+				hops = append(hops, h.GetKind()+":"+id)
 			}
 			if len(hops) > 0 {
 				fmt.Fprintf(tw, "Hops:\t%s\n", strings.Join(hops, " -> "))

@@ -2,7 +2,11 @@
 // (make build sets Version with -ldflags -X).
 package buildinfo
 
-import "runtime/debug"
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
 
 // Version is set by the linker; "dev" for plain `go build`.
 var Version = "dev" //nolint:gochecknoglobals // set once by the linker, never written at run time
@@ -20,4 +24,15 @@ func String() string {
 		}
 	}
 	return Version
+}
+
+// Line is what `--version` prints in every GIN binary (and `ginctl
+// version`): "<binary> <version> (<go version> <os>/<arch>)".
+func Line(binary string) string {
+	return fmt.Sprintf("%s %s (%s %s/%s)", binary, String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// VersionTemplate is Line for cobra's SetVersionTemplate.
+func VersionTemplate(binary string) string {
+	return Line(binary) + "\n"
 }

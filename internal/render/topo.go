@@ -26,6 +26,15 @@ const legend = `Legend:
   NET  = Connection across the network through switches GIN does not know (port not in the imported fabric)
 `
 
+// bandwidthLegend replaces the class legend under a bandwidth matrix.
+const bandwidthLegend = `Legend:
+
+  X    = Self
+  #    = Bottleneck bandwidth of the path between the two devices, GB/s per direction
+         (its slowest link: NVLink, PCIe, or a NIC port or switch link across the network)
+  N/A  = Unknown (a link of the path has no known bandwidth)
+`
+
 // ClassLabel is what a matrix cell prints for a class: "X", "NV18", "PIX",
 // "PXB", "PHB", "NODE", "SYS", "MNNVL", "NET3" ("NET" when the number of
 // switches is unknown), "N/A" for an unspecified class.
@@ -109,9 +118,10 @@ func TopoMatrix(w io.Writer, m *ginv1.GetMatrixResponse, bandwidth bool) error {
 	}
 	bw.WriteString("\n")
 	if bandwidth {
-		bw.WriteString("Cells: bottleneck bandwidth of the path, GB/s per direction (N/A: unknown)\n\n")
+		bw.WriteString(bandwidthLegend)
+	} else {
+		bw.WriteString(legend)
 	}
-	bw.WriteString(legend)
 	first := true
 	for i, d := range m.Devices {
 		if d.Kind != ginv1.MatrixDeviceKind_MATRIX_DEVICE_KIND_NIC {
