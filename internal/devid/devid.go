@@ -14,16 +14,20 @@ import (
 // false when s is not a bus id (device above 0x1f, function above 7, a
 // domain over 8 digits, anything but hex).
 func PCIBusID(s string) (string, bool) {
+	if canonicalBus(s) {
+		return s, true // the common case, without allocating
+	}
 	s = strings.Trim(s, " \t\r\n\x00")
-	parts := strings.Split(s, ":")
-	var dom, bus, devfn string
-	switch len(parts) {
-	case 2:
-		dom, bus, devfn = "0", parts[0], parts[1]
-	case 3:
-		dom, bus, devfn = parts[0], parts[1], parts[2]
-	default:
+	first, rest, ok := strings.Cut(s, ":")
+	if !ok {
 		return "", false
+	}
+	dom, bus, devfn := "0", first, rest
+	if second, third, ok := strings.Cut(rest, ":"); ok {
+		if strings.Contains(third, ":") {
+			return "", false
+		}
+		dom, bus, devfn = first, second, third
 	}
 	dev, fn, ok := strings.Cut(devfn, ".")
 	if !ok {
@@ -44,6 +48,9 @@ func PCIBusID(s string) (string, bool) {
 // digits ("0x2c903004f1a2b", zero-padded). ok is false for anything else
 // (an LLDP chassis name, more than 16 digits, non-hex).
 func GUID(s string) (string, bool) {
+	if len(s) == 16 && lowerHex(s) {
+		return s, true // the common case, without allocating
+	}
 	s = strings.ToLower(strings.TrimSpace(s))
 	s = strings.ReplaceAll(strings.TrimPrefix(s, "0x"), ":", "")
 	if s == "" || len(s) > 16 {
@@ -72,6 +79,28 @@ func GUIDText(s string) string {
 		return "0x" + g
 	}
 	return s
+}
+
+// canonicalBus reports whether s is already in PCIBusID's output form with
+// a four-digit domain ("0000:07:00.0").
+func canonicalBus(s string) bool {
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' {
+		return false
+	}
+	if !lowerHex(s[0:4]) || !lowerHex(s[5:7]) || !lowerHex(s[8:10]) {
+		return false
+	}
+	return s[8] <= '1' && s[11] >= '0' && s[11] <= '7'
+}
+
+// lowerHex reports whether s is all lower-case hex digits.
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseHex parses 1..maxDigits hex digits (no sign, prefix or underscore)

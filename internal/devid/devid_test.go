@@ -69,7 +69,7 @@ func TestGUID(t *testing.T) {
 	}
 }
 
-var canonicalBus = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$`)
+var canonicalBusRe = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$`)
 
 func FuzzPCIBusID(f *testing.F) {
 	for _, s := range []string{"00000000:07:00.0", "0000:c8:00.0", "07:00.0", "", "x", "00010000:00:02.0", "0:0:0.0\x00", "0000:07:20.0"} {
@@ -83,7 +83,7 @@ func FuzzPCIBusID(f *testing.F) {
 			}
 			return
 		}
-		if !canonicalBus.MatchString(got) {
+		if !canonicalBusRe.MatchString(got) {
 			t.Fatalf("PCIBusID(%q) = %q, not canonical", s, got)
 		}
 		if again, ok := PCIBusID(got); !ok || again != got {
