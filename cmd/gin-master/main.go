@@ -22,6 +22,7 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/devcluster"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/hostaddr"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
@@ -98,10 +99,10 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f := cmd.Flags()
 	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
 	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
-	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address)")
+	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address; on every interface, this host's default-route address)")
 	f.StringVar(&o.httpBind, "http-bind", ":5002", "HTTP address of /metrics (Prometheus) and /healthz; empty disables it (off with --dev unless given)")
 	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
-	f.StringVar(&o.raftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, which must then not be 0.0.0.0 or ::)")
+	f.StringVar(&o.raftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, and when that listens on every interface (:5001, 0.0.0.0, ::) this host's default-route address, else its only global address)")
 	f.DurationVar(&o.tuning.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "a follower that hears nothing from the leader this long starts an election (0: Raft's default, 1s)")
 	f.DurationVar(&o.tuning.ElectionTimeout, "raft-election-timeout", 0, "a candidate without a quorum this long starts a new election (0: Raft's default, 1s)")
 	f.DurationVar(&o.tuning.LeaderLeaseTimeout, "raft-leader-lease-timeout", 0, "a leader without contact to a quorum this long steps down; at most the heartbeat timeout (0: Raft's default, 500ms)")
@@ -173,6 +174,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
 		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
+	}
+	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
+		return err
 	}
 	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
@@ -271,6 +275,38 @@ func devFlagsNeedDev(cmd *cobra.Command, dev bool) error {
 	})
 	if len(given) > 0 {
 		return fmt.Errorf("%s configures the simulated cluster of --dev: add --dev, or leave it out to run a real master", strings.Join(given, ", "))
+	}
+	return nil
+}
+
+// deriveAdvertise fills in --raft-advertise (and --advertise, the client
+// address given as leader hint) when the master listens on every interface
+// and none was given: Raft peers cannot dial 0.0.0.0. It runs before the
+// data dir is touched, so a host where no address can be chosen fails with
+// a message naming the flag and changes nothing.
+func deriveAdvertise(o *options, src hostaddr.Source, log *slog.Logger) error {
+	if o.raftAdvertise == "" {
+		unspec, err := hostaddr.Unspecified(o.raftBind)
+		if err != nil {
+			return fmt.Errorf("--raft-bind: %w", err)
+		}
+		if unspec {
+			adv, err := hostaddr.Derive(o.raftBind, src)
+			if err != nil {
+				return fmt.Errorf("--raft-bind %s listens on every interface and the address other masters should dial cannot be derived (%w); set --raft-advertise HOST:PORT", o.raftBind, err)
+			}
+			o.raftAdvertise = adv
+			log.Info("raft advertise address derived from the default route (set --raft-advertise to choose another)", "raft_advertise", adv)
+		}
+	}
+	if o.advertise == "" {
+		if unspec, err := hostaddr.Unspecified(o.bind); err == nil && unspec {
+			// The client address is only a hint; a port 0 or a host without
+			// a usable address keeps the bound address, as before.
+			if adv, err := hostaddr.Derive(o.bind, src); err == nil {
+				o.advertise = adv
+			}
+		}
 	}
 	return nil
 }

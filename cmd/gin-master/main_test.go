@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +64,81 @@ func TestVersionLine(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--version"}, &out, &errb); code != 0 || out.String() != buildinfo.Line("gin-master")+"\n" {
 		t.Fatalf("--version: exit %d, %q; want %q", code, out.String(), buildinfo.Line("gin-master"))
+	}
+}
+
+type fakeHost struct {
+	route string // "" = no default route
+	addrs []string
+}
+
+func (f fakeHost) DefaultRouteAddr(v6 bool) (netip.Addr, error) {
+	if f.route == "" || v6 {
+		return netip.Addr{}, errors.New("network is unreachable")
+	}
+	return netip.MustParseAddr(f.route), nil
+}
+
+func (f fakeHost) InterfaceAddrs() ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, a := range f.addrs {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out, nil
+}
+
+func TestDeriveAdvertise(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name                 string
+		in                   options
+		host                 fakeHost
+		wantRaft, wantClient string
+		wantErr              string
+	}{
+		{"README single master: defaults", options{bind: ":5000", raftBind: ":5001"},
+			fakeHost{route: "10.0.0.7"}, "10.0.0.7:5001", "10.0.0.7:5000", ""},
+		{"explicit raft advertise kept", options{bind: ":5000", raftBind: ":5001", raftAdvertise: "m1:5001", advertise: "m1:5000"},
+			fakeHost{route: "10.0.0.7"}, "m1:5001", "m1:5000", ""},
+		{"specific raft bind needs nothing", options{bind: "10.0.0.7:5000", raftBind: "10.0.0.7:5001"},
+			fakeHost{}, "", "", ""},
+		{"no route, one address", options{bind: ":5000", raftBind: "0.0.0.0:5001"},
+			fakeHost{addrs: []string{"192.168.4.2"}}, "192.168.4.2:5001", "192.168.4.2:5000", ""},
+		{"no route, two addresses: names the flag", options{bind: ":5000", raftBind: ":5001"},
+			fakeHost{addrs: []string{"10.0.0.1", "10.1.0.1"}}, "", "", "set --raft-advertise"},
+		{"client port 0 keeps the bound address", options{bind: ":0", raftBind: ":5001"},
+			fakeHost{route: "10.0.0.7"}, "10.0.0.7:5001", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.in
+			err := deriveAdvertise(&o, tc.host, quiet)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.raftAdvertise != tc.wantRaft || o.advertise != tc.wantClient {
+				t.Fatalf("raft advertise %q, advertise %q; want %q, %q", o.raftAdvertise, o.advertise, tc.wantRaft, tc.wantClient)
+			}
+		})
+	}
+}
+
+// A Raft bind that cannot be advertised fails before the data dir exists,
+// with a message naming --raft-advertise.
+func TestRunRefusesUnadvertisableRaftBindBeforeDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var stderr bytes.Buffer
+	code := run([]string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--http-bind", "", "--raft-bind", "0.0.0.0:0", "--data-dir", dir}, io.Discard, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "--raft-advertise") {
+		t.Fatalf("exit %d, stderr %q; want a failure naming --raft-advertise", code, stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the data dir was created (%v)", err)
 	}
 }

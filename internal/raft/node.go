@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
+	"github.com/gin-topology/gin/internal/hostaddr"
 	"github.com/gin-topology/gin/internal/state"
 )
 
@@ -190,6 +191,11 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	rc, err := raftConfig(cfg, hlog)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Advertise == "" {
+		if unspec, err := hostaddr.Unspecified(cfg.Bind); err == nil && unspec {
+			return nil, fmt.Errorf("raft: %s listens on every interface and no advertise address was given (peers cannot dial it)", cfg.Bind)
+		}
 	}
 	walDir := filepath.Join(cfg.DataDir, "wal")
 	if err := os.MkdirAll(walDir, 0o750); err != nil {

@@ -333,3 +333,20 @@ func TestValidateServerID(t *testing.T) {
 		}
 	}
 }
+
+// A bind on every interface without an advertise address is refused before
+// anything is written (it used to leave a 64 MiB WAL segment behind).
+func TestOpenRefusesUnadvertisableBindBeforeTouchingDataDir(t *testing.T) {
+	for _, bind := range []string{":0", "0.0.0.0:0", "[::]:0"} {
+		t.Run(bind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			_, err := Open(Config{ID: "m1", Bind: bind, DataDir: dir, Bootstrap: true, Fast: true}, state.New(nil))
+			if err == nil || !strings.Contains(err.Error(), "every interface") {
+				t.Fatalf("Open(bind %s) = %v, want an every-interface error", bind, err)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("data dir was created (%v)", err)
+			}
+		})
+	}
+}
