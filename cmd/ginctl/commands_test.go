@@ -254,6 +254,7 @@ func TestCommands(t *testing.T) {
 		{"nodes", []string{"nodes"}, ""},
 		{"nodes-json", []string{"nodes", "-o", "json"}, ""},
 		{"nodes-selected", []string{"nodes", "--nodes", "node[001-002]"}, ""},
+		{"nodes-no-headers", []string{"nodes", "--no-headers"}, ""},
 		{"node", []string{"node", "node001"}, ""},
 		{"node-json", []string{"node", "node001", "-o", "json"}, ""},
 		{"topo", []string{"topo", "-m"}, ""},
@@ -370,4 +371,67 @@ func compileSchema(t *testing.T, o jsonOutput) *jsonschema.Schema {
 
 func validateLines(s *jsonschema.Schema, out string) error {
 	return schematest.Validate(s, []byte(out), true)
+}
+
+// TestTablesSplitByAwk: with --no-headers, every line of these tables has
+// as many white-space separated fields as the table has columns.
+func TestTablesSplitByAwk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	cl := startDev(t)
+	for _, tc := range []struct {
+		args    []string
+		columns int
+	}{
+		{[]string{"nodes"}, 10},
+		{[]string{"members"}, 5},
+		{[]string{"cluster"}, 4},
+	} {
+		r := ctl(context.Background(), cl.Master.Addr(), "", append(tc.args, "--no-headers")...)
+		if r.code != 0 || r.stdout == "" {
+			t.Fatalf("%v: exit %d %s", tc.args, r.code, r.stderr)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+			if n := len(strings.Fields(l)); n != tc.columns {
+				t.Errorf("ginctl %v --no-headers: %d fields, want %d: %q", tc.args, n, tc.columns, l)
+			}
+		}
+	}
+}
+
+// TestCompletion: shell completion of node names, GPUs, export formats and
+// --nodes values, through cobra's __complete as the shells call it.
+func TestCompletion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	cl := startDev(t)
+	addr := cl.Master.Addr()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"complete-node", []string{"node", ""}},
+		{"complete-node-prefix", []string{"node", "node00"}},
+		{"complete-path-nodes", []string{"path", ""}},
+		{"complete-path-gpus", []string{"path", "node003/"}},
+		{"complete-path-second", []string{"path", "node001/GPU0", "node002/GPU1"}},
+		{"complete-export", []string{"export", ""}},
+		{"complete-nodes-flag", []string{"topo", "-m", "--nodes", "node00"}},
+		{"complete-node-flag", []string{"export", "nccl-topo", "--node", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), append([]string{"__complete", "--master", addr}, tc.args...), strings.NewReader(""), &out, &errb, func(string) string { return "" })
+			golden(t, tc.name, fmt.Sprintf("$ ginctl __complete %s\nexit %d\n%s", strings.Join(tc.args, " "), code, out.String()))
+		})
+	}
+	// No master: completion offers nothing, quickly, and does not fail.
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"__complete", "--master", "127.0.0.1:1", "node", ""}, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+	if code != 0 || strings.Contains(out.String(), "node0") || time.Since(start) > 10*time.Second {
+		t.Errorf("completion without a master: exit %d after %s: %q", code, time.Since(start), out.String())
+	}
 }

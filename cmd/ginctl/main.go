@@ -43,6 +43,7 @@ type app struct {
 	stderr      io.Writer
 	getenv      func(string) string
 	logLevel    string
+	noHeaders   bool
 	log         *slog.Logger
 	usageFailed bool
 }
@@ -95,6 +96,7 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.master, "master", "", "master list host[:port],... (default $GIN_MASTER_HOST, else 127.0.0.1:5000)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.BoolVar(&a.noHeaders, "no-headers", false, "tables: leave out the header row and summary lines (cells are single tokens either way)")
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: debug (each request, the master that answered, its duration), info, warn, error")
@@ -102,6 +104,7 @@ Reads are answered by any master (add --consistent to require the leader).`,
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd())
 	root.SetVersionTemplate(buildinfo.VersionTemplate("ginctl"))
 	root.AddCommand(a.versionCmd())
+	a.registerCompletions(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		a.usageFailed = true
 		return flagError(err)
@@ -175,4 +178,17 @@ func (a *app) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return a.log
+}
+
+// registerCompletions completes node names for every --nodes and --node
+// flag of the tree (the positional arguments complete in their commands).
+func (a *app) registerCompletions(c *cobra.Command) {
+	for _, name := range []string{"nodes", "node"} {
+		if c.LocalFlags().Lookup(name) != nil {
+			_ = c.RegisterFlagCompletionFunc(name, a.completeNodesFlag)
+		}
+	}
+	for _, sub := range c.Commands() {
+		a.registerCompletions(sub)
+	}
 }

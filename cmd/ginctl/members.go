@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -24,15 +23,14 @@ func (a *app) membersCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(resp.GetMembers())
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tCLIENT ADDRESS\tLEADER\tVOTER")
+			t := a.newTable("ID", "RAFT_ADDRESS", "CLIENT_ADDRESS", "LEADER", "VOTER")
 			for _, m := range resp.GetMembers() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\n", m.GetId(), m.GetAddress(), dash(m.GetClientAddress()), m.GetLeader(), m.GetVoter())
+				t.row(m.GetId(), m.GetAddress(), m.GetClientAddress(), m.GetLeader(), m.GetVoter())
 			}
-			if err := tw.Flush(); err != nil {
+			if err := t.flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "cluster %s, term %d, commit index %d (as %s sees it)\n", dash(resp.GetClusterId()), resp.GetTerm(), resp.GetCommitIndex(), resp.GetServerId())
+			a.summary("cluster %s, term %d, commit index %d (as %s sees it)", dash(resp.GetClusterId()), resp.GetTerm(), resp.GetCommitIndex(), resp.GetServerId())
 			return nil
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -36,21 +35,16 @@ GPUs, NVLinks and compute ports up, NVLink domain and leaf switch.
 			if a.output == "json" {
 				return a.printJSON(resp.GetNodes())
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tGEN\tGPUS\tNVLINKS\tPORTS\tNVLINK DOMAIN\tLEAF\tSYSTEM")
+			t := a.newTable("NAME", "STATE", "GEN", "GPUS", "GPU_MODEL", "NVLINKS", "PORTS", "NVLINK_DOMAIN", "LEAF", "SYSTEM")
 			for _, n := range resp.GetNodes() {
-				gpus := fmt.Sprintf("%d", n.GetGpuCount())
-				if n.GetGpuModel() != "" {
-					gpus += " × " + n.GetGpuModel()
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\n", n.GetName(), stateName(n.GetState()), n.GetGeneration(),
-					gpus, n.GetNvlinksUp(), n.GetNvlinksTotal(), n.GetComputePortsUp(), n.GetComputePortsTotal(),
-					dash(n.GetNvlinkDomain()), dash(n.GetLeafSwitch()), dash(n.GetSystemModel()))
+				t.row(n.GetName(), n.GetState(), n.GetGeneration(), n.GetGpuCount(), n.GetGpuModel(),
+					fmt.Sprintf("%d/%d", n.GetNvlinksUp(), n.GetNvlinksTotal()), fmt.Sprintf("%d/%d", n.GetComputePortsUp(), n.GetComputePortsTotal()),
+					n.GetNvlinkDomain(), n.GetLeafSwitch(), n.GetSystemModel())
 			}
-			if err := tw.Flush(); err != nil {
+			if err := t.flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%d node(s); served by %s at index %d\n", len(resp.GetNodes()), resp.GetRead().GetServedBy(), resp.GetRead().GetIndex())
+			a.summary("%d node(s); served by %s at index %d", len(resp.GetNodes()), resp.GetRead().GetServedBy(), resp.GetRead().GetIndex())
 			return nil
 		},
 	}
@@ -67,10 +61,11 @@ func dash(s string) string {
 
 func (a *app) nodeCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "node NAME",
-		Short: "Show one node's inventory",
-		Long:  "Show one node: its state and the inventory its agent reported (-o json prints the whole inventory).",
-		Args:  args("NAME"),
+		Use:               "node NAME",
+		Short:             "Show one node's inventory",
+		Long:              "Show one node: its state and the inventory its agent reported (-o json prints the whole inventory).",
+		Args:              args("NAME"),
+		ValidArgsFunction: a.completeNodeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.GetNodeResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
@@ -84,9 +79,8 @@ func (a *app) nodeCmd() *cobra.Command {
 				return a.printJSON(resp)
 			}
 			s, inv := resp.GetSummary(), resp.GetInventory()
-			fmt.Fprintf(a.stdout, "Node %s: %s (%s), generation %d, %s\n", s.GetName(), stateName(s.GetState()), dash(s.GetStateReason()), s.GetGeneration(), dash(s.GetSystemModel()))
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "GPU\tUUID\tMODEL\tPCI\tNUMA\tNVLINKS UP")
+			a.summary("Node %s: %s (%s), generation %d, %s", s.GetName(), stateName(s.GetState()), dash(s.GetStateReason()), s.GetGeneration(), dash(s.GetSystemModel()))
+			t := a.newTable("GPU", "UUID", "MODEL", "PCI", "NUMA", "NVLINKS_UP")
 			for _, g := range inv.GetGpus() {
 				up := 0
 				for _, l := range g.GetNvlinks() {
@@ -94,18 +88,19 @@ func (a *app) nodeCmd() *cobra.Command {
 						up++
 					}
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\n", g.GetIndex(), g.GetUuid(), g.GetModel(), g.GetPciBusId(), g.GetNumaNode(), up, len(g.GetNvlinks()))
+				t.row(g.GetIndex(), g.GetUuid(), g.GetModel(), g.GetPciBusId(), g.GetNumaNode(), fmt.Sprintf("%d/%d", up, len(g.GetNvlinks())))
 			}
-			fmt.Fprintln(tw, "\nHCA\tPORT\tSTATE\tRATE\tLINK LAYER\tROLE\tPCI")
+			if err := t.flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout)
+			t = a.newTable("HCA", "PORT", "STATE", "RATE_GBPS", "LINK_LAYER", "ROLE", "PCI")
 			for _, h := range inv.GetHcas() {
 				for _, p := range h.GetPorts() {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%d Gb/s\t%s\t%s\t%s\n", h.GetName(), p.GetPort(),
-						strings.TrimPrefix(p.GetState().String(), "PORT_STATE_"), p.GetRateGbps(),
-						strings.TrimPrefix(p.GetLinkLayer().String(), "LINK_LAYER_"),
-						strings.TrimPrefix(h.GetRole().String(), "HCA_ROLE_"), h.GetPciBusId())
+					t.row(h.GetName(), p.GetPort(), p.GetState(), p.GetRateGbps(), p.GetLinkLayer(), h.GetRole(), h.GetPciBusId())
 				}
 			}
-			return tw.Flush()
+			return t.flush()
 		},
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -236,27 +235,23 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 			if a.output == "json" {
 				return a.printJSON(resp)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLACEMENT\tAVAILABLE\tALGO/PROTO\tTIME\tBUSBW\tSPEEDUP\tEFFICIENCY\tGPUS")
+			// REASON (free text) is the last column; every other cell is one token.
+			t := a.newTable("PLACEMENT", "AVAILABLE", "ALGO/PROTO", "TIME_US", "BUSBW_GBPS", "SPEEDUP", "EFFICIENCY", "GPUS", "REASON")
 			for _, pe := range resp.GetPlacements() {
-				avail := "yes"
 				if !pe.GetAvailable() {
-					avail = "no: " + pe.GetReason()
-				}
-				pr := pe.GetPrediction()
-				if !pe.GetAvailable() {
-					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\n", pe.GetPlacement(), avail)
+					t.row(pe.GetPlacement(), "no", "-", "-", "-", "-", "-", "-", text(pe.GetReason()))
 					continue
 				}
+				pr := pe.GetPrediction()
 				gp := strings.Join(pe.GetGpus(), ",")
 				if len(pe.GetGpus()) > 4 {
-					gp = strings.Join(pe.GetGpus()[:4], ",") + fmt.Sprintf(",... (%d)", len(pe.GetGpus()))
+					gp = strings.Join(pe.GetGpus()[:4], ",") + fmt.Sprintf(",+%d", len(pe.GetGpus())-4)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%.1f µs\t%.1f GB/s\t%.2f×\t%.0f%%\t%s\n", pe.GetPlacement(), avail,
-					algoName(pr.GetAlgorithm()), protoName(pr.GetProtocol()), pr.GetTimeUs(), pr.GetBusbwGbps(),
-					pe.GetSpeedup(), 100*pe.GetEfficiency(), dash(gp))
+				t.row(pe.GetPlacement(), "yes", algoName(pr.GetAlgorithm())+"/"+protoName(pr.GetProtocol()),
+					fmt.Sprintf("%.1f", pr.GetTimeUs()), fmt.Sprintf("%.1f", pr.GetBusbwGbps()), fmt.Sprintf("%.2f", pe.GetSpeedup()),
+					fmt.Sprintf("%.0f%%", 100*pe.GetEfficiency()), gp, text(""))
 			}
-			return tw.Flush()
+			return t.flush()
 		},
 	}
 	f := cmd.Flags()
@@ -318,7 +313,8 @@ func (a *app) exportCmd() *cobra.Command {
   json         the graph as JSON
   dot          Graphviz
   nccl-topo    an NCCL_TOPO_FILE for one node (--node)`,
-		Args: args("FORMAT"),
+		Args:              args("FORMAT"),
+		ValidArgsFunction: completeFormats(formats),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.output == "json" {
 				return usagef("-o json does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")

@@ -83,7 +83,8 @@ func (a *app) pathCmd() *cobra.Command {
 		Long: `Show the path between two GPUs anywhere in the cluster: its class, NVLinks or
 switch hops, bottleneck bandwidth, oversubscription and the NICs it uses.
 A GPU is named by UUID or as NODE/GPU<index> (node001/GPU3).`,
-		Args: args("GPU_A", "GPU_B"),
+		Args:              args("GPU_A", "GPU_B"),
+		ValidArgsFunction: a.completeGPUs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.GetPathResponse
 			err := a.withTopology(cmd.Context(), func(ctx context.Context, tc ginv1.TopologyServiceClient) (err error) {
@@ -143,14 +144,13 @@ func (a *app) clusterCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(resp)
 			}
-			fmt.Fprintf(a.stdout, "server %s: %s, term %d, commit %d, applied %d, leader %s (%s)\n", resp.GetServerId(), resp.GetRaftState(),
+			a.summary("server %s: %s, term %d, commit %d, applied %d, leader %s (%s)", resp.GetServerId(), resp.GetRaftState(),
 				resp.GetTerm(), resp.GetCommitIndex(), resp.GetAppliedIndex(), dash(resp.GetLeaderId()), dash(resp.GetLeaderAddress()))
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tVOTER\tLEADER")
+			t := a.newTable("ID", "RAFT_ADDRESS", "VOTER", "LEADER")
 			for _, m := range resp.GetMembers() {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\n", m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader())
+				t.row(m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader())
 			}
-			return tw.Flush()
+			return t.flush()
 		},
 	}
 }
