@@ -90,33 +90,19 @@ func TestForcedOf(t *testing.T) {
 
 func simGraph(t *testing.T, profile string, n int) (*graph.Graph, []string) {
 	t.Helper()
-	var fnodes []sim.FabricNode
-	var names []string
-	for i := range n {
-		fnodes = append(fnodes, sim.FabricNode{Name: fmt.Sprintf("node%03d", i+1), Profile: profile, Index: i})
-		names = append(names, fnodes[i].Name)
-	}
-	fab, nbrs, err := sim.BuildFabric(sim.FabricSpec{LeafGroups: 1, Spines: 2, Oversubscription: 1}, "test", fnodes)
+	c, err := sim.NewCluster("test", &sim.FabricSpec{LeafGroups: 1, Spines: 2, Oversubscription: 1}, sim.NodesOf(profile, "node", 1, n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var invs []*ginv1.NodeInventory
-	for i, fn := range fnodes {
-		s, err := sim.NewSource(profile, sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "test", Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inv, err := s.Collect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		invs = append(invs, inv)
-	}
-	g, err := graph.Build(invs, fab)
+	invs, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, names
+	g, err := graph.Build(invs, c.Fabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, c.Names()
 }
 
 func TestKeyOf(t *testing.T) {

@@ -12,33 +12,20 @@ import (
 
 func simGraph(t testing.TB, profile string, count int) (*graph.Graph, []string) {
 	t.Helper()
-	fn := make([]sim.FabricNode, count)
-	names := make([]string, count)
-	for i := range fn {
-		names[i] = fmt.Sprintf("node%03d", i)
-		fn[i] = sim.FabricNode{Name: names[i], Profile: profile, Index: i}
-	}
-	fab, nbrs, err := sim.BuildFabric(sim.DefaultFabricSpec(), "test", fn)
+	spec := sim.DefaultFabricSpec()
+	c, err := sim.NewCluster("test", &spec, sim.NodesOf(profile, "node", 0, count))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var invs []*ginv1.NodeInventory
-	for i, n := range fn {
-		s, err := sim.NewSource(profile, sim.NodeOptions{NodeName: n.Name, Index: i, Cluster: "test", Neighbors: nbrs[n.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inv, err := s.Collect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		invs = append(invs, inv)
-	}
-	g, err := graph.Build(invs, fab)
+	invs, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, names
+	g, err := graph.Build(invs, c.Fabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, c.Names()
 }
 
 func TestShapeOf(t *testing.T) {

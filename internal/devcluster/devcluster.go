@@ -103,18 +103,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 		fnodes[i] = sim.FabricNode{Name: name, Profile: cfg.Profile, Index: i}
 		c.Nodes = append(c.Nodes, name)
 	}
-	fabric, neighbors, err := sim.BuildFabric(cfg.Fabric, "dev", fnodes)
+	simc, err := sim.NewCluster("dev", &cfg.Fabric, fnodes)
 	if err != nil {
 		c.cleanup()
-		return nil, nil, fmt.Errorf("dev cluster: fabric: %w", err)
+		return nil, nil, fmt.Errorf("dev cluster (--dev-profile, --dev-fabric): %w", err)
 	}
+	fabric := simc.Fabric
 	for i, name := range c.Nodes {
-		src, err := sim.NewSource(cfg.Profile, sim.NodeOptions{NodeName: name, Index: i, Cluster: "dev", Neighbors: neighbors[name]})
-		if err != nil {
-			c.cleanup()
-			return nil, nil, fmt.Errorf("dev cluster: --dev-profile: %w", err)
-		}
-		c.Sources[name] = src
+		c.Sources[name] = simc.Sources[i]
 	}
 
 	m, err := master.New(master.Config{

@@ -47,31 +47,26 @@ func simGraphHook(t testing.TB, spec string, hook func(*ginv1.FabricTopology), p
 			fnodes = append(fnodes, sim.FabricNode{Name: name, Profile: p.profile, Index: len(fnodes)})
 		}
 	}
-	var fab *ginv1.FabricTopology
-	nbrs := map[string][]*ginv1.FabricNeighbor{}
+	var fs *sim.FabricSpec
 	if spec != "none" {
-		fs, err := sim.ParseFabricSpec(spec)
+		parsed, err := sim.ParseFabricSpec(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fab, nbrs, err = sim.BuildFabric(fs, testCluster, fnodes); err != nil {
-			t.Fatal(err)
-		}
+		fs = &parsed
+	}
+	c, err := sim.NewCluster(testCluster, fs, fnodes)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if hook != nil {
-		hook(fab)
+		hook(c.Fabric)
 	}
-	invs := make([]*ginv1.NodeInventory, len(fnodes))
-	for i, fn := range fnodes {
-		src, err := sim.NewSource(fn.Profile, sim.NodeOptions{NodeName: fn.Name, Index: fn.Index, Cluster: testCluster, Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if invs[i], err = src.Collect(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	g, err := graph.Build(invs, fab)
+	g, err := graph.Build(invs, c.Fabric)
 	if err != nil {
 		t.Fatal(err)
 	}

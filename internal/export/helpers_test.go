@@ -29,27 +29,18 @@ func simCluster(t testing.TB, profile string, names []string, spec *sim.FabricSp
 	for i, n := range names {
 		fnodes[i] = sim.FabricNode{Name: n, Profile: profile, Index: i}
 	}
-	var fab *ginv1.FabricTopology
-	nbrs := map[string][]*ginv1.FabricNeighbor{}
-	if spec != nil {
-		var err error
-		fab, nbrs, err = sim.BuildFabric(*spec, testCluster, fnodes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fab.ScannedAt = nil // deterministic
+	c, err := sim.NewCluster(testCluster, spec, fnodes)
+	if err != nil {
+		t.Fatal(err)
 	}
-	invs := make([]*ginv1.NodeInventory, len(names))
-	for i, fn := range fnodes {
-		src, err := sim.NewSource(profile, sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: testCluster, Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if invs[i], err = src.Collect(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+	if c.Fabric != nil {
+		c.Fabric.ScannedAt = nil // deterministic
 	}
-	return invs, fab
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return invs, c.Fabric
 }
 
 func nodeNames(prefix string, n int) []string {

@@ -3,7 +3,6 @@ package graph
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -41,21 +40,15 @@ func simCluster(t testing.TB, profile string, count int, spec string) ([]*ginv1.
 	if err != nil {
 		t.Fatal(err)
 	}
-	fnodes := make([]sim.FabricNode, count)
-	for i := range fnodes {
-		fnodes[i] = sim.FabricNode{Name: fmt.Sprintf("node%03d", i), Profile: profile, Index: i}
-	}
-	fab, nbrs, err := sim.BuildFabric(fs, testCluster, fnodes)
+	c, err := sim.NewCluster(testCluster, &fs, sim.NodesOf(profile, "node", 0, count))
 	if err != nil {
 		t.Fatal(err)
 	}
-	invs := make([]*ginv1.NodeInventory, count)
-	srcs := make([]*sim.Source, count)
-	for i, fn := range fnodes {
-		srcs[i] = simNode(t, profile, fn.Name, i, nbrs[fn.Name])
-		invs[i] = collect(t, srcs[i])
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return invs, fab, srcs
+	return invs, c.Fabric, c.Sources
 }
 
 func mustBuild(t testing.TB, invs []*ginv1.NodeInventory, fab *ginv1.FabricTopology) *Graph {

@@ -222,28 +222,20 @@ func (r *run) untouched(t *testing.T) {
 func simPlan(t *testing.T, job string) *ginv1.Plan {
 	t.Helper()
 	fnodes := make([]sim.FabricNode, 4)
-	var names []string
 	for i := range fnodes {
 		fnodes[i] = sim.FabricNode{Name: devcluster.NodeName(i), Profile: "dgx-h100", Index: i}
-		names = append(names, fnodes[i].Name)
 	}
-	fab, nbrs, err := sim.BuildFabric(sim.DefaultFabricSpec(), "test", fnodes)
+	spec := sim.DefaultFabricSpec()
+	c, err := sim.NewCluster("test", &spec, fnodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var invs []*ginv1.NodeInventory
-	for i, fn := range fnodes {
-		s, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "test", Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inv, err := s.Collect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		invs = append(invs, inv)
+	names := c.Names()
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	g, err := graph.Build(invs, fab)
+	g, err := graph.Build(invs, c.Fabric)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -21,24 +20,12 @@ type cluster struct {
 
 func newCluster(t testing.TB, profile string, count int, spec sim.FabricSpec) *cluster {
 	t.Helper()
-	fnodes := make([]sim.FabricNode, count)
-	c := &cluster{}
-	for i := range fnodes {
-		fnodes[i] = sim.FabricNode{Name: fmt.Sprintf("node%03d", i), Profile: profile, Index: i}
-		c.names = append(c.names, fnodes[i].Name)
-	}
-	fab, nbrs, err := sim.BuildFabric(spec, "test", fnodes)
+	sc, err := sim.NewCluster("test", &spec, sim.NodesOf(profile, "node", 0, count))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.fab = fab
-	for i, fn := range fnodes {
-		s, err := sim.NewSource(profile, sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "test", Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.srcs = append(c.srcs, s)
-		c.invs = append(c.invs, nil)
+	c := &cluster{names: sc.Names(), srcs: sc.Sources, fab: sc.Fabric, invs: make([]*ginv1.NodeInventory, count)}
+	for i := range c.srcs {
 		c.recollect(t, i)
 	}
 	return c
