@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"regexp"
 	"strings"
 	"syscall"
@@ -185,9 +186,47 @@ func TestDevClusterEndToEnd(t *testing.T) {
 		return ""
 	}
 	waitFor(t, "extra01 to register", 60*time.Second, func() bool { return state("extra01") == "up" })
+	// ginctl watch (the real binary) sees the node go down: old → new state.
+	watch := exec.Command(filepath.Join(bin, "ginctl"), "--master", addr, "watch", "-o", "json")
+	var watchOut, watchErr lockedBuffer
+	watch.Stdout, watch.Stderr = &watchOut, &watchErr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	waitFor(t, "the watch header", 30*time.Second, func() bool { return strings.Contains(watchErr.String(), "watching changes after index") })
 	_ = agent.Process.Kill()
 	_ = agent.Wait()
 	waitFor(t, "extra01 to be marked down", 60*time.Second, func() bool { return state("extra01") == "down" })
+	waitFor(t, "ginctl watch to print extra01 up → down", 30*time.Second, func() bool {
+		for _, l := range strings.Split(watchOut.String(), "\n") {
+			var ev struct {
+				Kind     string `json:"kind"`
+				OldState string `json:"old_state"`
+				NewState string `json:"new_state"`
+				Node     struct {
+					Name string `json:"name"`
+				} `json:"node"`
+			}
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.Kind == "node_state" && ev.Node.Name == "extra01" && ev.OldState == "up" && ev.NewState == "down" {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The three binaries print the same version line.
+	var versions []string
+	for _, b := range []string{"gin-master", "gin-agent", "ginctl"} {
+		out, err := runTool(t, bin, b, "--version")
+		if err != nil {
+			t.Fatalf("%s --version: %v\n%s", b, err, out)
+		}
+		versions = append(versions, strings.TrimPrefix(out, b+" "))
+	}
+	if versions[0] != versions[1] || versions[1] != versions[2] || !strings.Contains(versions[0], runtime.Version()) {
+		t.Errorf("--version differs between the binaries: %q", versions)
+	}
 	if s := state("node001"); s != "up" {
 		t.Errorf("node001 is %q after another node died, want up", s)
 	}

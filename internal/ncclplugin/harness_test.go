@@ -413,7 +413,7 @@ func TestVersions(t *testing.T) {
 func startMaster(t *testing.T) (addr string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", Agents: 4, HeartbeatInterval: time.Second})
+	cl, done, err := devcluster.Start(ctx, devcluster.Config{Bind: "127.0.0.1:0", Agents: 4, HeartbeatInterval: time.Second, DataDir: t.TempDir()})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
