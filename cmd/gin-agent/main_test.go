@@ -130,7 +130,7 @@ func TestOnceTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"gpu-node-17", "GPUs: 2", "NVIDIA H100 80GB HBM3", "0000:18:00.0", "1/2", "2/2",
-		"HCAs: 1", "mlx5_0", "ACTIVE", "LINK_UP", "400 Gb/s", "INFINIBAND",
+		"HCAs: 1", "mlx5_0", "active", "link_up", "400 Gb/s", "infiniband",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/jsonout"
@@ -61,9 +62,7 @@ func writeTable(w io.Writer, inv *ginv1.NodeInventory) error {
 			}
 			for _, p := range c.GetPorts() {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.GetName(), orDash(c.GetPciBusId()), numa(c.GetNumaNode()),
-					p.GetPort(), enumName(p.GetState().String(), "PORT_STATE_"),
-					enumName(p.GetPhysState().String(), "PORT_PHYS_STATE_"), rate(p),
-					enumName(p.GetLinkLayer().String(), "LINK_LAYER_"))
+					p.GetPort(), enumWord(p.GetState()), enumWord(p.GetPhysState()), rate(p), enumWord(p.GetLinkLayer()))
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -87,13 +86,13 @@ func numa(n int32) string {
 	return strconv.Itoa(int(n))
 }
 
-// enumName shortens "PORT_STATE_ACTIVE" to "ACTIVE", and the unspecified value to "-".
-func enumName(s, prefix string) string {
-	s = strings.TrimPrefix(s, prefix)
-	if s == "UNSPECIFIED" {
+// enumWord is an enum value as ginctl's tables and every -o json print it
+// ("active" for PORT_STATE_ACTIVE; docs/JSON.md), "-" for the unspecified value.
+func enumWord(e protoreflect.Enum) string {
+	if e.Number() == 0 {
 		return "-"
 	}
-	return s
+	return jsonout.EnumWord(e.Descriptor(), e.Number())
 }
 
 func rate(p *ginv1.HcaPort) string {
