@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // binaries builds gin-master, gin-agent and ginctl once into a temp dir.
@@ -95,16 +96,11 @@ func nodes(t *testing.T, bin, addr string) []node {
 	return ns
 }
 
-// waitFor polls cond every 100 ms until it holds or the deadline passes.
+// waitFor polls cond every 100 ms (it runs ginctl) until it holds or the
+// deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.ForEvery(t, d, 100*time.Millisecond, what, cond)
 }
 
 func TestDevClusterEndToEnd(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/export"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // slurmCIScript is the throw-away Slurm recipe; in CI the shared directory
@@ -231,13 +232,7 @@ func stopPidFiles(t *testing.T, dir string) {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			t.Fatalf("kill %d (%s): %v", pid, f, err)
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d (%s) still running 15 s after SIGTERM", pid, f)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.For(t, 15*time.Second, fmt.Sprintf("pid %d (%s) to exit after SIGTERM", pid, f), func() bool { return !alive(pid) })
 		_ = os.Remove(f)
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 func TestFirstConnectSendsOneInventoryAtGeneration1(t *testing.T) {
@@ -582,15 +585,8 @@ func waitStatus(t *testing.T, a *Agent, cond func(Status) bool) {
 	if a == nil {
 		return
 	}
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond(a.Status()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for status; last %+v", a.Status())
-		}
-		<-tick.C
-	}
+	testwait.For(t, waitTimeout, "the agent's status", func() bool { return cond(a.Status()) },
+		func() string { return fmt.Sprintf("last %+v", a.Status()) })
 }
 
 // After the leader dies, a follower keeps naming it until its own heartbeat

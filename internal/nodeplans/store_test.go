@@ -17,6 +17,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // planFor is a small verified plan for job.
@@ -234,13 +235,7 @@ func TestDirOthersMayWriteIsRefused(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the condition", cond)
 }
 
 func TestAFullStoreDropsThePlanHeldLongest(t *testing.T) {

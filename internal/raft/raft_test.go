@@ -17,6 +17,7 @@ import (
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/state"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 func inv(name string, gen uint64) *ginv1.NodeInventory {
@@ -246,17 +247,10 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 			t.Fatalf("apply %d: %v", i, err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, "a snapshot (threshold 16 entries, 40 writes)", func() bool {
 		snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "meta.json"))
-		if len(snaps) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot was taken with a threshold of 16 entries after 40 writes")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(snaps) > 0
+	})
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,14 @@ const Interval = 10 * time.Millisecond
 // generously.
 func For(tb testing.TB, timeout time.Duration, what string, cond func() bool, detail ...func() string) {
 	tb.Helper()
-	if Until(timeout, cond) {
+	ForEvery(tb, timeout, Interval, what, cond, detail...)
+}
+
+// ForEvery is For checking every interval, for a condition that is costly
+// to check (one that runs a process).
+func ForEvery(tb testing.TB, timeout, interval time.Duration, what string, cond func() bool, detail ...func() string) {
+	tb.Helper()
+	if until(timeout, interval, cond) {
 		return
 	}
 	msg := "timed out after " + timeout.String() + " waiting for " + what
@@ -29,8 +36,12 @@ func For(tb testing.TB, timeout time.Duration, what string, cond func() bool, de
 // returns true) or timeout passes (false). Use it where the caller decides
 // what a timeout means.
 func Until(timeout time.Duration, cond func() bool) bool {
+	return until(timeout, Interval, cond)
+}
+
+func until(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
-	t := time.NewTicker(Interval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
