@@ -283,6 +283,12 @@ func TestCommands(t *testing.T) {
 		{"calibrate-import", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, string(smoke)},
 		{"calibrate-import-json", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]", "--algo", "tree", "-o", "json"}, string(smoke)},
 		{"calibrate-import-bad", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, badLog},
+		// The imports match the dev cluster's shape (2 nodes × 1 H100, one
+		// 400 Gb/s NIC each): the one-GPU-per-node rules of a new plan and
+		// the estimate now stand on the measurements.
+		{"plan-calibrated", []string{"plan", "--job", "43", "--nodes", "node[001-002]"}, ""},
+		{"estimate-calibrated", []string{"estimate", "--nodes", "node[001-002]", "--gpus-per-node", "1", "--collective", "all_reduce", "--size", "64M"}, ""},
+		{"estimate-calibrated-between", []string{"estimate", "--nodes", "node[001-002]", "--gpus-per-node", "1", "--collective", "all_reduce", "--size", "100M"}, ""},
 		{"calibrate-list", []string{"calibrate", "list"}, ""},
 		{"calibrate-list-json", []string{"calibrate", "list", "-o", "json"}, ""},
 		{"calibrate-show", []string{"calibrate", "show", smokeID}, ""},
