@@ -8,7 +8,9 @@ import (
 
 // GIN's additions to NCCL's model. Each is a physical constant, documented
 // in docs/CALIBRATION.md; none is fitted to a single calibration point
-// except NVLinkLLStepUs, which is the slope of a 7-point series.
+// except NVLinkLLStepUs, which is the slope of a 7-point series, and
+// NVLSSwitchFactor, fitted on one H100 point and checked on held-out
+// H100 and GB200 NVL72 runs.
 const (
 	// NICGBpsPerGbps is the effective busbw a NIC delivers per Gb/s of
 	// line rate: 12 GB/s per 100 Gb/s (NCCL maintainers, nccl-tests#119,
@@ -30,6 +32,14 @@ const (
 	// per-step cost; GIN uses the larger of the two on SM < 90. Hopper and
 	// later keep NCCL's constants (no public one-channel measurement).
 	NVLinkLLStepUs = 1.9
+	// NVLSSwitchFactor scales NCCL's NVLS efficiency (0.85 on SM90, 0.74
+	// on SM100) in GIN's model: NVLink SHARP all_reduce is limited by the
+	// NVSwitch's multimem load-reduce/store path, which NCCL's model prices
+	// as 0.85 of the ring graph's channels. Fitted on the one published
+	// 8×H100 NVLS all_reduce peak (480 GB/s busbw, nccl-tests#212: NCCL's
+	// model says 560.5); held out: an 8×H100 NCCL 2.29.2 run (481.4 GB/s)
+	// and a 72-GPU GB200 NVL72 run (834.6 GB/s), docs/CALIBRATION.md.
+	NVLSSwitchFactor = 480.0 / 560.5
 )
 
 // params is a Shape translated into NCCL's model inputs.
@@ -191,6 +201,9 @@ func (p *params) algBW(coll, a, pr int, bytes uint64) (float64, int) {
 			return 0, 0
 		}
 		intra := bw * nvlsEfficiency[p.ccIdx] * float64(nCh-1) / float64(nCh)
+		if p.gin {
+			intra *= NVLSSwitchFactor
+		}
 		if ar {
 			intra *= 2
 		} else {
