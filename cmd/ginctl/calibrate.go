@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -192,7 +191,7 @@ func baseName(p string) string {
 // cellLabel is "ring/simple", "tree/*" or "NCCL's default".
 func cellLabel(a ginv1.Algorithm, p ginv1.Protocol) string {
 	if a == 0 && p == 0 {
-		return "NCCL's default"
+		return "default"
 	}
 	an, pn := "*", "*"
 	if a != 0 {
@@ -210,8 +209,11 @@ func summary(m *ginv1.Measurement) string {
 	if len(pts) > 0 {
 		sizes = fmt.Sprintf(", %d sizes %s–%s", len(pts), humanBytes(pts[0].GetBytes()), humanBytes(pts[len(pts)-1].GetBytes()))
 	}
-	return fmt.Sprintf("%s %s (forced by %s) on %s%s", collName(m.GetCollective()), cellLabel(m.GetAlgorithm(), m.GetProtocol()),
-		m.GetForcedBy(), hostlist.Compress(m.GetNodes()), sizes)
+	what := cellLabel(m.GetAlgorithm(), m.GetProtocol()) + " (forced by " + m.GetForcedBy() + ")"
+	if m.GetForcedBy() == "default" {
+		what = "NCCL's default choice"
+	}
+	return fmt.Sprintf("%s %s on %s%s", collName(m.GetCollective()), what, hostlist.Compress(m.GetNodes()), sizes)
 }
 
 func shapeLine(s *ginv1.PlacementShape) string {
@@ -262,15 +264,13 @@ func (a *app) calibrateListCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(resp)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCOLLECTIVE\tALGO/PROTO\tBY\tNODES\tGPUS/NODE\tGPU\tNCCL\tSOURCE")
+			t := a.newTable("ID", "COLLECTIVE", "ALGO/PROTO", "BY", "NODES", "GPUS/NODE", "GPU", "NCCL", "SOURCE")
 			for _, m := range resp.GetMeasurements() {
 				s := m.GetShape()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.GetId(), collName(m.GetCollective()),
-					cellLabel(m.GetAlgorithm(), m.GetProtocol()), m.GetForcedBy(), hostlist.Compress(m.GetNodes()),
-					s.GetGpusPerNode(), dash(s.GetGpuModel()), dash(s.GetNcclVersion()), dash(m.GetSource()))
+				t.row(m.GetId(), collName(m.GetCollective()), cellLabel(m.GetAlgorithm(), m.GetProtocol()), m.GetForcedBy(),
+					hostlist.Compress(m.GetNodes()), s.GetGpusPerNode(), s.GetGpuModel(), s.GetNcclVersion(), m.GetSource())
 			}
-			return tw.Flush()
+			return t.flush()
 		},
 	}
 }
@@ -292,17 +292,18 @@ func (a *app) calibrateShowCmd() *cobra.Command {
 				return a.printJSON(resp)
 			}
 			m := resp.GetMeasurement()
-			fmt.Fprintf(a.stdout, "measurement %s: %s\n%s\nsource %s, stored at index %d\n", m.GetId(), summary(m), shapeLine(m.GetShape()), dash(m.GetSource()), m.GetCreatedIndex())
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "SIZE\tBYTES\tTIME (µs)\tBUSBW (GB/s)\tNCCL USED\t")
+			if !a.noHeaders {
+				fmt.Fprintf(a.stdout, "measurement %s: %s\n%s\nsource %s, stored at index %d\n", m.GetId(), summary(m), shapeLine(m.GetShape()), dash(m.GetSource()), m.GetCreatedIndex())
+			}
+			t := a.newTable("SIZE", "BYTES", "TIME_US", "BUSBW_GBPS", "NCCL_USED")
 			for _, p := range m.GetPoints() {
 				used := "-"
 				if p.GetNcclAlgorithm() != 0 || p.GetNcclProtocol() != 0 {
 					used = cellLabel(p.GetNcclAlgorithm(), p.GetNcclProtocol())
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%s\t\n", humanBytes(p.GetBytes()), p.GetBytes(), p.GetTimeUs(), p.GetBusBwGbps(), used)
+				t.row(humanBytes(p.GetBytes()), p.GetBytes(), fmt.Sprintf("%.2f", p.GetTimeUs()), fmt.Sprintf("%.2f", p.GetBusBwGbps()), used)
 			}
-			return tw.Flush()
+			return t.flush()
 		},
 	}
 }
