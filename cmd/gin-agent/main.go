@@ -386,7 +386,19 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	src = sources.WithHealth(src, s.linkErrors)
 	log.Warn("connection to the master is NOT encrypted (insecure transport); mTLS is not implemented yet",
 		slog.Any("masters", s.masters))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	store, waitPlans, err := startPlans(ctx, s.plans, s.masters, log)
+	if err != nil {
+		return err
+	}
+	defer func() { cancel(); waitPlans() }()
+	var plans agent.PlanSink
+	if store != nil {
+		plans = store
+	}
 	a, err := agent.New(agent.Config{
+		Plans:              plans,
 		NodeName:           s.nodeName,
 		Masters:            s.masters,
 		HeartbeatInterval:  s.heartbeatInterval,
@@ -401,8 +413,6 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errc := make(chan error, 2)
 	if s.metricsBind != "" {
 		cs, _ := src.(discovery.CounterSource)
@@ -414,11 +424,6 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		go func() { errc <- srv.serve() }()
 		defer srv.close()
 	}
-	waitPlans, err := startPlans(ctx, s.plans, s.masters, log)
-	if err != nil {
-		return err
-	}
-	defer func() { cancel(); waitPlans() }()
 	go func() { errc <- a.Run(ctx) }()
 	go func() {
 		select {

@@ -30,32 +30,34 @@ type planFlags struct {
 // startPlans opens the node's plan store and serves it on the plan socket
 // until ctx ends. Defaults that cannot be used (not root, another agent on
 // the node) are logged and skipped; paths given explicitly must work.
-func startPlans(ctx context.Context, pf planFlags, masters []string, log *slog.Logger) (wait func(), err error) {
+// The store it returns (nil when plans are not served) keeps the plans the
+// masters push over the agent's session too.
+func startPlans(ctx context.Context, pf planFlags, masters []string, log *slog.Logger) (store *nodeplans.Store, wait func(), err error) {
 	if pf.socket == "" {
 		log.Info("plan socket disabled (--plan-socket \"\"); local processes ask the masters for plans")
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	fetch, err := nodeplans.NewMasters(masters, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, fmt.Errorf("plans: %w", err)
+		return nil, nil, fmt.Errorf("plans: %w", err)
 	}
-	store, err := nodeplans.Open(nodeplans.Options{Dir: pf.dir, Fetcher: fetch, Log: log})
+	store, err = nodeplans.Open(nodeplans.Options{Dir: pf.dir, Fetcher: fetch, Log: log})
 	if err != nil && !pf.dirChanged {
 		log.Warn("plan dir unusable, plans are kept in memory only", "err", err)
 		store, err = nodeplans.Open(nodeplans.Options{Fetcher: fetch, Log: log})
 	}
 	if err != nil {
 		_ = fetch.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	srv, err := plansock.Listen(pf.socket, store, log)
 	if err != nil {
 		_ = fetch.Close()
 		if pf.socketChanged {
-			return nil, err
+			return nil, nil, err
 		}
 		log.Warn("not serving plans on the default socket", "err", err)
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	log.Info("serving plans", "socket", srv.Addr(), "dir", pf.dir)
 	done := make(chan struct{})
@@ -67,7 +69,7 @@ func startPlans(ctx context.Context, pf planFlags, masters []string, log *slog.L
 		}
 		_ = fetch.Close()
 	}()
-	return func() { <-done }, nil
+	return store, func() { <-done }, nil
 }
 
 // newPlanCommand is `gin-agent plan`: ask this node's agent for a job's

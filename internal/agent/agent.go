@@ -79,6 +79,9 @@ type Config struct {
 	// DefaultFabricScanInterval.
 	FabricScanner      FabricScanner
 	FabricScanInterval time.Duration
+	// Plans keeps the plans the master pushes for jobs on this node (the
+	// node's plan store, served on the plan socket); nil: pushes are ignored.
+	Plans PlanSink
 	// Rand is the randomness for backoff jitter (default: a PCG seeded from
 	// the runtime's random source). Tests pass a fixed seed. It is used from
 	// one goroutine only.

@@ -386,6 +386,9 @@ func (s *session) onResponse(resp *ginv1.SessionResponse) error {
 	if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 {
 		s.onHeartbeatInterval(d.AsDuration())
 	}
+	for _, p := range resp.GetPlans() {
+		s.onPlan(p)
+	}
 	switch m := resp.GetMsg().(type) {
 	case *ginv1.SessionResponse_HelloAck:
 		return s.onHelloAck(m.HelloAck)

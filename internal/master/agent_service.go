@@ -82,6 +82,14 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion())
 	a.s.sessions.add(name)
 	defer a.s.sessions.remove(name)
+	// Plans pinned while the session is open are pushed on it; its own
+	// answers and the pushes share one sender.
+	send := &sessionSender{stream: stream}
+	pushes, unsubscribe := a.s.planPush.subscribe(name)
+	defer unsubscribe()
+	pctx, stopPush := context.WithCancel(ctx)
+	defer stopPush()
+	go a.pushPlans(pctx, send, name, pushes, log)
 	a.s.live.seen(ctx, name)
 
 	for {
@@ -90,7 +98,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 			return err
 		}
 		if a.s.closing.Load() {
-			_ = stream.Send(a.s.response(name))
+			_ = send.Send(a.s.response(name))
 			return errShuttingDown
 		}
 		switch m := req.GetMsg().(type) {
@@ -98,11 +106,11 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 			a.s.live.seen(ctx, name)
 			r := a.s.response(name)
 			r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
-			if err := stream.Send(r); err != nil {
+			if err := send.Send(r); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Inventory:
-			if err := a.putInventory(ctx, stream, log, name, hello.GetMachineId(), m.Inventory); err != nil {
+			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Delta:
@@ -114,7 +122,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 			if err != nil {
 				return fmt.Errorf("%w: delta: %v", errFailedPrecondition, err)
 			}
-			if err := a.putInventory(ctx, stream, log, name, hello.GetMachineId(), inv); err != nil {
+			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), inv); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_FabricScan:
@@ -133,7 +141,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	}
 }
 
-func (a *agentService) putInventory(ctx context.Context, stream ginv1.AgentService_SessionServer, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory) error {
+func (a *agentService) putInventory(ctx context.Context, stream responder, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory) error {
 	if inv.GetNodeName() != name {
 		return invalidf("inventory.node_name", "%q does not match the session's node %q", inv.GetNodeName(), name)
 	}

@@ -78,6 +78,7 @@ type Server struct {
 	live     *liveness
 	lead     leadership
 	sessions sessions
+	planPush planPush // pinned plans to the agent sessions of their nodes
 	metrics  *metrics
 	httpLis  net.Listener
 

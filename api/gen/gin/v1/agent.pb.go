@@ -621,6 +621,11 @@ type SessionResponse struct {
 	// uploads them. The leader names one connected agent at a time and may move
 	// the role with any response.
 	FabricScanner bool `protobuf:"varint,6,opt,name=fabric_scanner,json=fabricScanner,proto3" json:"fabric_scanner,omitempty"`
+	// Plans of jobs that run on this node, pushed by the leader when it pins
+	// them (the Slurm prolog or PrologSlurmctld pins a job's plan before its
+	// tasks start), so that the agent holds them before any rank asks and
+	// serves them on its plan socket with every master down.
+	Plans         []*Plan `protobuf:"bytes,7,rep,name=plans,proto3" json:"plans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -708,6 +713,13 @@ func (x *SessionResponse) GetFabricScanner() bool {
 		return x.FabricScanner
 	}
 	return false
+}
+
+func (x *SessionResponse) GetPlans() []*Plan {
+	if x != nil {
+		return x.Plans
+	}
+	return nil
 }
 
 type isSessionResponse_Msg interface {
@@ -899,7 +911,7 @@ var File_gin_v1_agent_proto protoreflect.FileDescriptor
 
 const file_gin_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/agent.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x02\n" +
+	"\x12gin/v1/agent.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x02\n" +
 	"\x0eSessionRequest\x12%\n" +
 	"\x05hello\x18\x01 \x01(\v2\r.gin.v1.HelloH\x00R\x05hello\x125\n" +
 	"\tinventory\x18\x02 \x01(\v2\x15.gin.v1.NodeInventoryH\x00R\tinventory\x12.\n" +
@@ -947,7 +959,7 @@ const file_gin_v1_agent_proto_rawDesc = "" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x04R\n" +
-	"generation\"\xd5\x02\n" +
+	"generation\"\xf9\x02\n" +
 	"\x0fSessionResponse\x12\x1f\n" +
 	"\vleader_hint\x18\x01 \x01(\tR\n" +
 	"leaderHint\x12H\n" +
@@ -955,7 +967,8 @@ const file_gin_v1_agent_proto_rawDesc = "" +
 	"\thello_ack\x18\x03 \x01(\v2\x10.gin.v1.HelloAckH\x00R\bhelloAck\x12;\n" +
 	"\rinventory_ack\x18\x04 \x01(\v2\x14.gin.v1.InventoryAckH\x00R\finventoryAck\x12;\n" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x14.gin.v1.HeartbeatAckH\x00R\fheartbeatAck\x12%\n" +
-	"\x0efabric_scanner\x18\x06 \x01(\bR\rfabricScannerB\x05\n" +
+	"\x0efabric_scanner\x18\x06 \x01(\bR\rfabricScanner\x12\"\n" +
+	"\x05plans\x18\a \x03(\v2\f.gin.v1.PlanR\x05plansB\x05\n" +
 	"\x03msg\"R\n" +
 	"\bHelloAck\x12'\n" +
 	"\x0fheld_generation\x18\x01 \x01(\x04R\x0eheldGeneration\x12\x17\n" +
@@ -1007,6 +1020,7 @@ var file_gin_v1_agent_proto_goTypes = []any{
 	(*QpSummary)(nil),             // 20: gin.v1.QpSummary
 	(*FabricNeighbor)(nil),        // 21: gin.v1.FabricNeighbor
 	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*Plan)(nil),                  // 23: gin.v1.Plan
 }
 var file_gin_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: gin.v1.SessionRequest.hello:type_name -> gin.v1.Hello
@@ -1030,14 +1044,15 @@ var file_gin_v1_agent_proto_depIdxs = []int32{
 	9,  // 18: gin.v1.SessionResponse.hello_ack:type_name -> gin.v1.HelloAck
 	10, // 19: gin.v1.SessionResponse.inventory_ack:type_name -> gin.v1.InventoryAck
 	11, // 20: gin.v1.SessionResponse.heartbeat_ack:type_name -> gin.v1.HeartbeatAck
-	17, // 21: gin.v1.HeartbeatAck.server_time:type_name -> google.protobuf.Timestamp
-	0,  // 22: gin.v1.AgentService.Session:input_type -> gin.v1.SessionRequest
-	8,  // 23: gin.v1.AgentService.Session:output_type -> gin.v1.SessionResponse
-	23, // [23:24] is the sub-list for method output_type
-	22, // [22:23] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 21: gin.v1.SessionResponse.plans:type_name -> gin.v1.Plan
+	17, // 22: gin.v1.HeartbeatAck.server_time:type_name -> google.protobuf.Timestamp
+	0,  // 23: gin.v1.AgentService.Session:input_type -> gin.v1.SessionRequest
+	8,  // 24: gin.v1.AgentService.Session:output_type -> gin.v1.SessionResponse
+	24, // [24:25] is the sub-list for method output_type
+	23, // [23:24] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_agent_proto_init() }
@@ -1047,6 +1062,7 @@ func file_gin_v1_agent_proto_init() {
 	}
 	file_gin_v1_fabric_proto_init()
 	file_gin_v1_inventory_proto_init()
+	file_gin_v1_plan_proto_init()
 	file_gin_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*SessionRequest_Hello)(nil),
 		(*SessionRequest_Inventory)(nil),

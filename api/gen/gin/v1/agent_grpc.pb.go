@@ -36,6 +36,7 @@ const (
 //	master -> InventoryAck     (accepted generation, once committed through Raft)
 //	agent  -> Heartbeat        (every heartbeat_interval)
 //	master -> HeartbeatAck
+//	master -> plans            (any time: plans pinned for jobs on this node)
 //
 // A follower answers Hello with a SessionResponse carrying leader_hint and
 // then ends the stream with FAILED_PRECONDITION; the agent reconnects there.
@@ -79,6 +80,7 @@ type AgentService_SessionClient = grpc.BidiStreamingClient[SessionRequest, Sessi
 //	master -> InventoryAck     (accepted generation, once committed through Raft)
 //	agent  -> Heartbeat        (every heartbeat_interval)
 //	master -> HeartbeatAck
+//	master -> plans            (any time: plans pinned for jobs on this node)
 //
 // A follower answers Hello with a SessionResponse carrying leader_hint and
 // then ends the stream with FAILED_PRECONDITION; the agent reconnects there.
