@@ -82,7 +82,8 @@
 // agent listens on the socket (absent or refused), the masters
 // (PlanService.GetOrCreatePlan, insecure gRPC for now), starting at a master
 // chosen by the process id and moving on on UNAVAILABLE, a NOT_LEADER
-// redirect (to the hinted leader first) or no answer. Every plan is decoded
+// redirect (to the hinted leader first) or no answer (the one client-side
+// follower, internal/redirect, each master a share of the deadline). Every plan is decoded
 // and verified by planread.Decode (size and rule caps, format, content hash,
 // no overlapping rules) and must be the job's.
 //
