@@ -49,6 +49,7 @@ type options struct {
 	dev                                        bool
 	devAgents                                  int
 	devProfile, devFabric, devNodes            string
+	devFaults                                  []string
 }
 
 // exitUsage is the exit code for bad flags.
@@ -122,6 +123,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.devNodes, "dev-nodes", "", "with --dev: names of the simulated nodes as a Slurm hostlist (e.g. 'n[1-4]' to match a Slurm cluster); sets their number")
 	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
+	f.StringArrayVar(&o.devFaults, "dev-fault", nil, "with --dev: a simulated fault, repeatable: NODE/HCA[:PORT]=down|RATE (NIC down or retrained at RATE Gb/s), NODE/GPU<i>/nvlink<l>=down")
 	cmd.Version = buildinfo.String()
 	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
 	cmd.SetArgs(args)
@@ -211,6 +213,14 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	if err != nil {
 		return fmt.Errorf("--dev-fabric: %w", err)
 	}
+	var faults []devcluster.Fault
+	for _, v := range o.devFaults {
+		f, err := devcluster.ParseFault(v)
+		if err != nil {
+			return fmt.Errorf("--dev-fault: %w", err)
+		}
+		faults = append(faults, f)
+	}
 	var names []string
 	if o.devNodes != "" {
 		if names, err = hostlist.Expand(o.devNodes); err != nil {
@@ -236,7 +246,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	}
 	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
 	c, done, err := devcluster.Start(ctx, devcluster.Config{
-		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec,
+		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec, Faults: faults,
 		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log,
 	})
 	if err != nil {

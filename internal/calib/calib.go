@@ -368,3 +368,24 @@ func Apply(p *ginv1.Prediction, cells []Cell) {
 	}
 	p.BusbwGbps = p.AlgbwGbps * costmodel.BusFactor(p.GetCollective(), int(p.GetNRanks()))
 }
+
+// ModelInputs says what a modelled figure stands on: the fabric facts of
+// the placement as the graph has them now (after degraded or down links),
+// so that an estimate that changed says why.
+func ModelInputs(s costmodel.Shape) string {
+	parts := []string{fmt.Sprintf("%d ranks over %d node(s)", s.NRanks, s.NNodes)}
+	switch {
+	case s.IntraNVLink && s.NRanks/max(s.NNodes, 1) > 1:
+		parts = append(parts, fmt.Sprintf("NVLink %.0f GB/s per GPU", s.IntraGBps))
+	case s.NRanks/max(s.NNodes, 1) > 1:
+		parts = append(parts, fmt.Sprintf("PCIe %.0f GB/s per GPU", s.IntraGBps))
+	}
+	if s.NNodes > 1 && !s.MNNVL {
+		parts = append(parts, fmt.Sprintf("%d NIC(s) per node, slowest %g Gb/s", s.NICsPerNode, s.NICGbps),
+			fmt.Sprintf("%d switch hop(s)", s.InterHops))
+		if s.Oversubscription > 1 {
+			parts = append(parts, fmt.Sprintf("oversubscription %g:1", s.Oversubscription))
+		}
+	}
+	return "model: " + strings.Join(parts, ", ")
+}

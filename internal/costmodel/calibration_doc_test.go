@@ -15,7 +15,7 @@ fails when this file and the model disagree, and asserts every point marked with
 Model: %s (internal/costmodel). Published points: shared/reference/calibration.md and the
 published nccl-tests logs in internal/nccltests/testdata (SOURCES.md), plus one GB200 NVL72 run
 (coreweave/nccl-tests#43). Two kinds of calibration, both here: the model's constants (below), and
-the measurements a cluster imports with ` + "`ginctl calibrate import`" + ` (last section).
+the measurements a cluster imports with `+"`ginctl calibrate import`"+` (last section).
 
 ## What is modelled
 
@@ -122,8 +122,17 @@ measured busbw is not monotonic in size; the issue's goal (worst ≤ 15%%) is no
 
 **Not done.** The model is not scaled to nearby shapes from measurements (a measurement of 2 nodes
 says nothing to a 4-node plan), and fabric-driven overrides still use the model's fixed 3%% margin,
-not a margin derived from the measured error of the shape. There is no dev-cluster fault injection
-(`+"`--dev-fault`"+`) yet.
+not a margin derived from the measured error of the shape.
+
+## Fabric faults on the dev cluster
+
+`+"`gin-master --dev --dev-fault node001/mlx5_0=200`"+` (a NIC port retrained at 200 Gb/s),
+`+"`--dev-fault node001/mlx5_0=down`"+` or `+"`--dev-fault node001/GPU0/nvlink3=down`"+` (repeatable) start the
+simulated nodes with those faults. The graph sees them as it would on real hardware (port rate
+and state, NVLink state), so `+"`ginctl estimate --nodes`"+` and new plans change (tested in
+internal/devcluster): a modelled estimate's evidence names the NICs per node and the slowest NIC's
+rate, the NVLink bandwidth and the switch hops it used. Plan rules name fabric factors only when
+they override NCCL; a rule that leaves the choice to NCCL does not say that a fault slowed it.
 `, ModelVersion, nvlinkFactor(80), nvlinkFactor(90), nvlinkFactor(100), pciFactor,
 		NICGBpsPerGbps, SwitchHopLatencyUs, EthernetLatencyUs, NVLinkLLStepUs, NVLSSwitchFactor, table, heldOut, measuredMargin)
 }

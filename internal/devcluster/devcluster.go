@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Config struct {
 	Profile string
 	// Fabric is the simulated scale-out network.
 	Fabric sim.FabricSpec
+	// Faults are injected into the simulated nodes before their agents
+	// start (--dev-fault): NICs down or degraded, NVLinks down.
+	Faults []Fault
 	// HeartbeatInterval of the agents (default 5s).
 	HeartbeatInterval time.Duration
 	// DataDir keeps the Raft data; empty means a temporary directory that is
@@ -111,6 +115,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 	fabric := simc.Fabric
 	for i, name := range c.Nodes {
 		c.Sources[name] = simc.Sources[i]
+	}
+	for _, f := range cfg.Faults {
+		src, ok := c.Sources[f.Node]
+		if !ok {
+			c.cleanup()
+			return nil, nil, fmt.Errorf("dev cluster: --dev-fault %s: no node %q (nodes %s)", f, f.Node, strings.Join(c.Nodes, ","))
+		}
+		if err := f.apply(src); err != nil {
+			c.cleanup()
+			return nil, nil, fmt.Errorf("dev cluster: --dev-fault %s: %w", f, err)
+		}
 	}
 
 	m, err := master.New(master.Config{

@@ -6,6 +6,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/calib"
+	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/estimate"
 	"github.com/gin-topology/gin/internal/export"
 	"github.com/gin-topology/gin/internal/state"
@@ -42,6 +43,11 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 			gpn = int(pred.GetNRanks()) / len(names)
 		}
 		calib.Apply(pred, calib.NewIndex(v.Graph, gpuModel(v), p.s.store.Measurements()).Measured(names, gpn, req.GetCollective(), req.GetSizeBytes()))
+		if pred.GetBasis() == calib.BasisModelled {
+			if sh, err := costmodel.ShapeOf(v.Graph, names, gpn); err == nil {
+				pred.Evidence = calib.ModelInputs(sh)
+			}
+		}
 		return &ginv1.EstimateResponse{Prediction: pred, Read: ri}, nil
 	case req.GetGpus() > 0:
 		if req.GetGpus() > maxEstimateGPUs {

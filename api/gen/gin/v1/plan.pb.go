@@ -994,7 +994,9 @@ type Prediction struct {
 	// "modelled" (the cost model alone). Algorithm and protocol UNSPECIFIED
 	// with a measured basis: NCCL's default choice was measured.
 	Basis string `protobuf:"bytes,11,opt,name=basis,proto3" json:"basis,omitempty"`
-	// The measurement a measured or calibrated figure comes from.
+	// The measurement a measured or calibrated figure comes from; for a
+	// modelled one, the fabric facts the model used (NICs and their slowest
+	// rate, NVLink bandwidth, switch hops), which change with degraded links.
 	Evidence      string `protobuf:"bytes,12,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
