@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/export"
 	"github.com/gin-topology/gin/internal/graph"
@@ -189,21 +188,15 @@ func simTree(t *testing.T, names []string) []byte {
 	for i, n := range names {
 		fnodes[i] = sim.FabricNode{Name: n, Profile: "dgx-h100", Index: i}
 	}
-	fab, nbrs, err := sim.BuildFabric(sim.FabricSpec{LeafGroups: 2, Spines: 2, Oversubscription: 1}, "slurm-e2e", fnodes)
+	c, err := sim.NewCluster("slurm-e2e", &sim.FabricSpec{LeafGroups: 2, Spines: 2, Oversubscription: 1}, fnodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	invs := make([]*ginv1.NodeInventory, len(names))
-	for i, fn := range fnodes {
-		src, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: fn.Name, Index: i, Cluster: "slurm-e2e", Neighbors: nbrs[fn.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if invs[i], err = src.Collect(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	g, err := graph.Build(invs, fab)
+	g, err := graph.Build(invs, c.Fabric)
 	if err != nil {
 		t.Fatal(err)
 	}

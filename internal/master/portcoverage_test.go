@@ -15,20 +15,19 @@ import (
 // counted.
 func TestPortCoverage(t *testing.T) {
 	nodes := []sim.FabricNode{{Name: "node001", Profile: "dgx-h100", Index: 0}, {Name: "node002", Profile: "dgx-h100", Index: 1}}
-	fabric, neighbors, err := sim.BuildFabric(sim.DefaultFabricSpec(), "t", nodes)
+	spec := sim.DefaultFabricSpec()
+	c, err := sim.NewCluster("t", &spec, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fabric := c.Fabric
+	invs, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := state.New(nil)
 	for i, n := range nodes {
-		src, err := sim.NewSource(n.Profile, sim.NodeOptions{NodeName: n.Name, Index: i, Cluster: "t", Neighbors: neighbors[n.Name]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inv, err := src.Collect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		inv := invs[i]
 		inv.Generation = 1
 		if _, err := st.PutInventory(uint64(i+1), &statev1.PutInventory{Inventory: inv, ContentHash: n.Name}); err != nil {
 			t.Fatal(err)
