@@ -29,10 +29,20 @@ type liveness struct {
 	lastSeen map[string]time.Time
 	armedAt  time.Time
 	pending  map[string]bool // a state change is being proposed
+	// next is a change asked for while another was being proposed for the
+	// same node: proposed once that one is done, so a node's latest
+	// transition is never dropped (e.g. UP asked while DOWN commits).
+	next map[string]stateChange
 	// beatsSinceDown counts signs of life from a node recorded DOWN: it comes
 	// back UP only after upAfter of them (damping: one stray heartbeat from a
 	// flapping node does not flip it).
 	beatsSinceDown map[string]int
+}
+
+// stateChange is one node state transition to propose.
+type stateChange struct {
+	state  ginv1.NodeState
+	reason string
 }
 
 // upAfter is how many signs of life bring a DOWN node back UP.
@@ -49,7 +59,7 @@ func reattachGrace(interval time.Duration) time.Duration {
 func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
 	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
-		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, beatsSinceDown: map[string]int{}}
+		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{}}
 }
 
 // rearm restarts every timer (called when this server becomes leader).
@@ -80,24 +90,35 @@ func (l *liveness) seen(ctx context.Context, node string) {
 	}
 }
 
+// propose commits a node state change. One proposal per node is in flight
+// at a time; a change asked for meanwhile is kept (the latest one) and
+// proposed right after, unless it asks for the state just proposed.
 func (l *liveness) propose(ctx context.Context, node string, st ginv1.NodeState, reason string) {
 	l.mu.Lock()
 	if l.pending[node] {
+		l.next[node] = stateChange{state: st, reason: reason}
 		l.mu.Unlock()
 		return
 	}
 	l.pending[node] = true
 	l.mu.Unlock()
-	defer func() {
+	for {
+		if err := l.setState(ctx, node, st, reason); err != nil {
+			l.log.Warn("node state change not committed", "node", node, "state", st, "err", err)
+		} else {
+			l.log.Info("node state changed", "node", node, "state", st, "reason", reason)
+		}
 		l.mu.Lock()
-		delete(l.pending, node)
+		nx, ok := l.next[node]
+		delete(l.next, node)
+		if !ok || nx.state == st {
+			delete(l.pending, node)
+			l.mu.Unlock()
+			return
+		}
 		l.mu.Unlock()
-	}()
-	if err := l.setState(ctx, node, st, reason); err != nil {
-		l.log.Warn("node state change not committed", "node", node, "state", st, "err", err)
-		return
+		st, reason = nx.state, nx.reason
 	}
-	l.log.Info("node state changed", "node", node, "state", st, "reason", reason)
 }
 
 // check marks DOWN every UP node not heard from within missed intervals.

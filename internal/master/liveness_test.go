@@ -67,3 +67,46 @@ func TestLivenessGraceAfterElection(t *testing.T) {
 		})
 	}
 }
+
+// A transition asked for while another is being committed for the same
+// node is proposed right after it, not dropped: a node whose heartbeats
+// resume while its DOWN entry is still in flight comes back UP.
+func TestLivenessKeepsATransitionAskedForWhileOneIsInFlight(t *testing.T) {
+	st := state.New(nil)
+	release := make(chan struct{})
+	calls := make(chan ginv1.NodeState, 4)
+	l := newLiveness(time.Second, 3, st, slog.New(slog.DiscardHandler),
+		func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
+			calls <- s
+			if s == ginv1.NodeState_NODE_STATE_DOWN {
+				<-release // the DOWN entry is still being committed
+			}
+			return nil
+		})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_DOWN, "missed heartbeats")
+	}()
+	if got := <-calls; got != ginv1.NodeState_NODE_STATE_DOWN {
+		t.Fatalf("first proposal %v, want DOWN", got)
+	}
+	// Meanwhile: UP twice (the second replaces the first), returning at once.
+	l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed (2 received)")
+	l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed (3 received)")
+	close(release)
+	<-done
+	close(calls)
+	var after []ginv1.NodeState
+	for s := range calls {
+		after = append(after, s)
+	}
+	if len(after) != 1 || after[0] != ginv1.NodeState_NODE_STATE_UP {
+		t.Fatalf("proposed after DOWN: %v, want one UP", after)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending["ws01"] || len(l.next) != 0 {
+		t.Fatalf("bookkeeping left: pending %v, next %v", l.pending, l.next)
+	}
+}
