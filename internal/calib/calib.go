@@ -99,7 +99,9 @@ func ParseProtocol(s string) (ginv1.Protocol, error) {
 // ForcedOf decides a run's forced algorithm and protocol: the flags when
 // given ("" when not), else the log's NCCL_ALGO/NCCL_PROTO when each names
 // exactly one choice, else NCCL's default. A log value that allows several
-// ("ring,tree", "^nvls") does not pin one, and is reported in the note.
+// ("ring,tree", "^nvls") does not pin one, and is reported in the note. A
+// run with NCCL_NVLS_ENABLE=0 and no forced algorithm is refused: what it
+// measured is not NCCL's default.
 func ForcedOf(run *nccltests.Run, algoFlag, protoFlag string) (Forced, string, error) {
 	f := Forced{By: "default"}
 	var notes []string
@@ -130,6 +132,12 @@ func ForcedOf(run *nccltests.Run, algoFlag, protoFlag string) (Forced, string, e
 	}
 	if err := pick(protoFlag, "NCCL_PROTO", func(s string) (err error) { f.Protocol, err = ParseProtocol(s); return }); err != nil {
 		return Forced{}, "", err
+	}
+	if v, ok := run.Env["NCCL_NVLS_ENABLE"]; ok && v == "0" && f.Algorithm == 0 {
+		// NCCL's default without NVLS is not what a job gets by default:
+		// storing it as "NCCL's default" would compare plans against the
+		// wrong baseline.
+		return Forced{}, "", fmt.Errorf("the log ran with NCCL_NVLS_ENABLE=0 and no forced algorithm: its choice is not NCCL's default; give --algo for the algorithm it used, or import a run without NCCL_NVLS_ENABLE=0")
 	}
 	return f, strings.Join(notes, "; "), nil
 }

@@ -79,6 +79,8 @@ func TestForcedOf(t *testing.T) {
 		{map[string]string{"NCCL_ALGO": "ring,tree"}, "", "", Forced{By: "default"}, "allows more than one", false},
 		{map[string]string{"NCCL_ALGO": "^nvls"}, "", "ll128", Forced{0, ginv1.Protocol_PROTOCOL_LL128, "flag"}, "allows more than one", false},
 		{nil, "bogus", "", Forced{}, "", true},
+		{map[string]string{"NCCL_NVLS_ENABLE": "0"}, "", "", Forced{}, "", true},
+		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_ALGO": "Ring"}, "", "", Forced{ginv1.Algorithm_ALGORITHM_RING, 0, "log"}, "", false},
 	}
 	for i, tc := range tests {
 		f, note, err := ForcedOf(&nccltests.Run{Env: tc.env}, tc.algo, tc.proto)

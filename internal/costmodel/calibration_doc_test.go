@@ -91,7 +91,8 @@ line-numbered errors, fuzzed) and stores each run of all_reduce, all_gather, red
 broadcast or reduce through Raft (`+"`PutMeasurement`"+`; alltoall and sendrecv are skipped: NCCL's tuner
 never sees them). The forced algorithm and protocol come from the flags, else from the log's
 `+"`NCCL_ALGO`/`NCCL_PROTO` \"set by environment\""+` lines when they name one choice, else the run measured
-NCCL's default. `+"`ginctl calibrate list|show ID|delete ID`"+`, all with `+"`-o json`"+`.
+NCCL's default (a run with `+"`NCCL_NVLS_ENABLE=0`"+` and no forced algorithm is refused: its choice is not
+NCCL's default). `+"`ginctl calibrate list|show ID|delete ID`"+`, all with `+"`-o json`"+`.
 
 **Key.** The master derives the shape from its graph of the named nodes: GPU model, NVLink domain
 size, GPUs per node, compute NICs per node and the slowest one's rate, node count, switch hops of
