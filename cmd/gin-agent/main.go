@@ -107,6 +107,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintf(stderr, "gin-agent: %v\nRun 'gin-agent --help' for usage.\n", err)
 		return exitUsage
 	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		err = fmt.Errorf("%w (another gin-agent, or another program, uses that port: stop it or choose another --metrics-bind)", err)
+	}
 	fmt.Fprintf(stderr, "gin-agent: %v\n", err)
 	return exitError
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -300,3 +301,20 @@ func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
 
 // syncBuffer is a goroutine-safe bytes.Buffer.
 type syncBuffer = testlog.Buffer
+
+// TestAddressInUseHint: a --metrics-bind port already taken is said in words.
+func TestAddressInUseHint(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := runContext(ctx, []string{"--source", testInventory, "--master", "127.0.0.1:1", "--metrics-bind", l.Addr().String(),
+		"--plan-socket", filepath.Join(t.TempDir(), "agent.sock"), "--plan-dir", ""}, &out, &errb, env(nil))
+	if code == exitOK || !strings.Contains(errb.String(), "address already in use (another gin-agent, or another program, uses that port") {
+		t.Fatalf("exit %d, stderr %q; want the address-in-use hint", code, errb.String())
+	}
+}
