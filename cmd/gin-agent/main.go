@@ -31,6 +31,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/linkhealth"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/discovery/sources"
+	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/plansock"
 )
@@ -211,7 +212,7 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 		"Unix socket on which local processes (the NCCL plugin, the Slurm prolog) get the node's plans; empty disables it")
 	f.StringVar(&o.plans.dir, "plan-dir", defaultPlanDir, "root-owned directory that keeps the node's plans across restarts; empty: memory only")
 	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table or json (protobuf JSON, field names as in the .proto)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table, json or yaml (docs/JSON.md: field names as in the .proto, every field, enum words)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 	// Cobra's help and version flags, declared here so their help text is ours.
 	f.BoolP("help", "h", false, "show this help and exit")
@@ -268,9 +269,9 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 		return s, usagef("--collect-interval %s: must not be negative", s.collectInterval)
 	}
 	switch o.output {
-	case "table", "json":
+	case "table", "json", "yaml":
 	default:
-		return s, usagef("--output %q: want table or json", o.output)
+		return s, usagef("--output %q: want table, json or yaml", o.output)
 	}
 	if cmd.Flags().Changed("output") && !o.once {
 		return s, usagef("--output applies to --once only")
@@ -371,6 +372,12 @@ func runOnce(ctx context.Context, s settings, stdout io.Writer) error {
 	inv, err := src.Collect(ctx)
 	if err != nil {
 		return fmt.Errorf("collect from %s: %w", src.Name(), err)
+	}
+	if s.output == "yaml" {
+		if err := jsonout.WriteYAML(stdout, inv); err != nil {
+			return fmt.Errorf("write inventory: %w", err)
+		}
+		return nil
 	}
 	if s.output == "json" {
 		return writeJSON(stdout, inv)

@@ -44,7 +44,7 @@ func TestBadFlagsExit2(t *testing.T) {
 	}{
 		{"unknown flag", []string{"--bogus"}, nil, "unknown flag: --bogus"},
 		{"positional argument", []string{"run"}, nil, `unexpected argument "run"`},
-		{"bad output", []string{"--once", "-o", "yaml"}, nil, `--output "yaml"`},
+		{"bad output", []string{"--once", "-o", "xml"}, nil, `--output "xml": want table, json or yaml`},
 		{"output without once", []string{"-o", "json", "--source", testInventory}, nil, "--once only"},
 		{"bad heartbeat flag", []string{"--heartbeat-interval", "soon"}, nil, "heartbeat-interval"},
 		{"zero heartbeat flag", []string{"--heartbeat-interval", "0s"}, nil, "must be positive"},
@@ -154,7 +154,7 @@ func TestHelpTellsEveryFlagAndEnv(t *testing.T) {
 	for _, want := range []string{
 		"--source", "auto", "sim:<profile>", "file:<path>", "--master", "GIN_MASTER_HOST", "127.0.0.1:5000",
 		"--node-name", "--heartbeat-interval", "GIN_HEARTBEAT_INTERVAL", "5s", "--collect-interval",
-		"--once", "-o, --output", "table or json", "--log-level", "--version", "not encrypted",
+		"--once", "-o, --output", "table, json or yaml", "--log-level", "--version", "not encrypted",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("help lacks %q", want)
@@ -316,5 +316,19 @@ func TestAddressInUseHint(t *testing.T) {
 		"--plan-socket", filepath.Join(t.TempDir(), "agent.sock"), "--plan-dir", ""}, &out, &errb, env(nil))
 	if code == exitOK || !strings.Contains(errb.String(), "address already in use (another gin-agent, or another program, uses that port") {
 		t.Fatalf("exit %d, stderr %q; want the address-in-use hint", code, errb.String())
+	}
+}
+
+// TestOnceYAML: -o yaml is the JSON document in YAML, and file: reads it
+// back through the JSON form (the same document).
+func TestOnceYAML(t *testing.T) {
+	code, stdout, stderr := runArgs(t, nil, "--once", "-o", "yaml", "--source", testInventory, "--node-name", "gpu-node-17")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"node_name: gpu-node-17\n", "gpus:\n  - ", "    index: 0\n", "state: up\n", "generation: 0\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("-o yaml lacks %q:\n%s", want, stdout)
+		}
 	}
 }

@@ -44,6 +44,7 @@ type app struct {
 	getenv      func(string) string
 	logLevel    string
 	noHeaders   bool
+	yaml        bool // -o yaml: output is "json", printed as YAML
 	log         *slog.Logger
 	usageFailed bool
 }
@@ -87,15 +88,21 @@ Reads are answered by any master (add --consistent to require the leader).`,
 				return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: l}))
-			if a.output != "table" && a.output != "json" {
-				return usagef("-o %q: want table or json", a.output)
+			switch a.output {
+			case "table", "json":
+			case "yaml":
+				// The same document as -o json, written as YAML: commands
+				// test for "json" and printJSON writes YAML.
+				a.output, a.yaml = "json", true
+			default:
+				return usagef("-o %q: want table, json or yaml", a.output)
 			}
 			return nil
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.master, "master", "", "master list host[:port],... (default $GIN_MASTER_HOST, else 127.0.0.1:5000)")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml (docs/JSON.md)")
 	pf.BoolVar(&a.noHeaders, "no-headers", false, "tables: leave out the header row and summary lines (cells are single tokens either way)")
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
@@ -169,7 +176,21 @@ func (a *app) clusterInfo(ctx context.Context) (resp *ginv1.GetClusterInfoRespon
 // printJSON writes v (a proto message, a slice of them, or a view struct)
 // in GIN's JSON convention (internal/jsonout, docs/JSON.md).
 func (a *app) printJSON(v any) error {
+	if a.yaml {
+		return jsonout.WriteYAML(a.stdout, v)
+	}
 	return jsonout.Write(a.stdout, v)
+}
+
+// printLine writes one event of a stream: a JSON line, or a YAML document.
+func (a *app) printLine(v any) error {
+	if a.yaml {
+		if _, err := fmt.Fprintln(a.stdout, "---"); err != nil {
+			return err
+		}
+		return jsonout.WriteYAML(a.stdout, v)
+	}
+	return jsonout.WriteLine(a.stdout, v)
 }
 
 // logger is the --log-level logger (discarding before the flags are parsed).

@@ -317,7 +317,7 @@ func (a *app) exportCmd() *cobra.Command {
 		ValidArgsFunction: completeFormats(formats),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.output == "json" {
-				return usagef("-o json does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")
+				return usagef("-o json/yaml does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")
 			}
 			f, ok := formats[args[0]]
 			if !ok {

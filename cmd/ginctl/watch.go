@@ -73,7 +73,7 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 						return err
 					}
 					if a.output == "json" {
-						err = jsonout.WriteLine(a.stdout, ev)
+						err = a.printLine(ev)
 					} else {
 						_, err = fmt.Fprintln(a.stdout, watchLine(ev))
 					}

@@ -44,7 +44,7 @@ func TestMarshal(t *testing.T) {
 			`{"name":"node001","state":"up","state_reason":"","generation":18446744073709551615,"system_model":"","gpu_count":0,"gpu_model":"","nvlinks_up":0,"nvlinks_total":0,"compute_ports_up":0,"compute_ports_total":0,"nvlink_domain":"","leaf_switch":"","state_changed_at":"2026-12-01T03:04:05Z","updated_index":0}`},
 		{"multi-word enum values, doubles",
 			&ginv1.Prediction{Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, SizeBytes: 14000000000, Algorithm: ginv1.Algorithm_ALGORITHM_NVLS_TREE, Protocol: ginv1.Protocol_PROTOCOL_LL128, TimeUs: 12.5, BusbwGbps: 0.1},
-			`{"collective":"all_reduce","size_bytes":14000000000,"algorithm":"nvls_tree","protocol":"ll128","channels":0,"time_us":12.5,"algbw_gbps":0,"busbw_gbps":0.1,"n_ranks":0,"n_nodes":0}`},
+			`{"collective":"all_reduce","size_bytes":14000000000,"algorithm":"nvls_tree","protocol":"ll128","channels":0,"time_us":12.5,"algbw_gbps":0,"busbw_gbps":0.1,"n_ranks":0,"n_nodes":0,"basis":"","evidence":""}`},
 		{"an enum number the descriptor does not know",
 			&ginv1.MatrixCell{Class: 42},
 			`{"class":"unknown_42","count":0,"bottleneck_mb_per_s":0}`},
@@ -193,4 +193,33 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestWriteYAML: -o yaml is the JSON document in YAML: same keys and order,
+// strings that look like other types stay strings, 64-bit numbers exact.
+func TestWriteYAML(t *testing.T) {
+	v := []*ginv1.NodeSummary{{Name: "node001", State: ginv1.NodeState_NODE_STATE_UP, Generation: math.MaxUint64, GpuModel: "yes", SystemModel: "1.0"}}
+	var b bytes.Buffer
+	if err := jsonout.WriteYAML(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	want := `- name: node001
+  state: up
+  state_reason: ""
+  generation: 18446744073709551615
+  system_model: "1.0"
+  gpu_count: 0
+  gpu_model: "yes"
+  nvlinks_up: 0
+  nvlinks_total: 0
+  compute_ports_up: 0
+  compute_ports_total: 0
+  nvlink_domain: ""
+  leaf_switch: ""
+  state_changed_at: null
+  updated_index: 0
+`
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
 }
