@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/calib"
+	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/state"
 )
@@ -118,5 +120,48 @@ func TestLeaveToNCCLRangesSplit(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("%d all_reduce rules on 2 nodes, want one per range of NCCL's choice", n)
+	}
+}
+
+// fakeEvidence answers one default cell at every size from 1 MiB, at
+// factor × GIN's model of NCCL's own choice.
+type fakeEvidence struct {
+	s      costmodel.Shape
+	factor float64
+}
+
+func (f fakeEvidence) Measured(_ []string, _ int, coll ginv1.Collective, bytes uint64) []calib.Cell {
+	if bytes < 1<<20 {
+		return nil
+	}
+	n, err := costmodel.PredictNCCL(f.s, coll, bytes)
+	if err != nil {
+		return nil
+	}
+	us, _ := costmodel.Cost(f.s, coll, n.Algorithm, n.Protocol, bytes)
+	return []calib.Cell{{Default: true, TimeUs: us * f.factor, How: "measured", Evidence: "fake"}}
+}
+
+func TestModelMarginIsTheMeasuredError(t *testing.T) {
+	c := newCluster(t, "dgx-h100", 2, flat)
+	world, err := costmodel.ShapeOf(c.graph(t), c.names, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := comm{shape: world, nodes: c.names, gpn: 8}
+	ar := ginv1.Collective_COLLECTIVE_ALL_REDUCE
+	for _, tc := range []struct {
+		ev   Evidence
+		want float64
+	}{
+		{nil, OverrideMargin},
+		{fakeEvidence{world, 1.01}, OverrideMargin},     // the model within 1%: NCCL's 3% stands
+		{fakeEvidence{world, 1.25}, 0.2},                // 25% slower measured: |model-m|/m = 0.2
+		{fakeEvidence{world, 3}, 0.5},                   // capped
+		{fakeEvidence{world, 1 / 1.1}, 0.1000000000001}, // faster than modelled
+	} {
+		if got := modelMargin(cm, ar, tc.ev); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("margin %v, want %v", got, tc.want)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -122,9 +124,10 @@ func (d decision) same(o decision) bool {
 func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, error) {
 	var rules []*ginv1.PlanRule
 	var prev decision
+	margin := modelMargin(c, coll, ev)
 	for b := 0; b <= planread.MaxLog2Bytes; b++ {
 		bytes := uint64(1) << b
-		d, err := decide(c.shape, coll, bytes)
+		d, err := decide(c.shape, coll, bytes, margin)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +152,7 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 }
 
 // decide compares GIN's choice with NCCL's for one bucket.
-func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64) (decision, error) {
+func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64, margin float64) (decision, error) {
 	gin, err := costmodel.Predict(s, coll, bytes)
 	if err != nil {
 		return decision{}, err
@@ -164,9 +167,13 @@ func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64) (decision, e
 	}
 	// NCCL's choice as GIN's model sees it.
 	ncclUs, ok := costmodel.Cost(s, coll, nccl.Algorithm, nccl.Protocol, bytes)
-	if ok && gin.TimeUs >= ncclUs*(1-OverrideMargin) {
-		return decision{us: ncclUs, nccl: ncclCell, basis: "model", reason: fmt.Sprintf("leave it to NCCL: %s is within %d%% of NCCL's %s",
-			planread.CellName(gin.Algorithm, gin.Protocol), int(OverrideMargin*100), planread.CellName(nccl.Algorithm, nccl.Protocol))}, nil
+	marginNote := ""
+	if margin > OverrideMargin {
+		marginNote = " (the model's measured error on this shape)"
+	}
+	if ok && gin.TimeUs >= ncclUs*(1-margin) {
+		return decision{us: ncclUs, nccl: ncclCell, basis: "model", reason: fmt.Sprintf("leave it to NCCL: %s is within %.0f%%%s of NCCL's %s",
+			planread.CellName(gin.Algorithm, gin.Protocol), margin*100, marginNote, planread.CellName(nccl.Algorithm, nccl.Protocol))}, nil
 	}
 	why := "GIN's model"
 	if ok {
@@ -174,6 +181,38 @@ func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64) (decision, e
 	}
 	return decision{algo: gin.Algorithm, proto: gin.Protocol, us: gin.TimeUs, nccl: ncclCell, basis: "model",
 		reason: planread.CellName(gin.Algorithm, gin.Protocol) + ": " + why + factors(s, gin.Algorithm)}, nil
+}
+
+// modelMargin is how much faster GIN's model must find its choice than
+// NCCL's before a model-only rule overrides NCCL: OverrideMargin, or the
+// model's median error against the communicator's measured NCCL-default
+// runs when those exist and it is larger (a fabric effect smaller than the
+// model's own measured error on the shape is not evidence).
+func modelMargin(c comm, coll ginv1.Collective, ev Evidence) float64 {
+	if ev == nil {
+		return OverrideMargin
+	}
+	var errs []float64
+	for b := 0; b <= planread.MaxLog2Bytes; b++ {
+		bytes := uint64(1) << b
+		for _, cell := range ev.Measured(c.nodes, c.gpn, coll, bytes) {
+			if !cell.Default || cell.How != "measured" || cell.TimeUs <= 0 {
+				continue
+			}
+			nccl, err := costmodel.PredictNCCL(c.shape, coll, bytes)
+			if err != nil {
+				continue
+			}
+			if us, ok := costmodel.Cost(c.shape, coll, nccl.Algorithm, nccl.Protocol, bytes); ok {
+				errs = append(errs, math.Abs(us-cell.TimeUs)/cell.TimeUs)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return OverrideMargin
+	}
+	sort.Float64s(errs)
+	return math.Min(math.Max(OverrideMargin, errs[len(errs)/2]), 0.5)
 }
 
 // decideMeasured decides a bucket from measurements of the communicator's
