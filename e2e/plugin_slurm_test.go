@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // TestPluginUnderSrun runs the NCCL tuner plugin in 16 ranks (4 GPUs per node) on 4 Slurm
@@ -115,13 +117,8 @@ func TestPluginUnderSrun(t *testing.T) {
 		}
 		agents[node], agentLogs[node] = cmd, logb
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(logb.String(), "serving plans") {
-			if time.Now().After(deadline) {
-				t.Fatalf("agent for %s serves no plans:\n%s", node, logb)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, 30*time.Second, "the agent for "+node+" to serve plans", func() bool { return strings.Contains(logb.String(), "serving plans") },
+			func() string { return logb.String() })
 	}
 	stopAgent := func(node string) {
 		t.Helper()

@@ -20,6 +20,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // Sizes of the entries GIN's master writes: a DGX H100 inventory command is
@@ -347,13 +349,7 @@ func BenchmarkRaftApply(b *testing.B) {
 					b.Errorf("shutdown: %v", err)
 				}
 			})
-			deadline := time.Now().Add(10 * time.Second)
-			for r.State() != raft.Leader {
-				if time.Now().After(deadline) {
-					b.Fatal("no leader after 10s")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			testwait.For(b, 10*time.Second, "a leader", func() bool { return r.State() == raft.Leader })
 			if err := r.Barrier(10 * time.Second).Error(); err != nil {
 				b.Fatal(err)
 			}
