@@ -1,8 +1,11 @@
 // Command ncclplugin is libnccl-tuner-gin-go.so, the Go plan loader of
 // GIN's NCCL tuner plugin. It is a c-shared library, not a program, and it
 // is not what NCCL loads: NCCL loads the C shim in shim/ (shim.c, tuner.h),
-// libnccl-tuner-gin.so, which dlopens this library from its own directory
-// only when a communicator is initialised with NCCL_GIN_ENABLED=1.
+// libnccl-tuner-gin.so. With NCCL_GIN_ENABLED=1 the shim asks the node's
+// agent for the plan's compiled table itself, in C (plansock form 2,
+// internal/plantable), and dlopens this library from its own directory only
+// for a plan file (NCCL_GIN_PLAN_FILE), without a job id, or when no agent
+// listens on the socket (then this library asks the masters).
 //
 //	go build -buildmode=c-shared -ldflags '-extldflags -Wl,-z,nodelete' \
 //	    -o bin/libnccl-tuner-gin-go.so ./internal/ncclplugin
@@ -25,7 +28,7 @@
 // init (C, shim/shim.c) stands aside at once unless NCCL_GIN_ENABLED is
 // exactly "1"; it also stands aside (WARN) in a child that forked without
 // exec (its pid differs from the pid that loaded the library), since Go
-// cannot run there. Otherwise it dlopens libnccl-tuner-gin-go.so
+// cannot run there. Otherwise it asks the agent in C (above) or dlopens libnccl-tuner-gin-go.so
 // (RTLD_NODELETE: a Go runtime cannot be unloaded) and calls ginGoLoad,
 // which finds the job's plan, verifies it (internal/planread), compiles every
 // (communicator shape, collective, log2 size bucket) into a malloc'ed C

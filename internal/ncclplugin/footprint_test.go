@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/gin-topology/gin/internal/nodeplans"
+	"github.com/gin-topology/gin/internal/plansock"
 )
 
 var reFootprint = regexp.MustCompile(`(?m)^FOOTPRINT stage=(\w+) threads=(-?\d+) rss_kb=(-?\d+)$`)
@@ -59,5 +64,39 @@ func TestFootprint(t *testing.T) {
 		on["after_init"].threads-on["before_dlopen"].threads, on["after_init"].rssKB-on["before_dlopen"].rssKB)
 	if on["after_dlopen"].threads != on["before_dlopen"].threads {
 		t.Errorf("GIN on: dlopen itself started threads: %+v", on)
+	}
+
+	// GIN on with the plan from the node's agent: the shim reads the
+	// compiled table in C; no Go runtime, gRPC or protobuf is loaded.
+	store, err := nodeplans.Open(nodeplans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := simPlan(t, "job-fp")
+	if err := store.Put(p); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(shortDir(t), "agent.sock")
+	srv, err := plansock.Listen(sock, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	r := runHarness(t, []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_AGENT_SOCKET=" + sock, "SLURM_JOB_ID=job-fp"}, "--iters", "0", "32", "4")
+	viaAgent := footprints(t, r)
+	t.Logf("GIN on (node agent, C path): %+v; init added %d threads and %d KB", viaAgent,
+		viaAgent["after_init"].threads-viaAgent["before_dlopen"].threads, viaAgent["after_init"].rssKB-viaAgent["before_dlopen"].rssKB)
+	if !r.ctxSet || r.summary["plan_hash"] != p.GetContentHash() || !strings.Contains(r.out, "(C, no Go loaded)") {
+		t.Fatalf("the agent's plan was not applied by the C path\n%s", r.out)
+	}
+	r.check(t, p, 32, 4)
+	if f := viaAgent["after_init"]; f.threads != viaAgent["before_dlopen"].threads {
+		t.Errorf("GIN on via the agent: %d threads after init, %d before dlopen (the Go loader was loaded?)", f.threads, viaAgent["before_dlopen"].threads)
+	}
+	if d := viaAgent["after_init"].rssKB - viaAgent["before_dlopen"].rssKB; d > 1024 {
+		t.Errorf("GIN on via the agent: RSS +%d KB", d)
 	}
 }

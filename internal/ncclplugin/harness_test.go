@@ -29,6 +29,7 @@ import (
 	"github.com/gin-topology/gin/internal/plan"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/plantable"
 )
 
 // The tests build the real library and the C harness once, then load the
@@ -186,15 +187,15 @@ func (r *run) check(t *testing.T, p *ginv1.Plan, nRanks, nNodes uint32) (forced 
 		t.Fatalf("%d decisions, want %d\n%s", len(r.decision), numColls*35, r.out)
 	}
 	for _, d := range r.decision {
-		want := leave
+		want := plantable.Leave
 		if p != nil {
 			want = Decide(p, d.coll, nRanks, nNodes, d.bytes)
 		}
 		wa, wp, wn := -1, -1, 0
-		if want.algo < 0 {
-			wn = int(want.channels)
-		} else if int(want.algo) < r.numAlgo && r.masks[d.coll]&(1<<(int(want.algo)*3+int(want.proto))) != 0 {
-			wa, wp, wn = int(want.algo), int(want.proto), int(want.channels)
+		if want.Algo < 0 {
+			wn = int(want.Channels)
+		} else if int(want.Algo) < r.numAlgo && r.masks[d.coll]&(1<<(int(want.Algo)*3+int(want.Proto))) != 0 {
+			wa, wp, wn = int(want.Algo), int(want.Proto), int(want.Channels)
 		}
 		if d.fa != wa || d.fp != wp || d.nch != wn {
 			t.Fatalf("v%d coll %d bytes %d: plugin forced %d/%d nch %d, plan says %d/%d nch %d (rule cell %+v)",
@@ -660,7 +661,7 @@ func TestStandAside(t *testing.T) {
 		{"silent agent", []string{"NCCL_GIN_AGENT_SOCKET=" + silentSock, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"},
 			[]string{"node agent " + silentSock, "no answer in time"}},
 		{"agent without the plan", []string{"NCCL_GIN_AGENT_SOCKET=" + emptySock, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"},
-			[]string{"node agent " + emptySock + " has no plan for job job-d: NOT_FOUND"}},
+			[]string{"node agent " + emptySock + ": has no plan for job job-d: NOT_FOUND"}},
 		{"unreachable master", []string{noAgent, "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"127.0.0.1:1", "Unavailable", "no node agent at"}},
 		{"silent master", []string{noAgent, "NCCL_GIN_MASTER_HOST=" + ln.Addr().String()}, []string{ln.Addr().String(), "no answer within"}},
 		{"no job id", []string{"NCCL_GIN_JOB_ID=", "SLURM_JOB_ID=", "NCCL_GIN_MASTER_HOST=127.0.0.1:1"}, []string{"no job id"}},

@@ -67,16 +67,16 @@ func ginGoLoad(logFn unsafe.Pointer, nRanks, nNodes, commID uint64, out *unsafe.
 	}
 	fill(t, cells)
 	cur := -1
-	for i, s := range cells.shapes {
-		if uint64(s.nRanks) == nRanks && uint64(s.nNodes) == nNodes {
+	for i, s := range cells.Shapes {
+		if uint64(s.NRanks) == nRanks && uint64(s.NNodes) == nNodes {
 			cur = i
 			t.cur = &t.shape[i]
 		}
 	}
 	l.Infof("GIN: plan %s for job %s (%d rules, %d shapes) from %s in %s", res.plan.GetContentHash(), res.plan.GetJobId(),
-		len(res.plan.GetRules()), len(cells.shapes), res.source, time.Since(start).Round(time.Microsecond))
-	if cells.dropped > 0 {
-		l.Warnf("GIN: plan has %d communicator shapes; only the first %d are used", len(cells.shapes)+cells.dropped, C.GIN_MAX_SHAPES)
+		len(res.plan.GetRules()), len(cells.Shapes), res.source, time.Since(start).Round(time.Microsecond))
+	if cells.Dropped > 0 {
+		l.Warnf("GIN: plan has %d communicator shapes; only the first %d are used", len(cells.Shapes)+cells.Dropped, C.GIN_MAX_SHAPES)
 	}
 	if cur < 0 {
 		l.Infof("GIN: plan has no rules for nRanks=%d nNodes=%d (commId 0x%x); NCCL tunes this communicator", nRanks, nNodes, commID)
@@ -122,14 +122,14 @@ func loadWithin(cfg config, l logger) (*loaded, *compiled, error) {
 
 // fill copies the compiled cells into the C table.
 func fill(t *C.gin_table, c *compiled) {
-	t.nShapes = C.int(len(c.shapes))
-	for i, s := range c.shapes {
+	t.nShapes = C.int(len(c.Shapes))
+	for i, s := range c.Shapes {
 		cs := &t.shape[i]
-		cs.nRanks, cs.nNodes = C.uint32_t(s.nRanks), C.uint32_t(s.nNodes)
+		cs.nRanks, cs.nNodes = C.uint32_t(s.NRanks), C.uint32_t(s.NNodes)
 		for coll := range numColls {
 			for b := range numBuckets {
-				d := s.cells[coll][b]
-				cs.cell[coll][b] = C.gin_cell{algo: C.int8_t(d.algo), proto: C.int8_t(d.proto), channels: C.int16_t(d.channels)}
+				d := s.Cells[coll][b]
+				cs.cell[coll][b] = C.gin_cell{algo: C.int8_t(d.Algo), proto: C.int8_t(d.Proto), channels: C.int16_t(d.Channels)}
 			}
 		}
 	}

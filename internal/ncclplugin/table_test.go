@@ -16,14 +16,14 @@ type compiledCase struct {
 func TestCompileEqualsLookup(t *testing.T) {
 	for _, pl := range []*compiledCase{{"sim", simPlan(t, "job-c")}, {"forcing", forcingPlan(t, "job-c")}} {
 		c := compile(pl.p)
-		if len(c.shapes) == 0 {
+		if len(c.Shapes) == 0 {
 			t.Fatalf("%s: no shapes", pl.name)
 		}
-		for _, s := range c.shapes {
+		for _, s := range c.Shapes {
 			for coll := range numColls {
 				for b := range numBuckets {
-					if got, want := s.cells[coll][b], Decide(pl.p, coll, s.nRanks, s.nNodes, uint64(1)<<b); got != want {
-						t.Fatalf("%s: shape %d/%d coll %d bucket %d: compiled %+v, Lookup %+v", pl.name, s.nRanks, s.nNodes, coll, b, got, want)
+					if got, want := s.Cells[coll][b], Decide(pl.p, coll, s.NRanks, s.NNodes, uint64(1)<<b); got != want {
+						t.Fatalf("%s: shape %d/%d coll %d bucket %d: compiled %+v, Lookup %+v", pl.name, s.NRanks, s.NNodes, coll, b, got, want)
 					}
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/plantable"
 )
 
 // Fetcher asks the masters for a job's plan (GetOrCreatePlan).
@@ -39,6 +40,7 @@ const (
 // entry is what the store holds for a job.
 type entry struct {
 	plan    []byte // encoded, verified
+	table   []byte // its compiled decision table (plantable's C form)
 	hash    string
 	expires time.Time // zero: no expiry given
 	err     error     // a failed fetch, until FailureTTL after failed
@@ -177,10 +179,24 @@ func expired(p *ginv1.Plan, now time.Time) bool {
 
 func entryOf(p *ginv1.Plan, b []byte) entry {
 	e := entry{plan: b, hash: p.GetContentHash()}
+	// A plan too odd to encode as a table (planread already bounds job ids
+	// and rules) is still served in its own form.
+	e.table, _ = plantable.Encode(p.GetJobId(), p.GetContentHash(), plantable.Compile(p))
 	if p.GetExpiresAt() != nil {
 		e.expires = p.GetExpiresAt().AsTime()
 	}
 	return e
+}
+
+// in is the entry in the form a request asks for.
+func (e entry) in(f plansock.Form) ([]byte, string, error) {
+	if f != plansock.FormTable {
+		return e.plan, e.hash, nil
+	}
+	if e.table == nil {
+		return nil, "", errors.New("the plan cannot be given as a table")
+	}
+	return e.table, e.hash, nil
 }
 
 // Put stores a plan (verified first) and keeps it on disk. A job's plan is
@@ -323,7 +339,7 @@ func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, e
 		switch {
 		case e.err == nil && (e.expires.IsZero() || now.Before(e.expires)):
 			s.mu.Unlock()
-			return e.plan, e.hash, nil
+			return e.in(r.Form)
 		case e.err != nil && now.Sub(e.failed) < FailureTTL:
 			s.mu.Unlock()
 			return nil, "", e.err
@@ -344,7 +360,10 @@ func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, e
 	s.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.e.plan, c.e.hash, c.e.err
+		if c.e.err != nil {
+			return nil, "", c.e.err
+		}
+		return c.e.in(r.Form)
 	case <-ctx.Done():
 		return nil, "", fmt.Errorf("job %s: waiting for the masters: %w", r.JobID, ctx.Err())
 	}

@@ -17,6 +17,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/plantable"
 	"github.com/gin-topology/gin/internal/testwait"
 )
 
@@ -258,5 +259,29 @@ func TestAFullStoreDropsThePlanHeldLongest(t *testing.T) {
 	}
 	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: fmt.Sprint(MaxPlans)}); err != nil {
 		t.Fatalf("the newest plan: %v", err)
+	}
+}
+
+// A request for the table form gets the plan's compiled table, which
+// decodes to the job, its hash and the cells Compile gives.
+func TestTableForm(t *testing.T) {
+	s, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planFor("13", time.Time{})
+	if err := s.Put(p); err != nil {
+		t.Fatal(err)
+	}
+	b, hash, err := s.Plan(context.Background(), plansock.Request{JobID: "13", Form: plansock.FormTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := plantable.Decode(b)
+	if err != nil || e.JobID != "13" || e.Hash != hash || hash != p.GetContentHash() {
+		t.Fatalf("table %+v, %v", e, err)
+	}
+	if want := plantable.Compile(p); len(e.Table.Shapes) != 1 || e.Table.Shapes[0] != want.Shapes[0] {
+		t.Fatal("the served table is not the plan's")
 	}
 }

@@ -6,14 +6,17 @@
 //
 // Request (client → agent), all integers big-endian:
 //
-//	"GINQ" version(1)=1 | u16 len | job id | u16 len | nodes (hostlist) | u32 GPUs per node
+//	"GINQ" form(1) | u16 len | job id | u16 len | nodes (hostlist) | u32 GPUs per node
+//
+// form 1 asks for the encoded plan, form 2 for its compiled decision table
+// (internal/plantable's C form, what the plugin's C shim reads).
 //
 // Response (agent → client):
 //
 //	"GINA" version(1)=1 | u8 status | u16 len | content hash | u32 len | body
 //
-// status 0 (OK): body is the encoded gin.v1.Plan whose content_hash is the
-// hash field; 1 (NOT_FOUND), 2 (UNAVAILABLE), 3 (BAD_REQUEST): body is a
+// status 0 (OK): body is the encoded gin.v1.Plan (or its table, form 2)
+// whose content_hash is the hash field; 1 (NOT_FOUND), 2 (UNAVAILABLE), 3 (BAD_REQUEST): body is a
 // one-line message. Every length is bounded (MaxJobID, MaxNodes,
 // MaxHash, planread.MaxBytes, MaxMessage) before anything is allocated.
 //

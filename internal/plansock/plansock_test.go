@@ -22,8 +22,10 @@ func TestRequestRoundTrip(t *testing.T) {
 		req  Request
 		want string // "" = encodes and decodes back
 	}{
-		{"full", Request{JobID: "1234", Nodes: "n[1-4]", GPUsPerNode: 8}, ""},
-		{"job only", Request{JobID: "j"}, ""},
+		{"full", Request{JobID: "1234", Nodes: "n[1-4]", GPUsPerNode: 8, Form: FormPlan}, ""},
+		{"job only", Request{JobID: "j", Form: FormPlan}, ""},
+		{"table form", Request{JobID: "j", Form: FormTable}, ""},
+		{"unknown form", Request{JobID: "j", Form: 3}, "unknown form"},
 		{"empty job", Request{Nodes: "n1"}, "empty job id"},
 		{"long job", Request{JobID: strings.Repeat("j", MaxJobID+1)}, "job id"},
 		{"long nodes", Request{JobID: "1", Nodes: strings.Repeat("n", MaxNodes+1)}, "node list"},

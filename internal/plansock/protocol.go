@@ -49,12 +49,25 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
+// Form is what a client wants the plan as: the version byte of its request.
+type Form uint8
+
+// Forms.
+const (
+	// FormPlan: the encoded gin.v1.Plan (decode and verify it with planread).
+	FormPlan Form = 1
+	// FormTable: the compiled decision table in internal/plantable's C form
+	// (what the plugin's C shim reads without Go).
+	FormTable Form = 2
+)
+
 // Request asks for a job's plan. Nodes and GPUsPerNode let the agent have
 // the plan created when none is pinned yet (as GetOrCreatePlan does).
 type Request struct {
 	JobID       string
 	Nodes       string
 	GPUsPerNode uint32
+	Form        Form // 0 means FormPlan
 }
 
 // Validate refuses a request the agent must not act on.
@@ -66,6 +79,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("job id of %d bytes, more than %d", len(r.JobID), MaxJobID)
 	case len(r.Nodes) > MaxNodes:
 		return fmt.Errorf("node list of %d bytes, more than %d", len(r.Nodes), MaxNodes)
+	case r.Form > FormTable:
+		return fmt.Errorf("unknown form %d", r.Form)
 	case strings.ContainsFunc(r.JobID+r.Nodes, func(c rune) bool { return c < 0x20 || c == 0x7f }):
 		return errors.New("control characters in the job id or node list")
 	}
@@ -84,8 +99,12 @@ func AppendRequest(b []byte, r Request) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	f := r.Form
+	if f == 0 {
+		f = FormPlan
+	}
 	b = append(b, reqMagic[:]...)
-	b = append(b, version)
+	b = append(b, byte(f))
 	b = appendString16(b, r.JobID)
 	b = appendString16(b, r.Nodes)
 	return binary.BigEndian.AppendUint32(b, r.GPUsPerNode), nil
@@ -97,10 +116,10 @@ func ReadRequest(rd io.Reader) (Request, error) {
 	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
 		return Request{}, fmt.Errorf("request header: %w", err)
 	}
-	if [4]byte(hdr[:4]) != reqMagic || hdr[4] != version {
+	if [4]byte(hdr[:4]) != reqMagic || (Form(hdr[4]) != FormPlan && Form(hdr[4]) != FormTable) {
 		return Request{}, fmt.Errorf("not a GIN plan request (header %q)", hdr[:])
 	}
-	var r Request
+	r := Request{Form: Form(hdr[4])}
 	var err error
 	if r.JobID, err = readString16(rd, MaxJobID, "job id"); err != nil {
 		return Request{}, err
