@@ -41,11 +41,19 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 				return err
 			}
 			defer c.Close()
-			// No deadline: a watch lasts until interrupted.
+			// No deadline: a watch lasts until interrupted. When the
+			// master goes away and the client moves to another, the watch
+			// resumes after the last index printed (no gap, no repeat).
+			var last uint64
+			headerDone := false
 			return c.Do(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn) error {
 				tc := ginv1.NewTopologyServiceClient(conn)
 				from := since
-				if !cmd.Flags().Changed("since") {
+				switch {
+				case last > 0:
+					from = last
+					fmt.Fprintf(a.stderr, "resuming after index %d on %s\n", from, conn.Target())
+				case !cmd.Flags().Changed("since"):
 					rctx, cancel := context.WithTimeout(ctx, a.timeout)
 					resp, err := tc.ListNodes(rctx, &ginv1.ListNodesRequest{Consistency: a.consistency()})
 					cancel()
@@ -54,16 +62,17 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 					}
 					from = resp.GetRead().GetIndex()
 					fmt.Fprintf(a.stderr, "watching changes after index %d (served by %s); Ctrl-C to stop\n", from, resp.GetRead().GetServedBy())
-				} else {
+				default:
 					fmt.Fprintf(a.stderr, "watching changes after index %d (the kept ones first); Ctrl-C to stop\n", from)
 				}
 				st, err := tc.Watch(ctx, &ginv1.WatchRequest{SinceIndex: from})
 				if err != nil {
 					return err
 				}
-				if a.output != "json" {
+				if a.output != "json" && !headerDone && !a.noHeaders {
 					fmt.Fprintf(a.stdout, watchFormat+"\n", "TIME", "INDEX", "KIND", "SUBJECT", "CHANGE")
 				}
+				headerDone = true
 				for {
 					ev, err := st.Recv()
 					if err != nil {
@@ -80,6 +89,7 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 					if err != nil {
 						return err
 					}
+					last = max(last, ev.GetIndex())
 				}
 			})
 		},
