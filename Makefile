@@ -54,6 +54,8 @@ test: vet check-tidy
 	else echo "docker-test: skipped, no Docker engine (make docker-test)"; fi
 	@if [ "$$(id -u)" = 0 ] || [ "$(REQUIRE_FAULT_TESTS)" = 1 ]; then $(MAKE) fault-test; \
 	else echo "fault-test: skipped, needs root (sudo make fault-test)"; fi
+	@if { [ "$$(id -u)" = 0 ] && command -v lintian >/dev/null; } || [ "$(REQUIRE_DEB)" = 1 ]; then $(MAKE) deb-test; \
+	else echo "deb-test: skipped, needs root and lintian (sudo make deb-test)"; fi
 
 verify-units: build
 	@if command -v systemd-analyze >/dev/null; then bash deploy/systemd/verify.sh; \
@@ -113,3 +115,15 @@ docker:
 
 docker-test:
 	GO=$(GO) VERSION=$(VERSION) bash scripts/compose-smoke.sh
+
+# Debian packages (nfpm, pinned in tools/go.mod; configs in deploy/deb):
+# dist/gin-agent_*.deb, dist/gin-master_*.deb, dist/gin-tools_*.deb.
+# deb-test installs them on this machine with dpkg -i, checks files, user,
+# units and lintian, runs the installed binaries, then purges them (root;
+# part of `make test` as root when lintian is installed, REQUIRE_DEB=1 in CI).
+.PHONY: deb deb-test
+deb:
+	GO=$(GO) bash scripts/deb-build.sh
+
+deb-test: deb
+	bash scripts/deb-test.sh
