@@ -81,3 +81,21 @@ func TestLeadershipLostStopsEveryLeaderLoop(t *testing.T) {
 		t.Fatalf("%d leader-only goroutines left after every server stopped", n)
 	}
 }
+
+// A leader that loses its quorum (both followers gone, not a hand-off)
+// steps down and stops every leader-only loop.
+func TestLeaderWithoutQuorumStopsItsLoops(t *testing.T) {
+	ms := startCluster(t, 3)
+	waitUntil(t, "the cluster", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	long := int64(len(leader.s.leaderLoops()) - 1)
+	waitUntil(t, "the leader's loops", func() bool { return leader.s.lead.running.Load() == long })
+	for _, m := range ms {
+		if m != leader {
+			m.crash()
+		}
+	}
+	waitUntil(t, "the leader to step down and stop its loops", func() bool {
+		return !leader.s.node.IsLeader() && leader.s.lead.running.Load() == 0
+	})
+}
