@@ -97,6 +97,21 @@ func TestThreeMasterProcesses(t *testing.T) {
 	})
 
 	old := leaderIdx(clients[0])
+	// ginctl watch, reading from the leader first, moves to another master
+	// when the leader dies and resumes after the last change it printed.
+	others := []string{clients[(old+1)%3], clients[(old+2)%3]}
+	watch := exec.Command(filepath.Join(bin, "ginctl"), "--master", clients[old]+","+strings.Join(others, ","), "watch", "-o", "json")
+	var watchOut, watchErr lockedBuffer
+	watch.Stdout, watch.Stderr = &watchOut, &watchErr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	waitFor(t, "the watch header", 30*time.Second, func() bool { return strings.Contains(watchErr.String(), "watching changes after index") })
+	if out, err := runTool(t, bin, "ginctl", "--master", join, "plan", "--job", "76", "--nodes", "node001"); err != nil {
+		t.Fatalf("plan 76: %v\n%s", err, out)
+	}
+	waitFor(t, "the watch to print plan 76", 30*time.Second, func() bool { return strings.Contains(watchOut.String(), `"job_id":"76"`) })
 	start := time.Now()
 	if err := procs[old].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -111,6 +126,16 @@ func TestThreeMasterProcesses(t *testing.T) {
 		out, err := runTool(t, bin, "ginctl", "--master", join, "--timeout", "3s", "--consistent", "nodes", "-o", "json")
 		return err == nil && strings.Contains(out, `"state": "up"`)
 	})
+	waitFor(t, "plan 77 pinned through the new leader", 60*time.Second, func() bool {
+		_, err := runTool(t, bin, "ginctl", "--master", join, "--timeout", "3s", "plan", "--job", "77", "--nodes", "node001")
+		return err == nil
+	})
+	waitFor(t, "the watch to resume on another master and print plan 77", 30*time.Second, func() bool {
+		return strings.Contains(watchErr.String(), "resuming after index") && strings.Contains(watchOut.String(), `"job_id":"77"`)
+	})
+	if n := strings.Count(watchOut.String(), `"job_id":"76"`); n != 1 {
+		t.Errorf("plan 76 printed %d times across the move, want once:\n%s", n, watchOut.String())
+	}
 	if strings.Count(agentLog.String(), "inventory sent") != 1 {
 		t.Errorf("the agent re-sent its inventory after failover (want exactly one send):\n%s", agentLog.String())
 	}

@@ -81,6 +81,9 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 						}
 						return err
 					}
+					if ev.GetIndex() <= last {
+						continue // printed before a move to a master that lagged behind
+					}
 					if a.output == "json" {
 						err = a.printLine(ev)
 					} else {
