@@ -23,7 +23,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/nodeplans"
-	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/plantable"
 	"github.com/gin-topology/gin/internal/plansock"
 )
 
@@ -41,9 +41,10 @@ import (
 // sockets with the agent's own plan code (internal/nodeplans store,
 // internal/plansock server, internal/nodeplans.Masters fetcher): 2,048
 // sockets, one per node. Ranks are goroutines of this process released by
-// a barrier; a rank's init is what the plugin does on the agent path:
-// plansock.Fetch from its node's socket and planread.Decode (verify); its
-// latency is taken from the barrier.
+// a barrier; a rank's init is what the plugin's C shim does on the agent
+// path: a form-2 plansock request on its node's socket and the table's
+// check (plantable.Decode, the C check's twin); its latency is taken from
+// the barrier.
 //
 // Per iteration, three job starts with fresh job ids:
 //   - agents+prolog: first every node's "prolog" asks its agent (the
@@ -201,14 +202,18 @@ func startRanks(ranks int, path string, req plansock.Request, sock func(int) str
 				}
 				return
 			}
-			// The plugin's agent path: one request on the node's socket,
-			// then decode and verify.
+			// The plugin's agent path, as the C shim takes it: one form-2
+			// request on the node's socket, then the table checked
+			// (checksum, job, hash, cells; plantable.Decode is the C
+			// check's twin).
 			rctx, rcancel := context.WithTimeout(ctx, stormInitTimeout)
 			defer rcancel()
-			resp, err := plansock.Fetch(rctx, sock(r/stormGPUsPerNode), req)
+			treq := req
+			treq.Form = plansock.FormTable
+			resp, err := plansock.Fetch(rctx, sock(r/stormGPUsPerNode), treq)
 			if err == nil && resp.Status == plansock.StatusOK {
-				if p, derr := planread.Decode(resp.Body); derr == nil && p.GetContentHash() == resp.Hash {
-					hash[r] = p.GetContentHash()
+				if e, derr := plantable.Decode(resp.Body); derr == nil && e.Hash == resp.Hash && e.JobID == req.JobID {
+					hash[r] = e.Hash
 				}
 			}
 			lat[r] = float64(time.Since(t0).Microseconds()) / 1000
