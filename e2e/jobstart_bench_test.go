@@ -23,8 +23,8 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/nodeplans"
-	"github.com/gin-topology/gin/internal/plantable"
 	"github.com/gin-topology/gin/internal/plansock"
+	"github.com/gin-topology/gin/internal/plantable"
 )
 
 // BenchmarkJobStartAgents measures the DESIGN target "job start of 16,384
