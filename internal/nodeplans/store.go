@@ -395,7 +395,11 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 		if !errors.Is(err, plansock.ErrNotFound) {
 			err = fmt.Errorf("job %s: no plan from the masters: %w", r.JobID, err)
 		}
-		c.e = entry{err: err, failed: s.now()}
+		c.e = entry{err: err, failed: s.now(), added: s.now()}
+		s.sweepLocked()
+		if len(s.plans) >= MaxPlans {
+			s.evictOldestLocked()
+		}
 		s.plans[r.JobID] = c.e
 		s.log.Warn("plan fetch failed", "job", r.JobID, "err", err, "took", s.now().Sub(start).Round(time.Millisecond))
 	} else {

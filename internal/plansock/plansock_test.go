@@ -133,6 +133,7 @@ type fakeSource struct {
 	mu    sync.Mutex
 	plans map[string][]byte
 	calls int
+	last  Request
 	block bool
 	fail  error
 }
@@ -140,6 +141,7 @@ type fakeSource struct {
 func (f *fakeSource) Plan(ctx context.Context, r Request) ([]byte, string, error) {
 	f.mu.Lock()
 	f.calls++
+	f.last = r
 	p, ok := f.plans[r.JobID]
 	f.mu.Unlock()
 	if f.block {

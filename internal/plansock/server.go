@@ -50,7 +50,9 @@ type Server struct {
 // user (mode 0666; any process of the node may ask for a plan), in a
 // directory created 0755 when missing. A stale socket left by a previous
 // agent is replaced; a socket another process still serves, and any other
-// file at path, are refused.
+// file at path, are refused. A request from a peer other than root is
+// served from what the agent holds or the masters have pinned: its node
+// list is dropped, so only root (the Slurm prolog) can have a plan created.
 func Listen(path string, src Source, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -160,6 +162,13 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 	case err != nil:
 		resp = Response{Status: StatusBadRequest, Body: clip(err.Error())}
 	default:
+		if cred.Uid != 0 {
+			// Only root (the Slurm prolog) may have a plan created: for
+			// anyone else the node list is dropped, so the agent serves a
+			// plan that is held or pinned and never pins one a local user
+			// made up (for another user's job id, on other nodes).
+			req.Nodes, req.GPUsPerNode = "", 0
+		}
 		plan, hash, perr := s.src.Plan(ctx, req)
 		switch {
 		case perr == nil:

@@ -92,6 +92,12 @@ func TestOtherUserHelper(t *testing.T) {
 				_ = c.Close()
 			}
 		}()
+	case "ask":
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := Fetch(ctx, path, Request{JobID: "1", Nodes: "n[1-2]", GPUsPerNode: 8}); err != nil {
+			t.Fatal(err)
+		}
 	case "serve":
 		ln, err := net.Listen("unix", path)
 		if err != nil {
@@ -159,5 +165,35 @@ func TestAnotherUsersSocketIsNotTrusted(t *testing.T) {
 	_, err = Fetch(ctx, path, Request{JobID: "1"})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("served by uid %d", nobody)) || !strings.Contains(err.Error(), "not trusted") {
 		t.Fatalf("Fetch from another user's socket = %v", err)
+	}
+}
+
+// A local user other than root cannot have a plan created through the
+// agent (for another user's job, on nodes of its choosing): the node list
+// of its request is dropped; root's (the prolog's) is kept.
+func TestOnlyRootMayHaveAPlanCreated(t *testing.T) {
+	path := sockPath(t)
+	src := &fakeSource{plans: map[string][]byte{"1": []byte("p")}}
+	serve(t, path, src)
+	for _, d := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asOtherUser(t, "ask", path, 0)
+	src.mu.Lock()
+	got := src.last
+	src.mu.Unlock()
+	if got.JobID != "1" || got.Nodes != "" || got.GPUsPerNode != 0 {
+		t.Fatalf("another user's request reached the store as %+v", got)
+	}
+	if _, err := Fetch(context.Background(), path, Request{JobID: "1", Nodes: "n[1-2]", GPUsPerNode: 8}); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	got = src.last
+	src.mu.Unlock()
+	if got.Nodes != "n[1-2]" || got.GPUsPerNode != 8 {
+		t.Fatalf("root's request reached the store as %+v", got)
 	}
 }
