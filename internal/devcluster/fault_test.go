@@ -130,3 +130,21 @@ func TestStartRefusesFaultsOnWhatDoesNotExist(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFault: any value parses or fails, never panics, and a parsed
+// fault prints as a value that parses to the same fault.
+func FuzzParseFault(f *testing.F) {
+	for _, s := range []string{"node001/mlx5_0=down", "node001/mlx5_0:2=200", "node002/GPU3/nvlink17=down", "a/b=", "/=", "x/GPU/nvlink=down"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fl, err := ParseFault(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseFault(fl.String())
+		if err != nil || again != fl {
+			t.Fatalf("%q → %+v → %q → %+v, %v", s, fl, fl.String(), again, err)
+		}
+	})
+}
