@@ -26,9 +26,11 @@
 // # What runs where
 //
 // init (C, shim/shim.c) stands aside at once unless NCCL_GIN_ENABLED is
-// exactly "1"; it also stands aside (WARN) in a child that forked without
-// exec (its pid differs from the pid that loaded the library), since Go
-// cannot run there. Otherwise it asks the agent in C (above) or dlopens libnccl-tuner-gin-go.so
+// exactly "1". It asks the node's agent in C (above), also in a child that
+// forked without exec; when the Go loader is needed there instead (a plan
+// file, no agent), it stands aside (WARN): Go cannot run after fork without
+// exec (the child's pid differs from the pid that loaded the library).
+// Otherwise it dlopens libnccl-tuner-gin-go.so
 // (RTLD_NODELETE: a Go runtime cannot be unloaded) and calls ginGoLoad,
 // which finds the job's plan, verifies it (internal/planread), compiles every
 // (communicator shape, collective, log2 size bucket) into a malloc'ed C

@@ -724,6 +724,38 @@ func TestForkedChild(t *testing.T) {
 	if r.exit != 2 {
 		t.Fatalf("strict forked child: exit %d\n%s", r.exit, r.out)
 	}
+	// With the plan from the node's agent the child needs no Go: it
+	// applies the plan.
+	p := simPlan(t, "job-f")
+	sock := serveAgent(t, p)
+	r = runHarness(t, []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_AGENT_SOCKET=" + sock, "SLURM_JOB_ID=job-f"}, "--fork", "--iters", "0", "32", "4")
+	if !strings.Contains(r.out, "FORKED child") || !r.ctxSet || r.summary["plan_hash"] != p.GetContentHash() {
+		t.Fatalf("forked child with an agent\n%s", r.out)
+	}
+	r.check(t, p, 32, 4)
+}
+
+// serveAgent serves p on a plan socket with the agent's own code
+// (nodeplans store, plansock server) and returns the socket's path.
+func serveAgent(t *testing.T, p *ginv1.Plan) string {
+	t.Helper()
+	store, err := nodeplans.Open(nodeplans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(p); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(shortDir(t), "agent.sock")
+	srv, err := plansock.Listen(sock, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-served })
+	return sock
 }
 
 // A plan file is trusted only when root or the rank's own user owns it:

@@ -5,7 +5,8 @@
  * GIN is off. Only an init with NCCL_GIN_ENABLED=1, in the process that
  * loaded it, dlopens the Go plan loader (libnccl-tuner-gin-go.so, the same
  * directory) and calls its ginGoLoad; Go is never entered from getCollInfo
- * or finalize, nor in a child that forked without exec.
+ * or finalize, nor in a child that forked without exec (where the agent
+ * path, all C, still works).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -394,6 +395,10 @@ static int gin_init(size_t nRanks, size_t nNodes, uint64_t commId, gin_logger_t 
   *context = NULL;
   if (!gin_env_is("NCCL_GIN_ENABLED", "1")) return ginNcclSuccess; /* stand aside silently */
 
+  /* The agent path is C only: safe in a child that forked without exec too. */
+  int rc0;
+  if (gin_init_agent(nRanks, nNodes, commId, logFn, context, &rc0)) return rc0;
+
   pid_t pid = getpid();
   if (pid != gin_load_pid) {
     char msg[256];
@@ -406,9 +411,6 @@ static int gin_init(size_t nRanks, size_t nNodes, uint64_t commId, gin_logger_t 
     gin_log(logFn, GIN_LOG_WARN, GIN_FLAG_INIT | GIN_FLAG_TUNING, msg);
     return strict ? ginNcclSystemError : ginNcclSuccess;
   }
-
-  int rc0;
-  if (gin_init_agent(nRanks, nNodes, commId, logFn, context, &rc0)) return rc0;
 
   gin_go_load_t load = gin_go_loader(logFn);
   if (load == NULL) return gin_env_is("NCCL_GIN_STRICT", "1") ? ginNcclSystemError : ginNcclSuccess;
