@@ -93,11 +93,9 @@ func TestLayering(t *testing.T) {
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
 		{name: "gin-agent is a client, not a master", from: mod("cmd/gin-agent"),
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
-		// TODO(calib): ginctl also links internal/state (and so the graph)
-		// through internal/calib, for state.MaxMeasuredPoints; once that
-		// bound lives with the wire contract, add internal/state here.
 		{name: "ginctl is a client, not a master", from: mod("cmd/ginctl"),
-			never: []string{mod("internal/master"), mod("internal/raft"), "github.com/hashicorp/raft"}},
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "measurement bounds are a leaf", from: mod("internal/measurelimit"), onlyIn: []string{mod("internal/measurelimit")}},
 		{name: "discovery knows nothing of agents, masters or Raft", from: mod("internal/discovery"),
 			never: []string{mod("internal/agent"), mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
 		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),

@@ -10,8 +10,8 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/measurelimit"
 	"github.com/gin-topology/gin/internal/nccltests"
-	"github.com/gin-topology/gin/internal/state"
 )
 
 // GPUModel names a node's GPU model ("" when unknown); the master answers
@@ -161,7 +161,7 @@ func Collective(test string) (ginv1.Collective, bool) {
 }
 
 // Points turns a run's table into stored points (the faster cell per size,
-// at most state.MaxMeasuredPoints, sizes ascending, zero sizes and times
+// at most measurelimit.MaxPoints, sizes ascending, zero sizes and times
 // dropped).
 func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
 	var out []*ginv1.MeasuredPoint
@@ -183,8 +183,8 @@ func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
 	if len(out) == 0 {
 		return nil, errors.New("the table has no size with a non-zero time")
 	}
-	if len(out) > state.MaxMeasuredPoints {
-		return nil, fmt.Errorf("%d sizes, more than %d", len(out), state.MaxMeasuredPoints)
+	if len(out) > measurelimit.MaxPoints {
+		return nil, fmt.Errorf("%d sizes, more than %d", len(out), measurelimit.MaxPoints)
 	}
 	return out, nil
 }

@@ -15,12 +15,12 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/measurelimit"
 )
 
 // Bounds on calibration measurements (CheckMeasurement).
 const (
 	MaxMeasurements     = 4096
-	MaxMeasuredPoints   = 256
 	MaxMeasurementNodes = 4096
 	maxNameLen          = 253
 	maxSourceLen        = 256
@@ -104,8 +104,8 @@ func CheckMeasurement(m *ginv1.Measurement) error {
 		}
 	}
 	pts := m.GetPoints()
-	if len(pts) == 0 || len(pts) > MaxMeasuredPoints {
-		return fmt.Errorf("%d points, want 1..%d", len(pts), MaxMeasuredPoints)
+	if len(pts) == 0 || len(pts) > measurelimit.MaxPoints {
+		return fmt.Errorf("%d points, want 1..%d", len(pts), measurelimit.MaxPoints)
 	}
 	for i, p := range pts {
 		switch {
