@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/promsd"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/planread"
 )
@@ -300,28 +301,35 @@ func (a *app) orderCmd() *cobra.Command {
 
 func (a *app) exportCmd() *cobra.Command {
 	var node, out string
+	var agentPort, masterPort int
 	formats := map[string]ginv1.ExportFormat{
 		"slurm": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_TREE, "slurm-block": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_BLOCK,
 		"json": ginv1.ExportFormat_EXPORT_FORMAT_JSON, "dot": ginv1.ExportFormat_EXPORT_FORMAT_DOT, "nccl-topo": ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO,
 	}
 	cmd := &cobra.Command{
-		Use:   "export slurm|slurm-block|json|dot|nccl-topo [--node NAME] [--out FILE]",
+		Use:   "export slurm|slurm-block|json|dot|nccl-topo|prometheus-sd [--node NAME] [--out FILE]",
 		Short: "Export the topology: Slurm topology.conf, JSON, Graphviz, NCCL_TOPO_FILE",
 		Long: `Export the cluster topology:
   slurm        Slurm topology.conf for TopologyPlugin=topology/tree
   slurm-block  Slurm topology.conf for topology/block (NVLink domains as blocks)
   json         the graph as JSON
   dot          Graphviz
-  nccl-topo    an NCCL_TOPO_FILE for one node (--node)`,
+  nccl-topo    an NCCL_TOPO_FILE for one node (--node)
+  prometheus-sd  Prometheus file_sd targets: every node's gin-agent (node:--agent-port,
+               job gin-agent) and every master (its host:--master-port, job gin-master);
+               with --out the file is replaced atomically (run it from cron)`,
 		Args:              args("FORMAT"),
 		ValidArgsFunction: completeFormats(formats),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.output == "json" {
 				return usagef("-o json/yaml does not apply to export, which writes the format it is given (ginctl export json is the graph as JSON)")
 			}
+			if args[0] == "prometheus-sd" {
+				return a.exportPrometheusSD(cmd.Context(), out, agentPort, masterPort)
+			}
 			f, ok := formats[args[0]]
 			if !ok {
-				return usagef("unknown format %q: want slurm, slurm-block, json, dot or nccl-topo", args[0])
+				return usagef("unknown format %q: want slurm, slurm-block, json, dot, nccl-topo or prometheus-sd", args[0])
 			}
 			if f == ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO && node == "" {
 				return usagef("nccl-topo needs --node")
@@ -343,6 +351,8 @@ func (a *app) exportCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&node, "node", "", "node (for nccl-topo)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	cmd.Flags().IntVar(&agentPort, "agent-port", promsd.DefaultAgentPort, "prometheus-sd: the agents' --metrics-bind port")
+	cmd.Flags().IntVar(&masterPort, "master-port", promsd.DefaultMasterPort, "prometheus-sd: the masters' --http-bind port")
 	return cmd
 }
 
