@@ -6,6 +6,12 @@
 // them; files are decoded and verified (planread.Decode) when loaded, and a
 // plan is dropped from both when it expires (Plan.expires_at).
 //
+// Plans arrive three ways: the leader pushes a plan to the agents of its
+// nodes when it pins it (the agent's session hands it to Put); the Slurm
+// prolog asks for it (root: the agent may have it created); or a rank asks
+// for one the store does not hold (the socket drops a non-root peer's node
+// list, so the masters only look up a pinned plan).
+//
 // A plan the store does not hold is asked of the masters once per node: the
 // concurrent requests of a job's ranks share one fetch, and its outcome,
 // success or failure, is what every one of them gets. A failure is kept for
@@ -13,7 +19,10 @@
 // alike (all stand aside) instead of some getting a plan a moment later.
 //
 // The rule that keeps every rank of a job on one decision is the Slurm
-// prolog's: it has each node's agent fetch the pinned plan before any task
-// starts (gin-agent plan), and fails the job when it cannot; after that the
-// ranks read the plan from their agent, with the masters up or down.
+// prolog's: it has each node's agent hold the pinned plan before any task
+// starts (gin-agent plan), and with GIN_PROLOG_STRICT=1 fails the job when
+// it cannot; after that the ranks read the plan from their agent, with the
+// masters up or down. Requests may ask for the plan (form 1) or for its
+// compiled table (form 2, internal/plantable), which the plugin's C shim
+// reads.
 package nodeplans

@@ -21,5 +21,9 @@
 // MaxHash, planread.MaxBytes, MaxMessage) before anything is allocated.
 //
 // The Server calls a Source for each request and logs the peer's uid and
-// pid; Fetch is the client. Neither imports the plan builder.
+// pid; it bounds each user's connections (MaxConnsPerUID; root is not
+// bounded) and drops the node list of a request whose peer is not root, so
+// only root (the Slurm prolog) can have a plan created. Fetch is the
+// client; it refuses a socket served by neither root nor its own user.
+// Neither imports the plan builder.
 package plansock
