@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/promsd"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/promsd"
 )
 
 func (a *app) planCmd() *cobra.Command {
