@@ -20,6 +20,7 @@ import (
 	"github.com/gin-topology/gin/internal/ginclient"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/pki"
 )
 
 func main() {
@@ -47,6 +48,7 @@ type app struct {
 	yaml        bool // -o yaml: output is "json", printed as YAML
 	log         *slog.Logger
 	usageFailed bool
+	tls         pki.Files // --tls-ca, --tls-cert, --tls-key (else GIN_TLS_*)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -107,8 +109,11 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: debug (each request, the master that answered, its duration), info, warn, error")
+	pf.StringVar(&a.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key")
+	pf.StringVar(&a.tls.Cert, "tls-cert", "", "mTLS: this client's certificate (default $GIN_TLS_CERT)")
+	pf.StringVar(&a.tls.Key, "tls-key", "", "mTLS: this client's key (default $GIN_TLS_KEY)")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
-		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd())
+		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd(), a.tlsCmd())
 	root.SetVersionTemplate(buildinfo.VersionTemplate("ginctl"))
 	root.AddCommand(a.versionCmd())
 	a.registerCompletions(root)
@@ -124,7 +129,15 @@ func (a *app) client() (*ginclient.Client, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return ginclient.New(masters)
+	files := a.tlsFiles()
+	if !files.Given() {
+		return ginclient.New(masters)
+	}
+	creds, err := pki.ClientCredentials(files, a.logger())
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return ginclient.New(masters, grpc.WithTransportCredentials(creds))
 }
 
 func (a *app) consistency() ginv1.ReadConsistency {

@@ -37,6 +37,8 @@ func jsonOutputs() []jsonOutput {
 		{"calibrate list", "ginctl-calibrate-list", (*ginv1.ListMeasurementsResponse)(nil), false},
 		{"calibrate show", "ginctl-calibrate-show", (*ginv1.GetMeasurementResponse)(nil), false},
 		{"calibrate delete", "ginctl-calibrate-delete", (*ginv1.DeleteMeasurementResponse)(nil), false},
+		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},
+		{"tls cert create", "ginctl-tls-cert-create", tlsCreated{}, false},
 	}
 }
 
