@@ -78,7 +78,8 @@ func promAPI(base, path string, q url.Values, v any) error {
 // gin-agent process (simulated DGX H100 replayed from a file). Both targets
 // come up, every rule evaluates without error, and an NVLink taken down in
 // the agent's hardware makes GinNVLinkDown go active (pending: its for: 5m
-// is left to promtool's unit tests) with the link's labels.
+// is left to promtool's unit tests) with the link's labels. Then every query
+// of deploy/grafana/gin.json returns series.
 func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries and Prometheus")
@@ -115,9 +116,21 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	}
 	t.Cleanup(func() { agent.Kill(10 * time.Second) })
 	agentAddr := logAddr(t, agent, regexp.MustCompile(`msg="serving Prometheus metrics" addr=(\S+)`))
-	waitFor(t, "node localhost up", 60*time.Second, func() bool {
+	_, agentPort, _ := net.SplitHostPort(agentAddr)
+	// A second node, live simulated hardware (its counters move), on the
+	// same port of another loopback address: file_sd targets are
+	// node:agent-port, and the node is named by its address.
+	sim := &testproc.Proc{Name: "gin-agent-sim", Log: filepath.Join(dir, "agent-sim.log"), Argv: []string{
+		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "127.0.0.2", "--master", grpcAddr,
+		"--metrics-bind", "127.0.0.2:" + agentPort, "--heartbeat-interval", "1s", "--collect-interval", "1s"}}
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Kill(10 * time.Second) })
+	logAddr(t, sim, regexp.MustCompile(`msg="serving Prometheus metrics" addr=(\S+)`))
+	waitFor(t, "nodes localhost and 127.0.0.2 registered", 60*time.Second, func() bool {
 		out, err := runTool(t, bin, "ginctl", "--master", grpcAddr, "nodes", "-o", "json")
-		return err == nil && strings.Contains(out, `"localhost"`)
+		return err == nil && strings.Contains(out, `"localhost"`) && strings.Contains(out, `"127.0.0.2"`)
 	})
 
 	// Prometheus, configured as shipped but scraping and evaluating every second.
@@ -143,7 +156,6 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, agentPort, _ := net.SplitHostPort(agentAddr)
 	_, masterPort, _ := net.SplitHostPort(httpAddr)
 	if out, err := runTool(t, bin, "ginctl", "--master", grpcAddr, "export", "prometheus-sd",
 		"--agent-port", agentPort, "--master-port", masterPort, "--out", filepath.Join(pdir, "gin", "targets.json")); err != nil {
@@ -162,7 +174,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	t.Cleanup(func() {
 		pp.Kill(10 * time.Second)
 		if t.Failed() {
-			for _, p := range []*testproc.Proc{master, agent, pp} {
+			for _, p := range []*testproc.Proc{master, agent, sim, pp} {
 				b, _ := os.ReadFile(p.Log)
 				t.Logf("%s log:\n%s", p.Name, b)
 			}
@@ -178,19 +190,22 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	var targets struct {
 		Active []target `json:"activeTargets"`
 	}
-	waitFor(t, "both GIN targets up in Prometheus", 90*time.Second, func() bool {
+	waitFor(t, "all three GIN targets up in Prometheus", 90*time.Second, func() bool {
 		if !pp.Alive() {
 			b, _ := os.ReadFile(pp.Log)
 			t.Fatalf("prometheus exited:\n%s", b)
 		}
+		targets.Active = nil // decode afresh: json would merge into old maps
 		if promAPI(base, "/api/v1/targets", nil, &targets) != nil {
 			return false
 		}
-		up := map[string]bool{}
+		up := map[string]int{}
 		for _, tg := range targets.Active {
-			up[tg.Labels["job"]] = up[tg.Labels["job"]] || tg.Health == "up"
+			if tg.Health == "up" {
+				up[tg.Labels["job"]]++
+			}
 		}
-		return up["gin-agent"] && up["gin-master"]
+		return up["gin-agent"] == 2 && up["gin-master"] == 1
 	})
 	t.Logf("targets: %+v", targets.Active)
 
@@ -206,6 +221,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 		} `json:"groups"`
 	}
 	waitFor(t, "every rule evaluated ok", 30*time.Second, func() bool {
+		rules2.Groups = nil
 		if promAPI(base, "/api/v1/rules", nil, &rules2) != nil || len(rules2.Groups) == 0 {
 			return false
 		}
@@ -249,6 +265,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	}
 	var got alert
 	waitFor(t, "GinNVLinkDown active for GPU 0 NVLink 3", 60*time.Second, func() bool {
+		alerts.Alerts = nil
 		if promAPI(base, "/api/v1/alerts", nil, &alerts) != nil {
 			return false
 		}
@@ -270,4 +287,23 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 		}
 	}
 	t.Logf("alert after the injected fault: %+v", got)
+
+	// Every query of the Grafana dashboard runs without error and returns
+	// series against this Prometheus (the node variable's query too).
+	var hosts []string
+	if err := promAPI(base, "/api/v1/label/hostname/values", url.Values{"match[]": {"gin_agent_build_info"}}, &hosts); err != nil || len(hosts) != 2 {
+		t.Errorf("dashboard variable node = label_values(gin_agent_build_info, hostname) = %v, %v; want the two nodes", hosts, err)
+	}
+	for name, q := range dashboardQueries(t) {
+		var res struct {
+			Result []json.RawMessage `json:"result"`
+		}
+		if err := promAPI(base, "/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
+			t.Errorf("dashboard panel %s: %s: %v", name, q, err)
+			continue
+		}
+		if len(res.Result) == 0 {
+			t.Errorf("dashboard panel %s: %s returned no series", name, q)
+		}
+	}
 }
