@@ -31,6 +31,7 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/linkhealth"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/discovery/sources"
+	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/plansock"
@@ -373,6 +374,9 @@ func runOnce(ctx context.Context, s settings, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("collect from %s: %w", src.Name(), err)
 	}
+	// What --once prints is what the agent would send: device identities
+	// in their canonical form (internal/agent's collection does the same).
+	inv, _ = inventory.Canonical(inv)
 	if s.output == "yaml" {
 		if err := jsonout.WriteYAML(stdout, inv); err != nil {
 			return fmt.Errorf("write inventory: %w", err)

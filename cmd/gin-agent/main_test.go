@@ -116,6 +116,11 @@ func TestOnceJSON(t *testing.T) {
 	if !strings.Contains(stdout, "\n  \"") {
 		t.Error("output is not multi-line")
 	}
+	// The file holds sysfs's GUIDs ("a088:c203:0045:2e10"); the agent
+	// prints and sends the canonical form (internal/inventory.Canonical).
+	if !strings.Contains(stdout, `"node_guid": "0xa088c20300452e10"`) || strings.Contains(stdout, `"a088:c203:0045:2e10"`) {
+		t.Error("GUIDs are not in their canonical form")
+	}
 
 	// Stable output, and a saved inventory can be replayed through file:.
 	code2, stdout2, _ := runArgs(t, nil, "--once", "-o", "json", "--source", testInventory, "--node-name", "gpu-node-17")

@@ -66,6 +66,10 @@ func (a *Agent) collectOnce(ctx context.Context) error {
 		inv = proto.CloneOf(inv)
 		inv.NodeName = a.cfg.NodeName
 	}
+	// One form for device identities from here on (sysfs writes GUIDs
+	// "a088:c203:0045:2e10", NVML bus ids "00000000:07:00.0"): the hash,
+	// the master and every client see the canonical one.
+	inv, _ = inventory.Canonical(inv)
 	hash, err := inventory.ContentHash(inv)
 	if err != nil {
 		err = fmt.Errorf("agent: collect from %s: %w", a.cfg.Source.Name(), err)

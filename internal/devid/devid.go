@@ -62,6 +62,21 @@ func GUID(s string) (string, bool) {
 	return strings.Repeat("0", 16-len(s)) + s, true
 }
 
+// GUIDWire returns the form a GUID is stored and sent in (inventories,
+// fabric scans) and shown in: "0x" and the 16 digits of GUID
+// ("0x0002c903004f1a2b"), as ibnetdiscover and ibstat write it. ok is false
+// for what GUID refuses.
+func GUIDWire(s string) (string, bool) {
+	if len(s) == 18 && s[0] == '0' && s[1] == 'x' && lowerHex(s[2:]) {
+		return s, true // the common case, without allocating
+	}
+	g, ok := GUID(s)
+	if !ok {
+		return "", false
+	}
+	return "0x" + g, true
+}
+
 // GUIDValue is the number a GUID (in any form GUID accepts) stands for.
 func GUIDValue(s string) (uint64, bool) {
 	g, ok := GUID(s)
@@ -72,11 +87,11 @@ func GUIDValue(s string) (uint64, bool) {
 	return v, err == nil
 }
 
-// GUIDText writes a GUID as "0x" and 16 hex digits; a string that is not a
-// GUID is returned as it is (an LLDP chassis name stays readable).
+// GUIDText writes a GUID as GUIDWire does; a string that is not a GUID is
+// returned as it is (an LLDP chassis name stays readable).
 func GUIDText(s string) string {
-	if g, ok := GUID(s); ok {
-		return "0x" + g
+	if g, ok := GUIDWire(s); ok {
+		return g
 	}
 	return s
 }

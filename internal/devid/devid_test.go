@@ -57,6 +57,9 @@ func TestGUID(t *testing.T) {
 		if got != tc.want || ok != (tc.want != "") {
 			t.Errorf("GUID(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
 		}
+		if w, ok := GUIDWire(tc.in); ok != (tc.want != "") || (ok && w != "0x"+tc.want) {
+			t.Errorf("GUIDWire(%q) = %q, %v; want %q", tc.in, w, ok, "0x"+tc.want)
+		}
 		if txt := GUIDText(tc.in); txt != tc.text {
 			t.Errorf("GUIDText(%q) = %q, want %q", tc.in, txt, tc.text)
 		}
@@ -112,6 +115,13 @@ func FuzzGUID(f *testing.F) {
 		}
 		if v, ok := GUIDValue(s); !ok || GUIDText(s) != "0x"+got || v == 0 && got != "0000000000000000" {
 			t.Fatalf("GUIDValue/GUIDText disagree with GUID for %q", s)
+		}
+		w, ok := GUIDWire(s)
+		if !ok || w != "0x"+got {
+			t.Fatalf("GUIDWire(%q) = %q, %v; GUID says %q", s, w, ok, got)
+		}
+		if again, ok := GUIDWire(w); !ok || again != w {
+			t.Fatalf("GUIDWire not idempotent: %q -> %q -> %q", s, w, again)
 		}
 	})
 }

@@ -93,7 +93,8 @@ func (v *validator) count(field string, n, limit int) bool {
 
 // Validate checks an inventory's limits and self-consistency: unique GPU
 // UUIDs, indexes and PCI bus ids, NVLinks that point at devices that exist,
-// a PCIe tree without dangling parents or cycles, unique HCA names and ports.
+// a PCIe tree without dangling parents or cycles, unique HCA names and ports,
+// device identities that are identities and in canonical form (Canonical).
 // It returns a *ValidationError naming every offending field, or nil.
 func Validate(inv *ginv1.NodeInventory) error {
 	v := &validator{}
@@ -279,6 +280,8 @@ func Validate(inv *ginv1.NodeInventory) error {
 			}
 		}
 	}
+
+	validateIDs(v, inv)
 
 	if len(v.violations) > 0 {
 		return &ValidationError{Node: inv.GetNodeName(), Violations: v.violations}

@@ -28,7 +28,7 @@ func validInventory() *ginv1.NodeInventory {
 			}},
 			{Uuid: "GPU-b", Index: 1, PciBusId: "0000:03:00.0", PcieParentId: "0000:01:00.0"},
 		},
-		Hcas: []*ginv1.Hca{{Name: "mlx5_0", PciBusId: "0000:04:00.0", PcieParentId: "0000:01:00.0", Ports: []*ginv1.HcaPort{{Port: 1, PortGuid: "0x1"}}}},
+		Hcas: []*ginv1.Hca{{Name: "mlx5_0", PciBusId: "0000:04:00.0", PcieParentId: "0000:01:00.0", Ports: []*ginv1.HcaPort{{Port: 1, PortGuid: "0x0002c903004f1a2b"}}}},
 	}
 }
 
@@ -73,6 +73,24 @@ func TestValidate(t *testing.T) {
 		{"too many GIDs", func(i *ginv1.NodeInventory) { i.Hcas[0].Ports[0].Gids = make([]string, MaxGIDsPerPort+1) }, "hcas[0].ports[0].gids"},
 		{"string too long", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = long }, "gpus[0].model"},
 		{"duplicate NUMA node", func(i *ginv1.NodeInventory) { i.Host.NumaNodes = append(i.Host.NumaNodes, &ginv1.NumaNode{Id: 0}) }, "host.numa_nodes[1].id"},
+		{"GPU bus id not a bus id", func(i *ginv1.NodeInventory) { i.Gpus[1].PciBusId = "unknown" }, "gpus[1].pci_bus_id"},
+		{"GPU bus id in NVML's form", func(i *ginv1.NodeInventory) { i.Gpus[1].PciBusId = "00000000:03:00.0" }, "gpus[1].pci_bus_id"},
+		{"NVLink remote not a bus id", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[0].RemotePciBusId = "GPU-b" }, "gpus[0].nvlinks[0].remote_pci_bus_id"},
+		{"NVSwitch bus id upper case", func(i *ginv1.NodeInventory) {
+			i.Nvswitches[0].PciBusId = "0000:80:00.0"
+			i.Nvswitches[0].Id = "0000:80:00.0"
+			i.Hcas[0].PciBusId = "0000:0A:00.0"
+		}, "hcas[0].pci_bus_id"},
+		{"bridge id in legacy form", func(i *ginv1.NodeInventory) { i.PcieBridges[1].Id = "01:00.0" }, "pcie_bridges[1].id"},
+		{"port GUID in sysfs form", func(i *ginv1.NodeInventory) { i.Hcas[0].Ports[0].PortGuid = "0002:c903:004f:1a2b" }, "hcas[0].ports[0].port_guid"},
+		{"node GUID not a GUID", func(i *ginv1.NodeInventory) { i.Hcas[0].NodeGuid = "mlx5_0" }, "hcas[0].node_guid"},
+		{"IB neighbor GUID without 0x", func(i *ginv1.NodeInventory) {
+			i.FabricNeighbors = []*ginv1.FabricNeighbor{{Hca: "mlx5_0", Port: 1, SwitchGuid: "e09d7303007a5a68"}}
+		}, "fabric_neighbors[0].switch_guid"},
+		{"LLDP neighbor keeps its chassis id", func(i *ginv1.NodeInventory) {
+			i.Hcas[0].Ports[0].LinkLayer = ginv1.LinkLayer_LINK_LAYER_ETHERNET
+			i.FabricNeighbors = []*ginv1.FabricNeighbor{{Hca: "mlx5_0", Port: 1, SwitchGuid: "b8:59:9f:11:22:33"}}
+		}, ""},
 		{"neighbor without HCA", func(i *ginv1.NodeInventory) {
 			i.FabricNeighbors = []*ginv1.FabricNeighbor{{SwitchGuid: "0x2"}}
 		}, "fabric_neighbors[0].hca"},

@@ -167,8 +167,12 @@ func (s *Server) response(node string) *ginv1.SessionResponse {
 	}
 }
 
-// putInventory validates an inventory at the edge and commits it.
+// putInventory validates an inventory at the edge and commits it. Device
+// identities are made canonical first (an agent older than that rule sends
+// them as its source wrote them), so the log, the hash and every client
+// see one form; the FSM applies the same rule to older entries.
 func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (resultWithGen, error) {
+	inv, _ = inventory.Canonical(inv)
 	if err := inventory.Validate(inv); err != nil {
 		return resultWithGen{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,52 @@ func TestSessionRegistersAndResyncsByGeneration(t *testing.T) {
 	}
 }
 
+// An agent older than canonical identities sends them as its sources
+// wrote them (NVML's bus ids, sysfs's GUIDs): the master stores the
+// canonical form under its hash, and an agent that hashes the canonical
+// form is found in sync.
+func TestSourceFormIdentitiesAreStoredCanonical(t *testing.T) {
+	s, conn := startServer(t, time.Second)
+	canon := simInventory(t, "dgx-h100", "node001")
+	canon.Generation = 1
+	if c, changed := inventory.Canonical(canon); changed {
+		t.Fatalf("the simulator's inventory is not canonical: %v", c)
+	}
+	raw := proto.CloneOf(canon)
+	for _, g := range raw.GetGpus() {
+		g.PciBusId = "0000" + strings.ToUpper(g.GetPciBusId()) // NVML: "00000000:1B:00.0"
+	}
+	for _, h := range raw.GetHcas() {
+		h.NodeGuid = sysfsGUID(h.GetNodeGuid())
+		for _, p := range h.GetPorts() {
+			p.PortGuid = sysfsGUID(p.GetPortGuid())
+		}
+	}
+	sess, _ := openSession(t, conn, raw)
+	if ack, err := sess.send(raw); err != nil || ack.GetAcceptedGeneration() != 1 {
+		t.Fatalf("source-form inventory: %v, %v", ack, err)
+	}
+	rec, _ := s.store.Node("node001")
+	if !proto.Equal(rec.GetInventory(), canon) {
+		t.Errorf("stored inventory is not the canonical form of what was sent")
+	}
+	if want, _ := inventory.ContentHash(canon); rec.GetContentHash() != want {
+		t.Errorf("stored hash %.12s, want the canonical form's %.12s", rec.GetContentHash(), want)
+	}
+	if _, ack := openSession(t, conn, canon); !ack.GetInSync() {
+		t.Error("an agent holding the canonical form is not in sync")
+	}
+}
+
+// sysfsGUID writes "0x0002c903004f1a2b" as sysfs does: "0002:c903:004f:1a2b".
+func sysfsGUID(g string) string {
+	h := strings.TrimPrefix(g, "0x")
+	if len(h) != 16 {
+		return g
+	}
+	return h[0:4] + ":" + h[4:8] + ":" + h[8:12] + ":" + h[12:16]
+}
+
 func TestBadInventoryIsRejectedAndChangesNothing(t *testing.T) {
 	s, conn := startServer(t, time.Second)
 	good := simInventory(t, "dgx-h100", "node001")
@@ -229,6 +276,7 @@ func TestBadInventoryIsRejectedAndChangesNothing(t *testing.T) {
 			i.Gpus[0].Model = "something else"
 		}, codes.FailedPrecondition, ""},
 		{"inventory for another node", func(i *ginv1.NodeInventory) { i.NodeName = "node002" }, codes.InvalidArgument, "inventory.node_name"},
+		{"a node GUID that is no GUID", func(i *ginv1.NodeInventory) { i.Hcas[0].NodeGuid = "mlx5_0" }, codes.InvalidArgument, "hcas[0].node_guid"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/inventory"
 )
 
 // SnapshotFormat is the layout version written into snapshots.
@@ -137,13 +138,16 @@ func (v View) Len() int { return len(v.nodes) }
 
 // PutInventory stores a node's inventory (see statev1.PutInventory).
 func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, error) {
-	inv := cmd.GetInventory()
+	inv, hash, err := canonicalInventory(cmd.GetInventory(), cmd.GetContentHash())
 	name := inv.GetNodeName()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bump(index)
 	prev := s.nodes[name]
-	if dup, err := CheckInventory(prev, inv, cmd.GetContentHash()); err != nil || dup {
+	if err != nil {
+		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, err
+	}
+	if dup, err := CheckInventory(prev, inv, hash); err != nil || dup {
 		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, err
 	}
 	g, err := s.graph.WithNode(inv)
@@ -155,7 +159,7 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	}
 	rec := &statev1.NodeRecord{
 		Inventory:    inv,
-		ContentHash:  cmd.GetContentHash(),
+		ContentHash:  hash,
 		State:        ginv1.NodeState_NODE_STATE_UP,
 		UpdatedIndex: index,
 	}
@@ -170,6 +174,24 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: name, At: eventTime(cmd.GetAt()),
 		OldGeneration: prev.GetInventory().GetGeneration(), NewGeneration: inv.GetGeneration()})
 	return Result{Index: index, Changed: true, Generation: inv.GetGeneration()}, nil
+}
+
+// canonicalInventory applies the inventory edge's one rule for device
+// identities (inventory.Canonical) to an inventory the log or a snapshot
+// holds: the master writes them canonical, but entries written before that
+// rule hold identities as the agent's source wrote them. A rewritten
+// inventory gets the content hash of what is stored, so that an agent
+// (which hashes the canonical form) is found in sync.
+func canonicalInventory(inv *ginv1.NodeInventory, hash string) (*ginv1.NodeInventory, string, error) {
+	c, changed := inventory.Canonical(inv)
+	if !changed {
+		return inv, hash, nil
+	}
+	h, err := inventory.ContentHash(c)
+	if err != nil {
+		return inv, hash, fmt.Errorf("canonical device identities: %w", err)
+	}
+	return c, h, nil
 }
 
 // CheckInventory applies the rules for storing inv (with content hash
@@ -288,8 +310,16 @@ func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
 		if _, dup := nodes[name]; dup {
 			return fmt.Errorf("snapshot lists node %q twice", name)
 		}
+		inv, hash, err := canonicalInventory(r.GetInventory(), r.GetContentHash())
+		if err != nil {
+			return fmt.Errorf("snapshot node %q: %w", name, err)
+		}
+		if inv != r.GetInventory() { // written before identities were canonical
+			r = proto.CloneOf(r)
+			r.Inventory, r.ContentHash = inv, hash
+		}
 		nodes[name] = r
-		invs = append(invs, r.GetInventory())
+		invs = append(invs, inv)
 	}
 	plans := make(map[string]*ginv1.Plan, len(snap.GetPlans()))
 	for i, p := range snap.GetPlans() {
