@@ -16,6 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/webui"
 )
 
 // metrics are the master's own counters; gauges are read at scrape time.
@@ -138,6 +139,8 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	// The read-only web view (/ui/), answered from this replica like gRPC reads.
+	webui.Register(mux, webBackend{&topologyService{s: s}, &adminService{s: s}}, s.log)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -161,4 +164,11 @@ func listenHTTP(bind string) (net.Listener, error) {
 		return nil, fmt.Errorf("master: listen on --http-bind %s: %w", bind, err)
 	}
 	return l, nil
+}
+
+// webBackend is what the web view reads: the gRPC read services, called
+// in-process.
+type webBackend struct {
+	*topologyService
+	*adminService
 }

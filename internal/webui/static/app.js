@@ -1,0 +1,122 @@
+// GIN web view: reads /ui/api/* (relative URLs) and renders tables. No
+// inline scripts or handlers (the page's CSP forbids them).
+"use strict";
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { headers: { Accept: "application/json" } });
+  if (!r.ok) throw new Error(path + ": " + r.status + " " + (await r.text()).trim());
+  return r.json();
+}
+
+function stateCell(state) {
+  return el("td", { class: "state-" + state }, state);
+}
+
+function renderLeaves(nodes) {
+  const byLeaf = new Map();
+  for (const n of nodes) {
+    const leaf = n.leaf_switch || "(fabric not imported)";
+    if (!byLeaf.has(leaf)) byLeaf.set(leaf, []);
+    byLeaf.get(leaf).push(n);
+  }
+  const root = document.getElementById("leaves");
+  root.replaceChildren();
+  for (const [leaf, ns] of [...byLeaf.entries()].sort()) {
+    const body = el("tbody");
+    for (const n of ns) {
+      const b = el("button", { class: "node", "data-node": n.name }, n.name);
+      b.addEventListener("click", () => showNode(n.name));
+      body.append(el("tr", { "data-node-row": n.name },
+        el("td", {}, b), stateCell(n.state), el("td", {}, n.gpu_count + " × " + n.gpu_model),
+        el("td", {}, n.nvlinks_up + "/" + n.nvlinks_total),
+        el("td", {}, n.compute_ports_up + "/" + n.compute_ports_total),
+        el("td", {}, n.nvlink_domain || "—"), el("td", {}, n.state_reason || "")));
+    }
+    root.append(el("div", { class: "leaf" }, el("h3", {}, "leaf " + leaf + " (" + ns.length + ")"),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "node"), el("th", {}, "state"), el("th", {}, "GPUs"),
+        el("th", {}, "NVLinks up"), el("th", {}, "compute ports up"), el("th", {}, "NVLink domain"), el("th", {}, "reason"))), body)));
+  }
+}
+
+function renderMembers(info) {
+  const body = document.querySelector("#members tbody");
+  body.replaceChildren();
+  for (const m of info.members || []) {
+    body.append(el("tr", {}, el("td", {}, m.id), el("td", {}, m.address), el("td", {}, m.client_address || "—"),
+      el("td", {}, m.leader ? "leader" : "follower"), el("td", {}, m.voter ? "yes" : "no")));
+  }
+  document.getElementById("raft").textContent = "term " + info.term + ", commit index " + info.commit_index +
+    ", answered by " + info.server_id + " (" + info.raft_state + ")";
+}
+
+function cellText(c) {
+  const cls = (c.class || "").toUpperCase();
+  if (cls === "SELF") return "X";
+  if (cls === "NVLINK") return "NV" + c.count;
+  if (cls === "NET" || cls === "MNNVL") return cls + (c.count ? c.count : "");
+  return cls;
+}
+
+async function showNode(name) {
+  const [node, matrix] = await Promise.all([
+    getJSON("api/node?name=" + encodeURIComponent(name)),
+    getJSON("api/matrix?node=" + encodeURIComponent(name)),
+  ]);
+  document.getElementById("node-title").textContent = "Node " + name;
+  const body = document.querySelector("#gpus tbody");
+  body.replaceChildren();
+  for (const g of (node.inventory && node.inventory.gpus) || []) {
+    const links = g.nvlinks || [];
+    const up = links.filter((l) => l.state === "up").length;
+    const bad = links.filter((l) => l.state !== "up" || (l.health && l.health !== "healthy"))
+      .map((l) => "link " + l.index + " " + l.state + (l.health && l.health !== "healthy" ? " " + l.health : ""));
+    body.append(el("tr", { "data-gpu": g.index }, el("td", {}, "GPU" + g.index), el("td", {}, g.model), el("td", {}, g.pci_bus_id),
+      el("td", {}, g.numa_node), el("td", {}, up + "/" + links.length), el("td", { class: bad.length ? "bad" : "" }, bad.join(", ") || "none")));
+  }
+  const t = document.getElementById("matrix");
+  t.replaceChildren();
+  const devs = matrix.devices || [];
+  const head = el("tr", {}, el("th", {}, ""));
+  for (const d of devs) head.append(el("th", {}, d.label));
+  t.append(el("thead", {}, head));
+  const tb = el("tbody");
+  devs.forEach((d, i) => {
+    const row = el("tr", {}, el("th", {}, d.label));
+    devs.forEach((_, j) => row.append(el("td", {}, cellText(matrix.cells[i * devs.length + j] || {}))));
+    tb.append(row);
+  });
+  t.append(tb);
+  document.getElementById("node-section").hidden = false;
+  document.body.dataset.node = name;
+}
+
+async function load() {
+  const status = document.getElementById("status");
+  try {
+    const [nodes, info] = await Promise.all([getJSON("api/nodes"), getJSON("api/cluster")]);
+    renderLeaves(nodes.nodes || []);
+    renderMembers(info);
+    const n = (nodes.nodes || []).length;
+    status.textContent = n + " nodes, " + (info.members || []).length + " masters, leader " + (info.leader_id || "unknown");
+    status.className = "ok";
+    document.body.dataset.ready = "true";
+  } catch (e) {
+    status.textContent = "cannot read the cluster: " + e.message;
+    status.className = "error";
+    document.body.dataset.ready = "error";
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  load();
+  setInterval(load, 10000);
+});

@@ -1,0 +1,139 @@
+package webui
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/jsonout"
+)
+
+//go:embed static
+var static embed.FS
+
+// Backend is what the page reads: the master's own read paths.
+type Backend interface {
+	ListNodes(context.Context, *ginv1.ListNodesRequest) (*ginv1.ListNodesResponse, error)
+	GetNode(context.Context, *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error)
+	GetMatrix(context.Context, *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error)
+	GetClusterInfo(context.Context, *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error)
+}
+
+// csp allows nothing but this origin's own files and data: images.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+
+// requestTimeout bounds one API request.
+const requestTimeout = 10 * time.Second
+
+// Register adds GET /ui/ (the page), GET /ui/api/cluster, /ui/api/nodes,
+// /ui/api/node?name=N and /ui/api/matrix?node=N to mux. Every other method is
+// refused: the view is read-only.
+func Register(mux *http.ServeMux, b Backend, log *slog.Logger) {
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded tree is part of the binary
+	}
+	h := &handler{b: b, log: log}
+	files := http.StripPrefix("/ui/", http.FileServerFS(sub))
+	mux.Handle("GET /ui/", secure(files))
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	mux.Handle("GET /ui/api/cluster", secure(http.HandlerFunc(h.cluster)))
+	mux.Handle("GET /ui/api/nodes", secure(http.HandlerFunc(h.nodes)))
+	mux.Handle("GET /ui/api/node", secure(http.HandlerFunc(h.node)))
+	mux.Handle("GET /ui/api/matrix", secure(http.HandlerFunc(h.matrix)))
+}
+
+func secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type handler struct {
+	b   Backend
+	log *slog.Logger
+}
+
+func (h *handler) cluster(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	resp, err := h.b.GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
+	h.write(w, resp, err)
+}
+
+func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	resp, err := h.b.ListNodes(ctx, &ginv1.ListNodesRequest{})
+	h.write(w, resp, err)
+}
+
+func (h *handler) node(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if err := inventory.ValidNodeName(name); err != nil {
+		http.Error(w, "name: node name "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	resp, err := h.b.GetNode(ctx, &ginv1.GetNodeRequest{Name: name})
+	h.write(w, resp, err)
+}
+
+func (h *handler) matrix(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("node")
+	if err := inventory.ValidNodeName(name); err != nil {
+		http.Error(w, "node: node name "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	resp, err := h.b.GetMatrix(ctx, &ginv1.GetMatrixRequest{Nodes: name, IncludeNics: true})
+	h.write(w, resp, err)
+}
+
+// write sends v as the JSON ginctl -o json prints, or the error with the
+// HTTP status matching its gRPC code.
+func (h *handler) write(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		code := http.StatusInternalServerError
+		switch status.Code(err) {
+		case codes.NotFound:
+			code = http.StatusNotFound
+		case codes.InvalidArgument:
+			code = http.StatusBadRequest
+		case codes.Unavailable, codes.FailedPrecondition:
+			code = http.StatusServiceUnavailable
+		case codes.DeadlineExceeded:
+			code = http.StatusGatewayTimeout
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = http.StatusGatewayTimeout
+		}
+		h.log.Debug("web view request failed", "err", err)
+		http.Error(w, status.Convert(err).Message(), code)
+		return
+	}
+	b, err := jsonout.Marshal(v)
+	if err != nil {
+		h.log.Error("web view: encode", "err", err)
+		http.Error(w, "encode failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
