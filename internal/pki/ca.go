@@ -13,9 +13,9 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
-	"net/url"
 	"time"
 )
 

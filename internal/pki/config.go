@@ -100,4 +100,3 @@ func PeerIdentity(cs tls.ConnectionState) (Identity, error) {
 	}
 	return IdentityFromCert(cs.VerifiedChains[0][0])
 }
-

@@ -472,4 +472,3 @@ func FuzzParseIdentity(f *testing.F) {
 		}
 	})
 }
-
