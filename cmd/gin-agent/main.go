@@ -34,6 +34,7 @@ import (
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/plansock"
 )
 
@@ -85,6 +86,7 @@ type options struct {
 	storageHCAs       []string
 	lldpCommand       string
 	plans             planFlags
+	tls               pki.Files // --tls-ca, --tls-cert, --tls-key (else GIN_TLS_*)
 }
 
 // settings are the validated options with the environment applied.
@@ -149,10 +151,14 @@ QP counts, the agent's connection to the masters) are served at /metrics on
 With --once it collects once, prints the inventory and exits; no master is
 needed.
 
-The connection to the master is not encrypted yet (mTLS comes later).
+Without --tls-ca, --tls-cert and --tls-key the connection to the masters is not
+encrypted; with them it is mutual TLS 1.3 with an agent certificate naming this
+node (ginctl tls cert create --role agent --name NODE).
 
 Environment:
   GIN_MASTER_HOST         master list, used when --master is not given
+  GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY
+                          the --tls-* files, used when the flags are not given
   GIN_HEARTBEAT_INTERVAL  heartbeat interval, used when --heartbeat-interval is
                           not given: a Go duration ("10s") or plain seconds ("10")
 
@@ -214,6 +220,9 @@ discovery or the agent fails, 2 for bad flags, values or environment.`,
 	f.StringVar(&o.plans.dir, "plan-dir", defaultPlanDir, "root-owned directory that keeps the node's plans across restarts; empty: memory only")
 	f.BoolVar(&o.once, "once", false, "collect once, print the inventory and exit (no master needed)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format of --once: table, json or yaml (docs/JSON.md: field names as in the .proto, every field, enum words)")
+	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key, else plaintext")
+	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this node's agent certificate, spiffe://gin/agent/<node-name> (default $GIN_TLS_CERT)")
+	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 	// Cobra's help and version flags, declared here so their help text is ours.
 	f.BoolP("help", "h", false, "show this help and exit")
@@ -295,8 +304,33 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 			return s, usageError{err}
 		}
 		s.masters = masters
+		s.tls = pki.FilesFromEnv(o.tls, getenv)
+		if s.tls.Given() {
+			if err := s.tls.Validate(); err != nil {
+				return s, usageError{err}
+			}
+		}
 	}
 	return s, nil
+}
+
+// dialCredentials are the agent's credentials towards the masters: mTLS
+// with an agent certificate naming this node when --tls-* are given,
+// plaintext (with a warning) otherwise.
+func dialCredentials(s settings, log *slog.Logger) (grpc.DialOption, error) {
+	if !s.tls.Given() {
+		log.Warn("connection to the master is NOT encrypted (no --tls-ca/--tls-cert/--tls-key)", slog.Any("masters", s.masters))
+		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
+	}
+	src, err := pki.NewSource(s.tls, log)
+	if err != nil {
+		return nil, err
+	}
+	if id := src.Identity(); id.Role != pki.RoleAgent || id.Name != s.nodeName {
+		return nil, fmt.Errorf("--tls-cert %s is for %s; this agent needs an agent certificate for node %q (ginctl tls cert create --role agent --name %s)", s.tls.Cert, id, s.nodeName, s.nodeName)
+	}
+	log.Info("mTLS to the masters", "identity", src.Identity().String())
+	return grpc.WithTransportCredentials(pki.ClientCredentialsFrom(src)), nil
 }
 
 // checkSource validates the --source syntax; whether the source works is
@@ -398,11 +432,13 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		return err
 	}
 	src = sources.WithHealth(src, s.linkErrors)
-	log.Warn("connection to the master is NOT encrypted (insecure transport); mTLS is not implemented yet",
-		slog.Any("masters", s.masters))
+	creds, err := dialCredentials(s, log)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	store, waitPlans, err := startPlans(ctx, s.plans, s.masters, log)
+	store, waitPlans, err := startPlans(ctx, s.plans, s.masters, creds, log)
 	if err != nil {
 		return err
 	}
@@ -419,7 +455,7 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		CollectInterval:    s.collectInterval,
 		Source:             src,
 		Logger:             log,
-		DialOptions:        []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		DialOptions:        []grpc.DialOption{creds},
 		Version:            buildinfo.String(),
 		FabricScanner:      scanner(s.scanCommand),
 		FabricScanInterval: s.scanInterval,

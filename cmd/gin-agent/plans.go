@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gin-topology/gin/internal/nodeplans"
 	"github.com/gin-topology/gin/internal/plansock"
@@ -32,12 +31,12 @@ type planFlags struct {
 // the node) are logged and skipped; paths given explicitly must work.
 // The store it returns (nil when plans are not served) keeps the plans the
 // masters push over the agent's session too.
-func startPlans(ctx context.Context, pf planFlags, masters []string, log *slog.Logger) (store *nodeplans.Store, wait func(), err error) {
+func startPlans(ctx context.Context, pf planFlags, masters []string, creds grpc.DialOption, log *slog.Logger) (store *nodeplans.Store, wait func(), err error) {
 	if pf.socket == "" {
 		log.Info("plan socket disabled (--plan-socket \"\"); local processes ask the masters for plans")
 		return nil, func() {}, nil
 	}
-	fetch, err := nodeplans.NewMasters(masters, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	fetch, err := nodeplans.NewMasters(masters, creds)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plans: %w", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
@@ -50,6 +51,7 @@ type options struct {
 	devAgents                                  int
 	devProfile, devFabric, devNodes            string
 	devFaults                                  []string
+	tls                                        pki.Files // --tls-* (else GIN_TLS_*)
 }
 
 // exitUsage is the exit code for bad flags.
@@ -92,8 +94,13 @@ Then try: ginctl nodes; ginctl topo -m`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if o.dev {
+				if o.tls.Given() {
+					code = exitUsage
+					return errors.New("--tls-* do not apply to --dev (a plaintext cluster on loopback); leave them out, or run a real master")
+				}
 				return runDev(ctx, cmd, o, log, stdout)
 			}
+			o.tls = pki.FilesFromEnv(o.tls, os.Getenv)
 			return runServer(ctx, o, log)
 		},
 	}
@@ -117,6 +124,9 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
+	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
+	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
+	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&o.dev, "dev", false, "run a complete simulated cluster on loopback (master + agents)")
 	f.IntVar(&o.devAgents, "dev-agents", 4, fmt.Sprintf("with --dev: number of simulated nodes (1..%d)", devcluster.MaxAgents))
@@ -180,6 +190,17 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
 		return err
 	}
+	var tlsSrc *pki.Source
+	if o.tls.Given() {
+		src, err := pki.NewSource(o.tls, log)
+		if err != nil {
+			return err
+		}
+		if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.nodeID {
+			return fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)
+		}
+		tlsSrc = src
+	}
 	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
@@ -196,11 +217,17 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		RaftTuning: o.tuning, DataDir: o.dataDir,
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
+		TLS: tlsSrc,
 	})
 	if err != nil {
 		return err
 	}
-	log.Warn("gRPC is not encrypted (mTLS is not configured)")
+	if tlsSrc == nil {
+		log.Warn("gRPC is not encrypted (mTLS is not configured: --tls-ca, --tls-cert, --tls-key)")
+	} else {
+		log.Info("gRPC with mTLS (TLS 1.3, client certificates required, roles checked)", "identity", tlsSrc.Identity().String())
+		log.Warn("the Raft port is not encrypted yet (issue #11): keep --raft-bind on a network only the masters reach")
+	}
 	err = s.Serve(ctx)
 	if cerr := s.Close(); cerr != nil && err == nil {
 		err = cerr

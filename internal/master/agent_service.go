@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gin-topology/gin/internal/authz"
 	"io"
 	"log/slog"
 	"time"
@@ -49,6 +50,11 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	name := hello.GetNodeName()
 	if err := inventory.ValidNodeName(name); err != nil {
 		return invalidf("hello.node_name", "%v", err)
+	}
+	if id, ok := authz.Identity(ctx); ok && id.Name != name {
+		// With TLS on only agents reach Session (the table); an agent
+		// writes only the node its certificate names.
+		return &forbidden{msg: fmt.Sprintf("hello for node %q with the certificate of %s: an agent writes only the node its certificate names", name, id)}
 	}
 	if len(hello.GetMachineId()) > inventory.MaxStringLen || len(hello.GetInventoryHash()) > 128 || len(hello.GetAgentVersion()) > inventory.MaxStringLen {
 		return invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)

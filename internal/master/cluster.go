@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/gin-topology/gin/internal/authz"
 	"log/slog"
 	"sort"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -125,7 +125,7 @@ func (s *Server) formOnce(ctx context.Context) (bool, error) {
 
 // peerInfo asks a master (by client address) for its cluster state.
 func (s *Server) peerInfo(ctx context.Context, addr string) (*ginv1.GetClusterInfoResponse, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, s.dialCredentials())
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (s *Server) peerInfo(ctx context.Context, addr string) (*ginv1.GetClusterIn
 
 // joinVia asks the leader at addr to add this server.
 func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, s.dialCredentials())
 	if err != nil {
 		return false, err
 	}
@@ -197,6 +197,11 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		return nil, toStatus(invalidf("raft_address", "must be 1..256 bytes"))
 	case len(req.GetClientAddress()) > 256:
 		return nil, toStatus(invalidf("client_address", "longer than 256 bytes"))
+	}
+	if id, ok := authz.Identity(ctx); ok && id.Name != req.GetServerId() {
+		// With TLS on only masters reach Join (the table); one joins as
+		// the server its certificate names, never as another.
+		return nil, toStatus(&forbidden{msg: fmt.Sprintf("join as server %q with the certificate of %s: a master joins only as the server its certificate names", req.GetServerId(), id)})
 	}
 	s := a.s
 	if cid := s.store.ClusterID(); req.GetClusterId() != "" && cid != "" && req.GetClusterId() != cid {

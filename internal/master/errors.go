@@ -55,6 +55,12 @@ type precondition struct{ msg string }
 func (e *precondition) Error() string        { return e.msg }
 func (e *precondition) Is(target error) bool { return target == errFailedPrecondition }
 
+// forbidden is a request the caller's identity may not make (a write for
+// another node than the agent's certificate names).
+type forbidden struct{ msg string }
+
+func (e *forbidden) Error() string { return e.msg }
+
 // toStatus maps an internal error to the gRPC status clients see. It is the
 // only place where that mapping is decided.
 func toStatus(err error) error {
@@ -69,6 +75,7 @@ func toStatus(err error) error {
 		br *badRequest
 		nf *notFound
 		nl *ginraft.NotLeaderError
+		fb *forbidden
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -87,6 +94,8 @@ func toStatus(err error) error {
 			st = wd
 		}
 		return st.Err()
+	case errors.As(err, &fb):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.As(err, &nf), errors.Is(err, state.ErrUnknownNode):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.As(err, &nl):

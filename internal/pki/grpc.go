@@ -23,3 +23,9 @@ func ClientCredentials(files Files, log *slog.Logger) (credentials.TransportCred
 func ServerCredentials(src *Source) credentials.TransportCredentials {
 	return credentials.NewTLS(ServerConfig(src, nil))
 }
+
+// ClientCredentialsFrom are mTLS dial credentials over an already loaded
+// source (a master dialling the other masters with its own certificate).
+func ClientCredentialsFrom(src *Source) credentials.TransportCredentials {
+	return credentials.NewTLS(ClientConfig(src, RequireRole(RoleMaster)))
+}

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-topology/gin/internal/testproc"
+)
+
+// TestTLSCluster turns mTLS on with the real binaries as the README says:
+// `ginctl tls ca create`, `ginctl tls cert create` per role, the three
+// --tls-* flags (or GIN_TLS_*) on gin-master, gin-agent and ginctl. The
+// agent registers over mTLS; ginctl without a certificate gets nothing;
+// a reader cannot remove a master; an agent started with another node's
+// certificate refuses to start.
+func TestTLSCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := binaries(t)
+	dir := t.TempDir()
+	tdir := filepath.Join(dir, "tls")
+	ctl := func(env []string, args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "ginctl"), args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustCtl := func(args ...string) {
+		t.Helper()
+		if out, err := ctl(nil, args...); err != nil {
+			t.Fatalf("ginctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	mustCtl("tls", "ca", "create", "--dir", tdir)
+	mustCtl("tls", "cert", "create", "--dir", tdir, "--role", "master", "--name", "m1")
+	mustCtl("tls", "cert", "create", "--dir", tdir, "--role", "agent", "--name", "node001")
+	mustCtl("tls", "cert", "create", "--dir", tdir, "--role", "agent", "--name", "node002")
+	mustCtl("tls", "cert", "create", "--dir", tdir, "--role", "admin")
+	mustCtl("tls", "cert", "create", "--dir", tdir, "--role", "reader")
+	flags := func(base string) []string {
+		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
+	}
+
+	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: append([]string{
+		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
+		"--http-bind", "", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s"}, flags("master-m1")...)}
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Kill(10 * time.Second) })
+	addr := logAddr(t, master, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
+
+	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
+		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
+		"--metrics-bind", "", "--plan-socket", "", "--heartbeat-interval", "1s"}, flags("agent-node001")...)}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Kill(10 * time.Second) })
+	admin := append([]string{"--master", addr}, flags("admin")...)
+	waitFor(t, "node001 registered over mTLS", 60*time.Second, func() bool {
+		out, err := ctl(nil, append(admin, "nodes", "-o", "json")...)
+		return err == nil && strings.Contains(out, `"node001"`)
+	})
+
+	// The environment instead of flags (a reader reads).
+	env := []string{"GIN_TLS_CA=" + filepath.Join(tdir, "ca.pem"), "GIN_TLS_CERT=" + filepath.Join(tdir, "reader.pem"), "GIN_TLS_KEY=" + filepath.Join(tdir, "reader-key.pem")}
+	if out, err := ctl(env, "--master", addr, "nodes", "-o", "json"); err != nil || !strings.Contains(out, `"node001"`) {
+		t.Fatalf("reader through GIN_TLS_*: %v\n%s", err, out)
+	}
+	// ... but does not write.
+	if out, err := ctl(env, "--master", addr, "members", "remove", "m1"); err == nil || !strings.Contains(out, "PermissionDenied") && !strings.Contains(out, "may not call") {
+		t.Fatalf("reader members remove: %v\n%s", err, out)
+	}
+	// Without a certificate: nothing.
+	if out, err := ctl(nil, "--master", addr, "--timeout", "3s", "nodes"); err == nil {
+		t.Fatalf("ginctl without a certificate read the nodes:\n%s", out)
+	}
+	// An agent given another node's certificate refuses to start.
+	out, err := runTool(t, bin, "gin-agent", append([]string{"--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
+		"--metrics-bind", "", "--plan-socket", ""}, flags("agent-node002")...)...)
+	if err == nil || !strings.Contains(out, "spiffe://gin/agent/node002") {
+		t.Fatalf("gin-agent with node002's certificate as node001: %v\n%s", err, out)
+	}
+	// The master, given an agent's certificate, refuses to start.
+	out, err = runTool(t, bin, "gin-master", append([]string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
+		"--http-bind", "", "--data-dir", filepath.Join(dir, "m-bad")}, flags("agent-node001")...)...)
+	if err == nil || !strings.Contains(out, "needs a master certificate") {
+		t.Fatalf("gin-master with an agent certificate: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m-bad")); err == nil {
+		t.Fatal("a refused master created its data dir")
+	}
+	if b, _ := os.ReadFile(agent.Log); !strings.Contains(string(b), "mTLS to the masters") {
+		t.Fatalf("agent log does not say it uses mTLS:\n%s", b)
+	}
+}

@@ -1,0 +1,100 @@
+package authz
+
+import (
+	"context"
+	"slices"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/pki"
+)
+
+// Authorizer checks calls against a table (Table() in the masters).
+type Authorizer struct {
+	table map[string][]pki.Role
+}
+
+// New returns an Authorizer over table.
+func New(table map[string][]pki.Role) *Authorizer {
+	return &Authorizer{table: table}
+}
+
+type identityKey struct{}
+
+// Identity is the caller's identity, set by the interceptor; ok is false
+// when the server runs without TLS (no interceptor).
+func Identity(ctx context.Context) (pki.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(pki.Identity)
+	return id, ok
+}
+
+// WithIdentity returns ctx carrying id (the interceptor does this).
+func WithIdentity(ctx context.Context, id pki.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// PeerIdentity is the identity of the verified client certificate of the
+// call in ctx.
+func PeerIdentity(ctx context.Context) (pki.Identity, error) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return pki.Identity{}, status.Error(codes.Unauthenticated, "no client certificate: this master requires mTLS (--tls-ca, --tls-cert, --tls-key)")
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return pki.Identity{}, status.Error(codes.Unauthenticated, "no client certificate: this master requires mTLS (--tls-ca, --tls-cert, --tls-key)")
+	}
+	id, err := pki.PeerIdentity(ti.State)
+	if err != nil {
+		return pki.Identity{}, status.Errorf(codes.Unauthenticated, "client certificate: %v", err)
+	}
+	return id, nil
+}
+
+// Authorize returns ctx with the caller's identity, or the refusal:
+// Unauthenticated without a verified GIN identity, PermissionDenied when
+// the method has no row or the role is not in it.
+func (a *Authorizer) Authorize(ctx context.Context, method string) (context.Context, error) {
+	id, err := PeerIdentity(ctx)
+	if err != nil {
+		return ctx, err
+	}
+	roles, ok := a.table[method]
+	if !ok {
+		return ctx, status.Errorf(codes.PermissionDenied, "%s: no role may call this method", method)
+	}
+	if !slices.Contains(roles, id.Role) {
+		return ctx, status.Errorf(codes.PermissionDenied, "%s: %s may not call this method (allowed: %v)", method, id, roles)
+	}
+	return WithIdentity(ctx, id), nil
+}
+
+// Unary is the unary server interceptor.
+func (a *Authorizer) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ctx, err := a.Authorize(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
+}
+
+// Stream is the stream server interceptor (checked once, when the stream
+// opens).
+func (a *Authorizer) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx, err := a.Authorize(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return h(srv, &identityStream{ServerStream: ss, ctx: ctx})
+}
+
+type identityStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identityStream) Context() context.Context { return s.ctx }

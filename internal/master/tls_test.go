@@ -1,0 +1,198 @@
+package master
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/authz"
+	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/pki"
+)
+
+type testPKI struct {
+	dir string
+	ca  *pki.CA
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testPKI{dir: dir, ca: ca}
+}
+
+func (p *testPKI) source(t *testing.T, id pki.Identity) *pki.Source {
+	t.Helper()
+	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: id}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := pki.NewSource(pki.Files{CA: filepath.Join(p.dir, pki.CAFile), Cert: cert, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func (p *testPKI) dial(t *testing.T, addr string, id pki.Identity) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(pki.ClientCredentialsFrom(p.source(t, id))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func startTLSServer(t *testing.T, p *testPKI) *Server {
+	t.Helper()
+	s, err := New(Config{ID: "m1", Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
+		Bootstrap: true, FastRaft: true, HeartbeatInterval: time.Second, MissedHeartbeats: 3,
+		TLS: p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		_ = s.Close()
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := s.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	for !s.node.IsLeader() || s.store.ClusterID() == "" || !registered(s) {
+		select {
+		case <-wctx.Done():
+			t.Fatal("no leadership")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return s
+}
+
+// TestEveryServedMethodHasARow: every method the master's gRPC server
+// serves has a row in the authorization table.
+func TestEveryServedMethodHasARow(t *testing.T) {
+	s, _ := startServer(t, time.Second)
+	table := authz.Table()
+	n := 0
+	for svc, info := range s.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			n++
+			if _, ok := table["/"+svc+"/"+m.Name]; !ok {
+				t.Errorf("/%s/%s is served and has no row in internal/authz/table.go", svc, m.Name)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d methods served", n)
+	}
+}
+
+// TestTLSMaster runs a master with mTLS and the table: plaintext clients
+// are refused, roles are enforced, and an agent certificate for node001
+// cannot write node002.
+func TestTLSMaster(t *testing.T) {
+	p := newTestPKI(t)
+	s := startTLSServer(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	plain, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := ginv1.NewAdminServiceClient(plain).RemoveServer(ctx, &ginv1.RemoveServerRequest{ServerId: "m1"}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext RemoveServer: %v, want Unavailable (no TLS, no connection)", err)
+	}
+
+	reader := p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleReader})
+	if _, err := ginv1.NewTopologyServiceClient(reader).ListNodes(ctx, &ginv1.ListNodesRequest{}); err != nil {
+		t.Fatalf("reader ListNodes: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"ImportFabric{}": func() error {
+			_, err := ginv1.NewAdminServiceClient(reader).ImportFabric(ctx, &ginv1.ImportFabricRequest{})
+			return err
+		},
+		"RemoveServer": func() error {
+			_, err := ginv1.NewAdminServiceClient(reader).RemoveServer(ctx, &ginv1.RemoveServerRequest{ServerId: "m1"})
+			return err
+		},
+		"DeletePlan": func() error {
+			_, err := ginv1.NewPlanServiceClient(reader).DeletePlan(ctx, &ginv1.DeletePlanRequest{JobId: "777"})
+			return err
+		},
+	} {
+		if err := call(); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("reader %s: %v, want PermissionDenied", name, err)
+		}
+	}
+	admin := p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleAdmin})
+	if _, err := ginv1.NewAdminServiceClient(admin).Join(ctx, &ginv1.JoinRequest{ServerId: "m9", RaftAddress: "127.0.0.1:1"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("forged Join with an admin certificate: %v, want PermissionDenied", err)
+	}
+	m2 := p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m2"})
+	if _, err := ginv1.NewAdminServiceClient(m2).Join(ctx, &ginv1.JoinRequest{ServerId: "m9", RaftAddress: "127.0.0.1:1"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("Join as m9 with m2's certificate: %v, want PermissionDenied", err)
+	}
+	if info, err := ginv1.NewAdminServiceClient(admin).GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{}); err != nil || len(info.GetMembers()) != 1 {
+		t.Fatalf("membership changed: %v, %v", info.GetMembers(), err)
+	}
+
+	agent := p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node001"})
+	// node001's certificate says hello as node002: refused, nothing stored.
+	_, ack := openSession(t, agent, simInventory(t, "dgx-h100", "node002"))
+	if ack != nil {
+		t.Fatalf("node001's certificate opened a session as node002: %v", ack)
+	}
+	if _, ok := s.store.Node("node002"); ok {
+		t.Fatal("node002 was stored")
+	}
+	st, err := ginv1.NewAgentServiceClient(agent).Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := simInventory(t, "dgx-h100", "node002")
+	hash, _ := inventory.ContentHash(inv)
+	_ = st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{NodeName: "node002", MachineId: inv.GetHost().GetMachineId(), InventoryHash: hash}}})
+	if _, err := st.Recv(); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("hello as node002 with node001's certificate: %v, want PermissionDenied", err)
+	}
+	// As itself it registers.
+	sess, ack := openSession(t, agent, simInventory(t, "dgx-h100", "node001"))
+	if ack == nil {
+		t.Fatal("node001 could not open its own session")
+	}
+	if _, err := sess.send(simInventory(t, "dgx-h100", "node001")); err != nil {
+		t.Fatalf("node001 inventory: %v", err)
+	}
+	if _, ok := s.store.Node("node001"); !ok {
+		t.Fatal("node001 was not stored")
+	}
+	// A reader cannot open an agent session at all.
+	rs, err := ginv1.NewAgentServiceClient(reader).Session(ctx)
+	if err == nil {
+		_, err = rs.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("reader Session: %v, want PermissionDenied", err)
+	}
+}
