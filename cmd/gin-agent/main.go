@@ -151,9 +151,9 @@ QP counts, the agent's connection to the masters) are served at /metrics on
 With --once it collects once, prints the inventory and exits; no master is
 needed.
 
-Without --tls-ca, --tls-cert and --tls-key the connection to the masters is not
-encrypted; with them it is mutual TLS 1.3 with an agent certificate naming this
-node (ginctl tls cert create --role agent --name NODE).
+Without --tls-ca, --tls-cert and --tls-key the connection to the masters is
+not encrypted; with them it is mutual TLS 1.3 with an agent certificate naming
+this node (ginctl tls cert create --role agent --name NODE).
 
 Environment:
   GIN_MASTER_HOST         master list, used when --master is not given

@@ -160,6 +160,7 @@ func TestHelpTellsEveryFlagAndEnv(t *testing.T) {
 		"--source", "auto", "sim:<profile>", "file:<path>", "--master", "GIN_MASTER_HOST", "127.0.0.1:5000",
 		"--node-name", "--heartbeat-interval", "GIN_HEARTBEAT_INTERVAL", "5s", "--collect-interval",
 		"--once", "-o, --output", "table, json or yaml", "--log-level", "--version", "not encrypted",
+		"--tls-ca", "--tls-cert", "--tls-key", "GIN_TLS_CA",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("help lacks %q", want)
