@@ -175,6 +175,13 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 		gx.attr("rank", strconv.FormatUint(uint64(g.Index), 10))
 		gx.attr("gdr", "1")
 		gx.children = nvlinkElems(g)
+		if c := g.C2C; c != nil && c.LinksUp > 0 && c.LinkMbPerS > 0 {
+			// NCCL's own element for a Grace GPU's C2C link: per-link MB/s.
+			cx := &xnode{name: "c2c"}
+			cx.attr("bw", strconv.FormatUint(c.LinkMbPerS, 10))
+			cx.attr("count", strconv.FormatUint(uint64(c.LinksUp), 10))
+			gx.children = append(gx.children, cx)
+		}
 		x.children = []*xnode{gx}
 		up := attach(g.PcieParentId, g.NumaNode)
 		up.children = append(up.children, x)

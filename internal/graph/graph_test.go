@@ -7,6 +7,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestIntraNodePaths(t *testing.T) {
@@ -73,14 +74,77 @@ func TestGB200TrayPCIe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Devices: GPU0-3, NIC0-5 (mlx5_0-3 compute, mlx5_4-5 BlueField-3 storage).
+	// Devices: GPU0-3, NIC0-5 (mlx5_0-3 compute, mlx5_4-5 BlueField-3
+	// storage). A real tray (sgl-project/sglang#11208) prints NV18 between
+	// every GPU pair and SYS for every GPU↔NIC cell, even on the GPU's own
+	// Grace; the bandwidth of a same-Grace cell is the NIC's PCIe Gen5 x16
+	// link (the C2C link is wider), not a cross-socket figure.
 	for _, tc := range []struct {
 		i, j int
 		want string
-	}{{0, 4, "PIX"}, {0, 5, "NODE"}, {0, 6, "SYS"}, {3, 7, "PIX"}, {2, 4, "SYS"}, {0, 8, "NODE"}, {0, 9, "SYS"}, {0, 1, "NV18"}} {
-		if got := m.At(tc.i, tc.j).Label(); got != tc.want {
-			t.Errorf("%s-%s: %s, want %s", m.Devices[tc.i].Label, m.Devices[tc.j].Label, got, tc.want)
+		mbps uint64
+	}{
+		{0, 4, "SYS", 63015}, {0, 5, "SYS", 63015}, {1, 4, "SYS", 63015}, {0, 6, "SYS", 63015},
+		{3, 7, "SYS", 63015}, {2, 4, "SYS", 63015}, {0, 8, "SYS", 63015}, {0, 9, "SYS", 63015},
+		{0, 1, "NV18", 0}, {2, 3, "NV18", 0},
+	} {
+		c := m.At(tc.i, tc.j)
+		if got := c.Label(); got != tc.want || tc.mbps != 0 && c.BottleneckMBps != tc.mbps {
+			t.Errorf("%s-%s: %s %d MB/s, want %s %d", m.Devices[tc.i].Label, m.Devices[tc.j].Label, got, c.BottleneckMBps, tc.want, tc.mbps)
 		}
+	}
+	for i, want := range []struct {
+		cpus string
+		numa int
+	}{{"0-71", 0}, {"0-71", 0}, {"72-143", 1}, {"72-143", 1}} {
+		if d := m.Devices[i]; d.CPUAffinity != want.cpus || d.NUMANode != want.numa {
+			t.Errorf("%s: CPU affinity %q NUMA %d, want %q %d", d.Label, d.CPUAffinity, d.NUMANode, want.cpus, want.numa)
+		}
+	}
+	// Nearest compute NIC: over C2C to a NIC of the GPU's own Grace (NCCL's
+	// P2C), one NIC per GPU: GPU0 mlx5_0, GPU1 mlx5_1, GPU2 mlx5_2, GPU3 mlx5_3.
+	v, _ := g.NodeView("tray")
+	for i, gv := range v.GPUs {
+		if want := fmt.Sprintf("mlx5_%d/1", i); gv.NearestPort != want || !gv.NearestC2C || gv.NearestClass != ClassSYS {
+			t.Errorf("GPU%d nearest %s (C2C %v, %v), want %s over C2C, SYS", i, gv.NearestPort, gv.NearestC2C, gv.NearestClass, want)
+		}
+	}
+}
+
+// TestGB200C2CPath: two trays in different racks (no shared NVLink domain)
+// talk over the NICs; the path is GPU→C2C→Grace→PCIe→NIC at each end, so
+// GPUDirect RDMA is kept and the bottleneck is the 400G port, not a
+// cross-socket PCIe path. Without the C2C report (an inventory that does
+// not carry it) the same GPUs reach the NIC through the host: no GPUDirect.
+func TestGB200C2CPath(t *testing.T) {
+	a := collect(t, simNode(t, "gb200-nvl72", "tray-a", 0, nil))
+	b := collect(t, simNode(t, "gb200-nvl72", "tray-b", 18, nil)) // the next rack
+	for _, tc := range []struct {
+		name     string
+		c2c      bool
+		gdr, via bool
+	}{{"with C2C", true, true, true}, {"without C2C", false, false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ia, ib := proto.Clone(a).(*ginv1.NodeInventory), proto.Clone(b).(*ginv1.NodeInventory)
+			if !tc.c2c {
+				for _, inv := range []*ginv1.NodeInventory{ia, ib} {
+					for _, gp := range inv.Gpus {
+						gp.C2C = nil
+					}
+				}
+			}
+			g := mustBuild(t, []*ginv1.NodeInventory{ia, ib}, nil)
+			p, err := g.Path(GPURef{Node: "tray-a", Index: 1}, GPURef{Node: "tray-b", Index: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Class != ClassNET || p.GPUDirect != tc.gdr || p.C2C != tc.via {
+				t.Fatalf("path %s GPUDirect %v C2C %v, want NET %v %v", p.Label(), p.GPUDirect, p.C2C, tc.gdr, tc.via)
+			}
+			if tc.c2c && (p.FromNIC != "tray-a/mlx5_1" || p.ToNIC != "tray-b/mlx5_1") {
+				t.Errorf("NICs %s → %s, want each tray's mlx5_1 (GPU1's own Grace)", p.FromNIC, p.ToNIC)
+			}
+		})
 	}
 }
 

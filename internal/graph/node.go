@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -20,6 +21,8 @@ const (
 	maxBridges       = 1024
 	maxHCAs          = 64
 	maxPortsPerHCA   = 16
+	maxC2CLinks      = 64
+	maxC2CLinkMBps   = 1 << 30 // 1 PB/s per link: far above any real link, bounds the product
 )
 
 // node is one node's structure, built once per inventory and never changed.
@@ -49,8 +52,11 @@ type gpu struct {
 	domain   string   // "<cluster_uuid>.<clique_id>" when in a COMPLETED MNNVL clique
 	near     int      // nearest compute port (index into ports), -1 none
 	nearCls  Class
-	nearMBps uint64 // PCIe bandwidth GPU↔nearest NIC
-	sm       int    // compute capability as an SM version (90 for 9.0); 0 unknown
+	nearMBps uint64 // PCIe bandwidth GPU↔nearest NIC (C2C and PCIe for a C2C GPU)
+	// nearP2C: the GPU reaches its nearest NIC over C2C to its own CPU and
+	// that CPU's PCIe (NCCL's P2C path type, GPUDirect RDMA kept).
+	nearP2C bool
+	sm      int // compute capability as an SM version (90 for 9.0); 0 unknown
 }
 
 // hca is one HCA (PCI function) of a node.
@@ -198,6 +204,12 @@ func (n *node) buildGPUs(gs []*ginv1.Gpu, byID map[string]int) error {
 		if err != nil {
 			return fmt.Errorf("gpus[%d].pcie_parent_id: %w", i, err)
 		}
+		if c := g.C2C; c != nil && c.LinksUp > 0 && c.LinkMbPerS > 0 {
+			if c.LinksUp > maxC2CLinks || c.LinkMbPerS > maxC2CLinkMBps {
+				return fmt.Errorf("gpus[%d].c2c: %d links of %d MB/s, at most %d of %d", i, c.LinksUp, c.LinkMbPerS, maxC2CLinks, uint64(maxC2CLinkMBps))
+			}
+			dev.c2c, dev.linkMBps = true, uint64(c.LinksUp)*c.LinkMbPerS
+		}
 		n.gpus[k] = gpu{uuid: g.Uuid, index: g.Index, pci: normPCI(g.PciBusId), dev: dev, near: -1,
 			sm: int(g.ComputeCapabilityMajor)*10 + int(g.ComputeCapabilityMinor)}
 		if f := g.Fabric; f != nil && f.State == ginv1.FabricState_FABRIC_STATE_COMPLETED && f.ClusterUuid != "" {
@@ -289,22 +301,62 @@ func (n *node) buildHCAs(hs []*ginv1.Hca, byID map[string]int, nbrs []*ginv1.Fab
 }
 
 // pickNearestPorts precomputes every GPU's nearest compute port: ACTIVE ports
-// first, then the best PCIe class, then the lowest HCA (rail order).
+// first, then the best path (PIX, PXB, P2C, PHB, NODE, SYS: NCCL's order,
+// P2C being a C2C GPU to a NIC of its own CPU), then the lowest HCA (rail
+// order). C2C GPUs that tie on several NICs of their CPU take them in turn
+// (the k-th such GPU the k-th NIC, modulo), as NCCL spreads GPUs over
+// equidistant NICs; other GPUs keep the lowest.
 func (n *node) pickNearestPorts() {
+	type choice struct {
+		port int
+		cls  Class
+		mbps uint64
+		p2c  bool
+	}
+	turn := map[string]int{} // C2C GPUs seen per tied NIC set
 	for gi := range n.gpus {
 		g := &n.gpus[gi]
-		best, bestActive, bestCls := -1, false, ClassUnknown
-		var bestMBps uint64
+		var ties []choice
+		bestActive, bestRank := false, 0
 		for _, pi := range n.computePort {
 			p := &n.ports[pi]
-			cls, mbps := n.pcieClass(g.dev, n.hcas[p.hca].dev)
-			if best >= 0 && (bestActive && !p.active || bestActive == p.active && cls >= bestCls) {
+			h := n.hcas[p.hca].dev
+			cls, mbps := n.pcieClass(g.dev, h)
+			c := choice{port: pi, cls: cls, mbps: mbps, p2c: g.dev.c2c && cls == ClassSYS && g.dev.numa >= 0 && g.dev.numa == h.numa}
+			r := nicRank(c.cls, c.p2c)
+			switch {
+			case len(ties) > 0 && bestActive && !p.active, len(ties) > 0 && bestActive == p.active && r > bestRank:
+				continue
+			case len(ties) > 0 && bestActive == p.active && r == bestRank:
+				ties = append(ties, c)
 				continue
 			}
-			best, bestActive, bestCls, bestMBps = pi, p.active, cls, mbps
+			ties, bestActive, bestRank = []choice{c}, p.active, r
 		}
-		g.near, g.nearCls, g.nearMBps = best, bestCls, bestMBps
+		if len(ties) == 0 {
+			g.near = -1
+			continue
+		}
+		pick := ties[0]
+		if g.dev.c2c && len(ties) > 1 {
+			key := ""
+			for _, c := range ties {
+				key += strconv.Itoa(c.port) + ","
+			}
+			pick = ties[turn[key]%len(ties)]
+			turn[key]++
+		}
+		g.near, g.nearCls, g.nearMBps, g.nearP2C = pick.port, pick.cls, pick.mbps, pick.p2c
 	}
+}
+
+// nicRank orders GPU→NIC paths as NCCL's path types do: PIX < PXB < P2C <
+// PHB < NODE < SYS.
+func nicRank(c Class, p2c bool) int {
+	if p2c {
+		return 2*int(ClassPXB) + 1
+	}
+	return 2 * int(c)
 }
 
 // summarise fills the node's NodeInfo (except LeafSwitch).

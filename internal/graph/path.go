@@ -18,8 +18,13 @@ type Path struct {
 	// ("node001/mlx5_0").
 	FromNIC, ToNIC string
 	// GPUDirect is true when both GPUs of a NET path reach their NIC through
-	// a PCIe switch (PIX or PXB), so GPUDirect RDMA is possible.
+	// a PCIe switch (PIX or PXB) or over C2C to a NIC of their own CPU (P2C,
+	// GPUDirect RDMA over C2C since NCCL 2.23), so GPUDirect RDMA is possible.
 	GPUDirect bool
+	// C2C is true when a GPU of a NET path reaches its NIC over its C2C link
+	// and its CPU's PCIe (P2C): BottleneckMBps then counts the C2C link and
+	// the NIC's PCIe link, not a PCIe path from the GPU.
+	C2C bool
 	// Hops are the vertices on the path, from the first device to the last.
 	Hops []Hop
 	// Note says why a path is degraded or unknown.

@@ -25,6 +25,12 @@ type pcieDev struct {
 	parent   int // vertex index, -1 when the inventory does not say
 	linkMBps uint64
 	numa     int32
+	// c2c: the device is a GPU attached to its CPU over a chip-to-chip link
+	// (NVLink-C2C on Grace): linkMBps is then that link's bandwidth, and
+	// the GPU reaches every PCIe device outside its own root through the
+	// CPU (nvidia-smi prints SYS; NCCL calls the GPU→C2C→CPU→PCIe→NIC path
+	// P2C).
+	c2c bool
 }
 
 // buildPCIe builds the tree, rejecting unknown parents, cycles and
@@ -203,8 +209,18 @@ func pickNUMA(dev, root int32) int32 {
 	return dev
 }
 
-// acrossRoots classifies two devices under different host bridges.
+// acrossRoots classifies two devices under different host bridges. A
+// C2C-attached GPU is SYS to every device outside its root, as
+// `nvidia-smi topo -m` prints on GB200 trays even for a NIC of the GPU's
+// own Grace; the bandwidth is then the C2C link, the other device's PCIe
+// link and, across CPUs, the CPU-to-CPU link.
 func (n *node) acrossRoots(a, b pcieDev, bw uint64, hops *[]Hop) (Class, uint64, int) {
+	if (a.c2c || b.c2c) && a.numa >= 0 && a.numa == b.numa {
+		if hops != nil {
+			*hops = append(*hops, Hop{Kind: "cpu", ID: "numa" + strconv.Itoa(int(a.numa)), Node: n.name, LinkMBps: bw})
+		}
+		return ClassSYS, bw, -1
+	}
 	if a.numa >= 0 && a.numa == b.numa {
 		return ClassNODE, bw, -1
 	}

@@ -67,7 +67,8 @@ func (g *Graph) gpuPath(na *node, ia int, nb *node, ib int, withHops bool) Path 
 	if withHops {
 		p.Hops = append(p.Hops, Hop{Kind: "gpu", ID: gb.uuid, Node: nb.name, LinkMBps: gb.nearMBps})
 	}
-	p.GPUDirect = ga.near >= 0 && gb.near >= 0 && isSwitched(ga.nearCls) && isSwitched(gb.nearCls)
+	p.GPUDirect = ga.near >= 0 && gb.near >= 0 && (isSwitched(ga.nearCls) || ga.nearP2C) && (isSwitched(gb.nearCls) || gb.nearP2C)
+	p.C2C = ga.near >= 0 && gb.near >= 0 && (ga.nearP2C || gb.nearP2C)
 	if note != "" {
 		p.Note = note + p.Note
 	}

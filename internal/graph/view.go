@@ -87,6 +87,9 @@ type GPUView struct {
 	// NearestClass its PCIe class.
 	NearestPort  string
 	NearestClass Class
+	// NearestC2C: the GPU reaches that port over its C2C link and its CPU's
+	// PCIe (NCCL's P2C); NearestClass is then SYS, as nvidia-smi prints it.
+	NearestC2C bool
 }
 
 // NVLinkPeerView is the NVLink connection of a GPU to another GPU of its node.
@@ -139,7 +142,7 @@ func (g *Graph) NodeView(name string) (NodeView, bool) {
 		gv := GPUView{
 			Index: gp.index, UUID: gp.uuid, PCIBusID: gp.pci, NUMANode: gp.dev.numa, NVLinkDomain: gp.domain,
 			NVSwitchLinksUp: gp.swUp, NVSwitches: append([]string(nil), gp.switches...), NVLinkMBps: gp.linkMBps,
-			NearestClass: gp.nearCls,
+			NearestClass: gp.nearCls, NearestC2C: gp.nearP2C,
 		}
 		if gp.near >= 0 {
 			gv.NearestPort = n.ports[gp.near].id

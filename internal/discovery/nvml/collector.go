@@ -220,7 +220,58 @@ func (c *Collector) gpu(i int, dev nvml.Device, errs *errList) *ginv1.Gpu {
 	}
 	g.Fabric = c.fabric(i, dev, errs)
 	g.Nvlinks = c.nvlinks(i, dev, errs)
+	g.C2C = c2c(i, dev, errs)
 	return g
+}
+
+// maxC2CLinks bounds the C2C links read per GPU (Grace parts have ~10).
+const maxC2CLinks = 64
+
+// c2c reads the GPU's chip-to-chip links to its CPU (NVLink-C2C on Grace
+// Hopper and Grace Blackwell) as NCCL does: FI_DEV_C2C_LINK_COUNT, then per
+// link FI_DEV_C2C_LINK_GET_STATUS (1 = up) and FI_DEV_C2C_LINK_GET_MAX_BW
+// (MB/s). nil where the GPU has none (x86 GPUs answer NOT_SUPPORTED or 0)
+// or no link is up; the bandwidth is the slowest up link's.
+func c2c(i int, dev nvml.Device, errs *errList) *ginv1.C2CLink {
+	fv := []nvml.FieldValue{{FieldId: nvml.FI_DEV_C2C_LINK_COUNT}}
+	if ret := dev.GetFieldValues(fv); ret != nvml.SUCCESS || nvml.Return(fv[0].NvmlReturn) != nvml.SUCCESS {
+		return nil
+	}
+	n, ok := fieldUint(fv[0])
+	if !ok || n == 0 {
+		return nil
+	}
+	if n > maxC2CLinks {
+		errs.add(gpuItem(i), fmt.Errorf("C2C link count %d, at most %d", n, maxC2CLinks))
+		return nil
+	}
+	vals := make([]nvml.FieldValue, 0, 2*n)
+	for l := range uint32(n) {
+		vals = append(vals,
+			nvml.FieldValue{FieldId: nvml.FI_DEV_C2C_LINK_GET_STATUS, ScopeId: l},
+			nvml.FieldValue{FieldId: nvml.FI_DEV_C2C_LINK_GET_MAX_BW, ScopeId: l})
+	}
+	if ret := dev.GetFieldValues(vals); ret != nvml.SUCCESS {
+		errs.add(gpuItem(i), what("C2C links", ret))
+		return nil
+	}
+	out := &ginv1.C2CLink{}
+	for k := 0; k < len(vals); k += 2 {
+		st, okS := fieldUint(vals[k])
+		bw, okB := fieldUint(vals[k+1])
+		if nvml.Return(vals[k].NvmlReturn) != nvml.SUCCESS || nvml.Return(vals[k+1].NvmlReturn) != nvml.SUCCESS ||
+			!okS || !okB || st != 1 || bw == 0 {
+			continue
+		}
+		out.LinksUp++
+		if out.LinkMbPerS == 0 || bw < out.LinkMbPerS {
+			out.LinkMbPerS = bw
+		}
+	}
+	if out.LinksUp == 0 {
+		return nil
+	}
+	return out
 }
 
 // archName is the marketing name of an NVML architecture ("" if unknown).

@@ -153,6 +153,17 @@ func (fx *fixture) newDevice(t testing.TB, i int, g *ginv1.Gpu) *mock.Device {
 			fields[fieldKey{nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, s}] = uint64(l + 3)
 		}
 	}
+	if c := g.C2C; c != nil {
+		// Grace GPU: the links the inventory counts as up, then one down
+		// link the collector must not count.
+		fields[fieldKey{nvml.FI_DEV_C2C_LINK_COUNT, 0}] = uint64(c.LinksUp) + 1
+		for l := range c.LinksUp {
+			fields[fieldKey{nvml.FI_DEV_C2C_LINK_GET_STATUS, l}] = 1
+			fields[fieldKey{nvml.FI_DEV_C2C_LINK_GET_MAX_BW, l}] = c.LinkMbPerS
+		}
+		fields[fieldKey{nvml.FI_DEV_C2C_LINK_GET_STATUS, c.LinksUp}] = 0
+		fields[fieldKey{nvml.FI_DEV_C2C_LINK_GET_MAX_BW, c.LinksUp}] = c.LinkMbPerS
+	}
 	fx.fields = append(fx.fields, fields)
 	link := func(l int) (*ginv1.NvLink, nvml.Return) {
 		if l < 0 || l >= len(g.Nvlinks) {

@@ -1054,7 +1054,12 @@ type Gpu struct {
 	Fabric  *MnnvlFabric `protobuf:"bytes,12,opt,name=fabric,proto3" json:"fabric,omitempty"`
 	Nvlinks []*NvLink    `protobuf:"bytes,13,rep,name=nvlinks,proto3" json:"nvlinks,omitempty"`
 	// Architecture name ("Hopper").
-	Architecture  string `protobuf:"bytes,14,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	Architecture string `protobuf:"bytes,14,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	// The GPU's coherent chip-to-chip link to its CPU (NVLink-C2C on Grace
+	// Hopper and Grace Blackwell); unset where the GPU reaches the CPU over
+	// PCIe only. Device traffic to the CPU's PCIe devices (NICs) then crosses
+	// C2C and the CPU's root complex (NCCL's P2C path).
+	C2C           *C2CLink `protobuf:"bytes,15,opt,name=c2c,proto3" json:"c2c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1187,6 +1192,69 @@ func (x *Gpu) GetArchitecture() string {
 	return ""
 }
 
+func (x *Gpu) GetC2C() *C2CLink {
+	if x != nil {
+		return x.C2C
+	}
+	return nil
+}
+
+// C2cLink is a GPU's chip-to-chip link to its CPU, as NVML reports it
+// (FI_DEV_C2C_LINK_COUNT, FI_DEV_C2C_LINK_GET_STATUS, FI_DEV_C2C_LINK_GET_MAX_BW).
+type C2CLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Links whose status is up.
+	LinksUp uint32 `protobuf:"varint,1,opt,name=links_up,json=linksUp,proto3" json:"links_up,omitempty"`
+	// Bandwidth of one link, MB/s per direction.
+	LinkMbPerS    uint64 `protobuf:"varint,2,opt,name=link_mb_per_s,json=linkMbPerS,proto3" json:"link_mb_per_s,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *C2CLink) Reset() {
+	*x = C2CLink{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *C2CLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*C2CLink) ProtoMessage() {}
+
+func (x *C2CLink) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use C2CLink.ProtoReflect.Descriptor instead.
+func (*C2CLink) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *C2CLink) GetLinksUp() uint32 {
+	if x != nil {
+		return x.LinksUp
+	}
+	return 0
+}
+
+func (x *C2CLink) GetLinkMbPerS() uint64 {
+	if x != nil {
+		return x.LinkMbPerS
+	}
+	return 0
+}
+
 // MnnvlFabric is the multi-node NVLink (MNNVL) membership of a GPU.
 type MnnvlFabric struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1203,7 +1271,7 @@ type MnnvlFabric struct {
 
 func (x *MnnvlFabric) Reset() {
 	*x = MnnvlFabric{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	mi := &file_gin_v1_inventory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1283,7 @@ func (x *MnnvlFabric) String() string {
 func (*MnnvlFabric) ProtoMessage() {}
 
 func (x *MnnvlFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	mi := &file_gin_v1_inventory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1296,7 @@ func (x *MnnvlFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MnnvlFabric.ProtoReflect.Descriptor instead.
 func (*MnnvlFabric) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MnnvlFabric) GetClusterUuid() string {
@@ -1280,7 +1348,7 @@ type NvLink struct {
 
 func (x *NvLink) Reset() {
 	*x = NvLink{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[7]
+	mi := &file_gin_v1_inventory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1360,7 @@ func (x *NvLink) String() string {
 func (*NvLink) ProtoMessage() {}
 
 func (x *NvLink) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[7]
+	mi := &file_gin_v1_inventory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1373,7 @@ func (x *NvLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NvLink.ProtoReflect.Descriptor instead.
 func (*NvLink) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NvLink) GetIndex() uint32 {
@@ -1378,7 +1446,7 @@ type NvSwitch struct {
 
 func (x *NvSwitch) Reset() {
 	*x = NvSwitch{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[8]
+	mi := &file_gin_v1_inventory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1458,7 @@ func (x *NvSwitch) String() string {
 func (*NvSwitch) ProtoMessage() {}
 
 func (x *NvSwitch) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[8]
+	mi := &file_gin_v1_inventory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1471,7 @@ func (x *NvSwitch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NvSwitch.ProtoReflect.Descriptor instead.
 func (*NvSwitch) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NvSwitch) GetId() string {
@@ -1457,7 +1525,7 @@ type Hca struct {
 
 func (x *Hca) Reset() {
 	*x = Hca{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	mi := &file_gin_v1_inventory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1537,7 @@ func (x *Hca) String() string {
 func (*Hca) ProtoMessage() {}
 
 func (x *Hca) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	mi := &file_gin_v1_inventory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1550,7 @@ func (x *Hca) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hca.ProtoReflect.Descriptor instead.
 func (*Hca) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Hca) GetName() string {
@@ -1594,7 +1662,7 @@ type HcaPort struct {
 
 func (x *HcaPort) Reset() {
 	*x = HcaPort{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	mi := &file_gin_v1_inventory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1674,7 @@ func (x *HcaPort) String() string {
 func (*HcaPort) ProtoMessage() {}
 
 func (x *HcaPort) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	mi := &file_gin_v1_inventory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1687,7 @@ func (x *HcaPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HcaPort.ProtoReflect.Descriptor instead.
 func (*HcaPort) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{10}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HcaPort) GetPort() uint32 {
@@ -1720,7 +1788,7 @@ type NetDevice struct {
 
 func (x *NetDevice) Reset() {
 	*x = NetDevice{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[11]
+	mi := &file_gin_v1_inventory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1800,7 @@ func (x *NetDevice) String() string {
 func (*NetDevice) ProtoMessage() {}
 
 func (x *NetDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[11]
+	mi := &file_gin_v1_inventory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1813,7 @@ func (x *NetDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetDevice.ProtoReflect.Descriptor instead.
 func (*NetDevice) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{11}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NetDevice) GetName() string {
@@ -1799,7 +1867,7 @@ type QpSummary struct {
 
 func (x *QpSummary) Reset() {
 	*x = QpSummary{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[12]
+	mi := &file_gin_v1_inventory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1879,7 @@ func (x *QpSummary) String() string {
 func (*QpSummary) ProtoMessage() {}
 
 func (x *QpSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[12]
+	mi := &file_gin_v1_inventory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1892,7 @@ func (x *QpSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QpSummary.ProtoReflect.Descriptor instead.
 func (*QpSummary) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{12}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *QpSummary) GetDevice() string {
@@ -1881,7 +1949,7 @@ type FabricNeighbor struct {
 
 func (x *FabricNeighbor) Reset() {
 	*x = FabricNeighbor{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[13]
+	mi := &file_gin_v1_inventory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +1961,7 @@ func (x *FabricNeighbor) String() string {
 func (*FabricNeighbor) ProtoMessage() {}
 
 func (x *FabricNeighbor) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[13]
+	mi := &file_gin_v1_inventory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +1974,7 @@ func (x *FabricNeighbor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FabricNeighbor.ProtoReflect.Descriptor instead.
 func (*FabricNeighbor) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{13}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FabricNeighbor) GetHca() string {
@@ -2014,7 +2082,7 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1b\n" +
 	"\tnuma_node\x18\x04 \x01(\x05R\bnumaNode\x12$\n" +
 	"\x04link\x18\x05 \x01(\v2\x10.gin.v1.PcieLinkR\x04link\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xff\x03\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xa2\x04\n" +
 	"\x03Gpu\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\rR\x05index\x12\x14\n" +
@@ -2031,7 +2099,12 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\v \x01(\x04R\vmemoryBytes\x12+\n" +
 	"\x06fabric\x18\f \x01(\v2\x13.gin.v1.MnnvlFabricR\x06fabric\x12(\n" +
 	"\anvlinks\x18\r \x03(\v2\x0e.gin.v1.NvLinkR\anvlinks\x12\"\n" +
-	"\farchitecture\x18\x0e \x01(\tR\farchitecture\"\x99\x01\n" +
+	"\farchitecture\x18\x0e \x01(\tR\farchitecture\x12!\n" +
+	"\x03c2c\x18\x0f \x01(\v2\x0f.gin.v1.C2cLinkR\x03c2c\"G\n" +
+	"\aC2cLink\x12\x19\n" +
+	"\blinks_up\x18\x01 \x01(\rR\alinksUp\x12!\n" +
+	"\rlink_mb_per_s\x18\x02 \x01(\x04R\n" +
+	"linkMbPerS\"\x99\x01\n" +
 	"\vMnnvlFabric\x12!\n" +
 	"\fcluster_uuid\x18\x01 \x01(\tR\vclusterUuid\x12\x1b\n" +
 	"\tclique_id\x18\x02 \x01(\rR\bcliqueId\x12)\n" +
@@ -2180,7 +2253,7 @@ func file_gin_v1_inventory_proto_rawDescGZIP() []byte {
 }
 
 var file_gin_v1_inventory_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_gin_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_gin_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_gin_v1_inventory_proto_goTypes = []any{
 	(PcieBridgeKind)(0),           // 0: gin.v1.PcieBridgeKind
 	(FabricState)(0),              // 1: gin.v1.FabricState
@@ -2198,49 +2271,51 @@ var file_gin_v1_inventory_proto_goTypes = []any{
 	(*PcieLink)(nil),              // 13: gin.v1.PcieLink
 	(*PcieBridge)(nil),            // 14: gin.v1.PcieBridge
 	(*Gpu)(nil),                   // 15: gin.v1.Gpu
-	(*MnnvlFabric)(nil),           // 16: gin.v1.MnnvlFabric
-	(*NvLink)(nil),                // 17: gin.v1.NvLink
-	(*NvSwitch)(nil),              // 18: gin.v1.NvSwitch
-	(*Hca)(nil),                   // 19: gin.v1.Hca
-	(*HcaPort)(nil),               // 20: gin.v1.HcaPort
-	(*NetDevice)(nil),             // 21: gin.v1.NetDevice
-	(*QpSummary)(nil),             // 22: gin.v1.QpSummary
-	(*FabricNeighbor)(nil),        // 23: gin.v1.FabricNeighbor
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*C2CLink)(nil),               // 16: gin.v1.C2cLink
+	(*MnnvlFabric)(nil),           // 17: gin.v1.MnnvlFabric
+	(*NvLink)(nil),                // 18: gin.v1.NvLink
+	(*NvSwitch)(nil),              // 19: gin.v1.NvSwitch
+	(*Hca)(nil),                   // 20: gin.v1.Hca
+	(*HcaPort)(nil),               // 21: gin.v1.HcaPort
+	(*NetDevice)(nil),             // 22: gin.v1.NetDevice
+	(*QpSummary)(nil),             // 23: gin.v1.QpSummary
+	(*FabricNeighbor)(nil),        // 24: gin.v1.FabricNeighbor
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_gin_v1_inventory_proto_depIdxs = []int32{
 	11, // 0: gin.v1.NodeInventory.host:type_name -> gin.v1.Host
 	15, // 1: gin.v1.NodeInventory.gpus:type_name -> gin.v1.Gpu
-	18, // 2: gin.v1.NodeInventory.nvswitches:type_name -> gin.v1.NvSwitch
+	19, // 2: gin.v1.NodeInventory.nvswitches:type_name -> gin.v1.NvSwitch
 	14, // 3: gin.v1.NodeInventory.pcie_bridges:type_name -> gin.v1.PcieBridge
-	19, // 4: gin.v1.NodeInventory.hcas:type_name -> gin.v1.Hca
-	22, // 5: gin.v1.NodeInventory.qp_summaries:type_name -> gin.v1.QpSummary
-	23, // 6: gin.v1.NodeInventory.fabric_neighbors:type_name -> gin.v1.FabricNeighbor
-	24, // 7: gin.v1.NodeInventory.collected_at:type_name -> google.protobuf.Timestamp
+	20, // 4: gin.v1.NodeInventory.hcas:type_name -> gin.v1.Hca
+	23, // 5: gin.v1.NodeInventory.qp_summaries:type_name -> gin.v1.QpSummary
+	24, // 6: gin.v1.NodeInventory.fabric_neighbors:type_name -> gin.v1.FabricNeighbor
+	25, // 7: gin.v1.NodeInventory.collected_at:type_name -> google.protobuf.Timestamp
 	12, // 8: gin.v1.Host.numa_nodes:type_name -> gin.v1.NumaNode
 	0,  // 9: gin.v1.PcieBridge.kind:type_name -> gin.v1.PcieBridgeKind
 	13, // 10: gin.v1.PcieBridge.link:type_name -> gin.v1.PcieLink
 	13, // 11: gin.v1.Gpu.pcie_link:type_name -> gin.v1.PcieLink
-	16, // 12: gin.v1.Gpu.fabric:type_name -> gin.v1.MnnvlFabric
-	17, // 13: gin.v1.Gpu.nvlinks:type_name -> gin.v1.NvLink
-	1,  // 14: gin.v1.MnnvlFabric.state:type_name -> gin.v1.FabricState
-	2,  // 15: gin.v1.NvLink.state:type_name -> gin.v1.LinkState
-	3,  // 16: gin.v1.NvLink.health:type_name -> gin.v1.LinkHealth
-	4,  // 17: gin.v1.NvLink.remote_type:type_name -> gin.v1.NvLinkRemoteType
-	13, // 18: gin.v1.Hca.pcie_link:type_name -> gin.v1.PcieLink
-	5,  // 19: gin.v1.Hca.role:type_name -> gin.v1.HcaRole
-	20, // 20: gin.v1.Hca.ports:type_name -> gin.v1.HcaPort
-	6,  // 21: gin.v1.HcaPort.state:type_name -> gin.v1.PortState
-	7,  // 22: gin.v1.HcaPort.phys_state:type_name -> gin.v1.PortPhysState
-	8,  // 23: gin.v1.HcaPort.link_layer:type_name -> gin.v1.LinkLayer
-	21, // 24: gin.v1.HcaPort.netdev:type_name -> gin.v1.NetDevice
-	3,  // 25: gin.v1.HcaPort.health:type_name -> gin.v1.LinkHealth
-	9,  // 26: gin.v1.FabricNeighbor.source:type_name -> gin.v1.FabricNeighborSource
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	17, // 12: gin.v1.Gpu.fabric:type_name -> gin.v1.MnnvlFabric
+	18, // 13: gin.v1.Gpu.nvlinks:type_name -> gin.v1.NvLink
+	16, // 14: gin.v1.Gpu.c2c:type_name -> gin.v1.C2cLink
+	1,  // 15: gin.v1.MnnvlFabric.state:type_name -> gin.v1.FabricState
+	2,  // 16: gin.v1.NvLink.state:type_name -> gin.v1.LinkState
+	3,  // 17: gin.v1.NvLink.health:type_name -> gin.v1.LinkHealth
+	4,  // 18: gin.v1.NvLink.remote_type:type_name -> gin.v1.NvLinkRemoteType
+	13, // 19: gin.v1.Hca.pcie_link:type_name -> gin.v1.PcieLink
+	5,  // 20: gin.v1.Hca.role:type_name -> gin.v1.HcaRole
+	21, // 21: gin.v1.Hca.ports:type_name -> gin.v1.HcaPort
+	6,  // 22: gin.v1.HcaPort.state:type_name -> gin.v1.PortState
+	7,  // 23: gin.v1.HcaPort.phys_state:type_name -> gin.v1.PortPhysState
+	8,  // 24: gin.v1.HcaPort.link_layer:type_name -> gin.v1.LinkLayer
+	22, // 25: gin.v1.HcaPort.netdev:type_name -> gin.v1.NetDevice
+	3,  // 26: gin.v1.HcaPort.health:type_name -> gin.v1.LinkHealth
+	9,  // 27: gin.v1.FabricNeighbor.source:type_name -> gin.v1.FabricNeighborSource
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_inventory_proto_init() }
@@ -2254,7 +2329,7 @@ func file_gin_v1_inventory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_inventory_proto_rawDesc), len(file_gin_v1_inventory_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
