@@ -394,6 +394,9 @@ func ModelInputs(s costmodel.Shape) string {
 		if s.Oversubscription > 1 {
 			parts = append(parts, fmt.Sprintf("oversubscription %g:1", s.Oversubscription))
 		}
+		if s.NICPath != costmodel.NICPathSwitch {
+			parts = append(parts, s.NICPath.String())
+		}
 	}
 	return "model: " + strings.Join(parts, ", ")
 }

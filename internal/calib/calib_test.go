@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/nccltests"
@@ -133,6 +134,55 @@ func TestKeyOf(t *testing.T) {
 				k.GetNicsPerNode(), k.GetNicGbps(), k.GetNodeCount(), k.GetFabricTiers())
 			if got != tc.want || k.GetNcclVersion() != "2.21.5" {
 				t.Errorf("key %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestModelInputsNICPath: a modelled estimate's evidence names how the GPUs
+// reach their NICs when it is not a PCIe switch: GB200 trays in two racks
+// over Grace C2C (GPUDirect kept), the same trays without the C2C report
+// through the host; a DGX H100 pair says nothing of it.
+func TestModelInputsNICPath(t *testing.T) {
+	racks := []sim.FabricNode{{Name: "tray-a", Profile: "gb200-nvl72", Index: 0}, {Name: "tray-b", Profile: "gb200-nvl72", Index: sim.TraysPerRack}}
+	for _, tc := range []struct {
+		name          string
+		nodes         []sim.FabricNode
+		dropC2C       bool
+		want, notWant string
+	}{
+		{"gb200 C2C", racks, false, "GPU→NIC over Grace C2C + PCIe (NCCL P2C, GPUDirect RDMA kept)", "through the host"},
+		{"gb200 without C2C report", racks, true, "GPU→NIC through the host (no GPUDirect RDMA", "C2C"},
+		{"dgx-h100", sim.NodesOf("dgx-h100", "n", 0, 2), false, "slowest 400 Gb/s", "GPU→NIC"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := sim.NewCluster("test", &sim.FabricSpec{LeafGroups: 2, Spines: 2, Oversubscription: 1}, tc.nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			invs, err := c.Collect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, inv := range invs {
+				for _, gp := range inv.Gpus {
+					if tc.dropC2C {
+						gp.C2C = nil
+					}
+				}
+			}
+			// Two racks: not one NVLink domain, so the NICs carry it.
+			g, err := graph.Build(invs, c.Fabric)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := costmodel.ShapeOf(g, c.Names(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ModelInputs(s)
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.notWant) {
+				t.Errorf("evidence %q: want %q, not %q", got, tc.want, tc.notWant)
 			}
 		})
 	}

@@ -32,6 +32,39 @@ type Shape struct {
 	InterHops        int
 	Oversubscription float64
 	Ethernet         bool
+	// NICPath is how the GPUs reach their NICs on the worst sampled path
+	// (the zero value: through a PCIe switch, or not known).
+	NICPath NICPath
+}
+
+// NICPath is the GPU→NIC path class as NCCL ranks it for its inter-node
+// graph (typeInter): it decides GPUDirect RDMA and LL128 across nodes.
+type NICPath uint8
+
+// GPU→NIC paths.
+const (
+	// NICPathSwitch: through a PCIe switch (PIX/PXB), or unknown: GPUDirect
+	// RDMA, LL128 across nodes (NCCL: typeInter ≤ PXB).
+	NICPathSwitch NICPath = iota
+	// NICPathC2C: over the GPU's C2C link to its own Grace CPU, then that
+	// CPU's PCIe (NCCL ≥ 2.23's P2C): GPUDirect RDMA kept, LL128 across
+	// nodes on SM90+ (P2C ≤ PXN). `nvidia-smi topo -m` prints SYS.
+	NICPathC2C
+	// NICPathHost: through a host bridge or across CPUs without C2C
+	// (PHB/NODE/SYS): no GPUDirect RDMA at NCCL's default GDR level, no
+	// LL128 across nodes.
+	NICPathHost
+)
+
+// String names the path as evidence prints it.
+func (n NICPath) String() string {
+	switch n {
+	case NICPathC2C:
+		return "GPU→NIC over Grace C2C + PCIe (NCCL P2C, GPUDirect RDMA kept)"
+	case NICPathHost:
+		return "GPU→NIC through the host (no GPUDirect RDMA, no LL128 across nodes)"
+	}
+	return "GPU→NIC through a PCIe switch"
 }
 
 // Prediction is the model's answer for one collective.

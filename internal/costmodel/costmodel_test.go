@@ -179,3 +179,91 @@ func BenchmarkPredict(b *testing.B) {
 		}
 	}
 }
+
+// TestNICPath: how each simulated profile's GPUs reach their NICs across
+// nodes, and what it changes. GB200 trays in two racks (no shared NVLink
+// domain) go GPU→C2C→Grace→PCIe→NIC: `topo -m` prints SYS, but NCCL's
+// P2C keeps GPUDirect RDMA and LL128, and the NIC is bound by its port, not
+// by a cross-socket path. The same trays without the C2C report (an agent
+// that does not read it) reach the NIC through the host: LL128 is off
+// across nodes, and the model's small-message times rise.
+func TestNICPath(t *testing.T) {
+	build := func(t *testing.T, nodes []sim.FabricNode, dropC2C bool) (*graph.Graph, []string) {
+		t.Helper()
+		spec := sim.DefaultFabricSpec()
+		c, err := sim.NewCluster("test", &spec, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs, err := c.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dropC2C {
+			for _, inv := range invs {
+				for _, gp := range inv.Gpus {
+					gp.C2C = nil
+				}
+			}
+		}
+		g, err := graph.Build(invs, c.Fabric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, c.Names()
+	}
+	racks := []sim.FabricNode{{Name: "tray-a", Profile: "gb200-nvl72", Index: 0}, {Name: "tray-b", Profile: "gb200-nvl72", Index: sim.TraysPerRack}}
+	for _, tc := range []struct {
+		name    string
+		nodes   []sim.FabricNode
+		dropC2C bool
+		want    NICPath
+		ll128   bool
+	}{
+		{"dgx-h100", sim.NodesOf("dgx-h100", "n", 0, 2), false, NICPathSwitch, true},
+		{"dgx-a100", sim.NodesOf("dgx-a100", "n", 0, 2), false, NICPathSwitch, true},
+		{"hgx-b200", sim.NodesOf("hgx-b200", "n", 0, 2), false, NICPathSwitch, true},
+		{"gb200 two racks", racks, false, NICPathC2C, true},
+		{"gb200 two racks, no C2C report", racks, true, NICPathHost, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, names := build(t, tc.nodes, tc.dropC2C)
+			s, err := ShapeOf(g, names, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NICPath != tc.want || s.MNNVL || s.NICGbps <= 0 {
+				t.Fatalf("shape %+v: NIC path %v, want %v (not MNNVL, a NIC rate)", s, s.NICPath, tc.want)
+			}
+			_, ok := Cost(s, ginv1.Collective_COLLECTIVE_ALL_REDUCE, ginv1.Algorithm_ALGORITHM_RING, ginv1.Protocol_PROTOCOL_LL128, 1<<20)
+			_, okNCCL := CostNCCL(s, ginv1.Collective_COLLECTIVE_ALL_REDUCE, ginv1.Algorithm_ALGORITHM_RING, ginv1.Protocol_PROTOCOL_LL128, 1<<20)
+			if ok != tc.ll128 || okNCCL != tc.ll128 {
+				t.Errorf("ring/LL128 offered: GIN %v, NCCL %v, want %v", ok, okNCCL, tc.ll128)
+			}
+		})
+	}
+	// The C2C tray: 400 Gb/s per NIC (the port; C2C and PCIe Gen5 x16 are
+	// wider), 4 NICs, and at 1 MiB the C2C shape is faster than the same
+	// trays seen through the host (LL128 kept).
+	gc, nc := build(t, racks, false)
+	gh, nh := build(t, racks, true)
+	sc, _ := ShapeOf(gc, nc, 0)
+	sh, _ := ShapeOf(gh, nh, 0)
+	if sc.NICGbps != 400 || sc.NICsPerNode != 4 {
+		t.Errorf("C2C tray: %d NICs at %g Gb/s, want 4 at 400", sc.NICsPerNode, sc.NICGbps)
+	}
+	pc, err := Predict(sc, ginv1.Collective_COLLECTIVE_ALL_REDUCE, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := Predict(sh, ginv1.Collective_COLLECTIVE_ALL_REDUCE, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.TimeUs >= ph.TimeUs || pc.Protocol != ginv1.Protocol_PROTOCOL_LL128 {
+		t.Errorf("1 MiB all_reduce: C2C %v/%v %.1f µs, through the host %v/%v %.1f µs; want C2C faster on LL128",
+			pc.Algorithm, pc.Protocol, pc.TimeUs, ph.Algorithm, ph.Protocol, ph.TimeUs)
+	}
+	t.Logf("1 MiB all_reduce, 2 GB200 trays in 2 racks: C2C %v/%v %.1f µs; through the host %v/%v %.1f µs",
+		pc.Algorithm, pc.Protocol, pc.TimeUs, ph.Algorithm, ph.Protocol, ph.TimeUs)
+}

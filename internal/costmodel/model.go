@@ -122,8 +122,12 @@ func derive(s Shape, gin bool) (params, error) {
 		}
 	}
 	// LL128: on by default with NVLink inside the node (typeIntra ≤ NVB) or
-	// one GPU per node, and GPUDirect-capable NICs (assumed).
+	// one GPU per node and, across nodes, NICs the GPUs reach through a
+	// PCIe switch (typeInter ≤ PXB) or, on SM90+, over C2C (P2C ≤ PXN).
 	p.ll128 = (s.IntraNVLink || p.ppn == 1) && p.cc >= 70
+	if p.nNodes > 1 && (s.NICPath == NICPathHost || s.NICPath == NICPathC2C && p.cc < 90) {
+		p.ll128 = false
+	}
 	p.nvls = s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.nNodes == 1 && p.ppn > 4
 	p.nvlsTree = s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.nNodes > 1 && p.ppn > 1
 	p.pat = p.ppn == 1 && p.nRanks > 1 && p.cc >= 60

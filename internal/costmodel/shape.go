@@ -29,6 +29,8 @@ const maxSampledPairs = 2048
 //     the slowest bottleneck (NICGbps), the most switch hops and the worst
 //     oversubscription.
 //   - Ethernet: some sampled GPU's nearest compute port is Ethernet (RoCE).
+//   - NICPath: the worst GPU→NIC end of the sampled paths (PCIe switch <
+//     Grace C2C < host).
 func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	if g == nil {
 		return Shape{}, errors.New("costmodel: nil graph")
@@ -153,6 +155,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 			}
 			s.InterHops = max(s.InterHops, pth.SwitchHops)
 			s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
+			s.NICPath = max(s.NICPath, nicPath(pth))
 		}
 	}
 	// The last pair (last → first) is always sampled.
@@ -165,6 +168,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 				}
 				s.InterHops = max(s.InterHops, pth.SwitchHops)
 				s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
+				s.NICPath = max(s.NICPath, nicPath(pth))
 			}
 		}
 	}
@@ -175,6 +179,21 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	s.NICsPerNode = min(max(len(nics), ports), ppn)
 	s.NICGbps = float64(minMBps) * 8 / 1000
 	return s, nil
+}
+
+// nicPath classifies the GPU→NIC ends of a NET path: C2C when an end goes
+// over its Grace C2C link (GPUDirect kept), host when GPUDirect RDMA is not
+// possible, else a PCIe switch. A path without NICs says nothing.
+func nicPath(p graph.Path) NICPath {
+	switch {
+	case p.FromNIC == "" || p.ToNIC == "":
+		return NICPathSwitch
+	case !p.GPUDirect:
+		return NICPathHost
+	case p.C2C:
+		return NICPathC2C
+	}
+	return NICPathSwitch
 }
 
 // inferCompCap guesses the SM version class from a GPU's NVLinks, since the

@@ -166,3 +166,64 @@ func TestMatchesNvidiaSmi(t *testing.T) {
 		t.Error("NIC legend missing NIC11")
 	}
 }
+
+// TestGB200TrayMatchesRealShape renders a simulated GB200 compute tray and
+// checks it cell by cell against the shape of a real tray's `nvidia-smi
+// topo -m` (sgl-project/sglang issue #11208, driver 570.172.08; not copied
+// here): GPU0-3 and NIC0-5 as columns, NV18 between every GPU pair, SYS in
+// every GPU↔NIC cell (the GPUs reach the Graces' PCIe over NVLink-C2C),
+// CPU affinity 0-71 and NUMA 0 for GPU0-1, 72-143 and NUMA 1 for GPU2-3.
+func TestGB200TrayMatchesRealShape(t *testing.T) {
+	src, err := sim.NewSource("gb200-nvl72", sim.NodeOptions{NodeName: "tray", Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := src.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build([]*ginv1.NodeInventory{inv}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := g.Matrix(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, cells := graph.MatrixToProto(gm)
+	var buf bytes.Buffer
+	if err := TopoMatrix(&buf, &ginv1.GetMatrixResponse{Devices: devs, Cells: cells}, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	header := strings.Split(lines[0], "\t")
+	wantHeader := []string{"", "GPU0", "GPU1", "GPU2", "GPU3", "NIC0", "NIC1", "NIC2", "NIC3", "NIC4", "NIC5", "CPU Affinity", "NUMA Affinity"}
+	if strings.Join(header, "|") != strings.Join(wantHeader, "|") {
+		t.Fatalf("header %q, want %q", header, wantHeader)
+	}
+	for gpu := range 4 {
+		row := strings.Split(lines[1+gpu], "\t")
+		if len(row) != len(wantHeader) || row[0] != header[1+gpu] {
+			t.Fatalf("row %d: %q", gpu, row)
+		}
+		for col := 1; col <= 10; col++ {
+			want := "SYS"
+			switch {
+			case col == 1+gpu:
+				want = " X "
+			case col <= 4:
+				want = "NV18"
+			}
+			if row[col] != want {
+				t.Errorf("%s-%s: %q, want %q", row[0], header[col], row[col], want)
+			}
+		}
+		cpus, numa := "0-71", "0"
+		if gpu >= 2 {
+			cpus, numa = "72-143", "1"
+		}
+		if row[11] != cpus || row[12] != numa {
+			t.Errorf("%s: CPU affinity %q NUMA %q, want %q %q", row[0], row[11], row[12], cpus, numa)
+		}
+	}
+}
