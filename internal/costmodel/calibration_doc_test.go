@@ -80,8 +80,47 @@ thumb the physics must reproduce).
   (root-complex and memory bound, not modelled), VM and EFA penalties.
 - Not done: NVLS GPU-count thresholds beyond NCCL's (NVLS from 5 GPUs per node; the issue reports
   Ring measured faster at 5 of 8 B200 GPUs, but no public log of it was available to fit or check
-  a threshold on), GB200 GPU↔NIC over the Grace C2C link, ring-vs-tree pairs measured on the same
-  system (none in the public material used here, so no held-out pair check).
+  a threshold on), ring-vs-tree pairs measured on the same system (none in the public material
+  used here, so no held-out pair check). GB200 GPU↔NIC over Grace C2C: next section.
+
+## GB200 trays: GPU↔NIC over the Grace C2C link
+
+What real hardware shows (public material, not copied):
+- A real GB200 compute tray's `+"`nvidia-smi topo -m`"+` (sgl-project/sglang issue #11208, driver
+  570.172.08): 4 GPUs with NV18 between every pair, 6 NICs, and SYS in every GPU↔NIC cell, also for
+  the NICs of the GPU's own Grace; CPU affinity 0-71 (NUMA 0) for GPU0-1 and 72-143 (NUMA 1) for
+  GPU2-3; each GPU is also its own NUMA node ("GPU NUMA ID" 2, 10, 18, 26).
+- Grace Blackwell trays have two NUMA nodes: node 0 = GPUs 0,1 + cores 0-71, node 1 = GPUs 2,3 +
+  cores 72-143 (ishandhanani/srt-slurm PR #164).
+- NCCL reads the GPU's C2C links from NVML and writes them as `+"`<c2c bw=... count=...>`"+` under the
+  GPU in its topology XML; NVIDIA/nccl PR #2202 shows NCCL reporting a GPU↔CPU C2C link while
+  `+"`nvidia-smi topo -m`"+` still prints a PCIe/NUMA class for the same pair. Since NCCL 2.23 the path
+  GPU→C2C→CPU→PCIe→NIC is its own path type, P2C, ranked between PXB and PXN: GPUDirect RDMA stays
+  on (NCCL_NET_GDR_C2C) and LL128 stays enabled across nodes on SM90+ (typeInter ≤ PXN;
+  shared/reference/nccl-plugin.md §6.2).
+
+What GIN does with it:
+- Inventory: `+"`Gpu.c2c`"+` (`+"`links_up`"+`, `+"`link_mb_per_s`"+`), read by the NVML collector as NCCL reads it
+  (FI_DEV_C2C_LINK_COUNT, then per link FI_DEV_C2C_LINK_GET_STATUS and _GET_MAX_BW). The GB200 sim
+  profile lays the tray out as above (the GPUs on C2C roots of their Grace, two CX-7 and one
+  BlueField-3 per Grace); its C2C figure (10 links × 45 GB/s = the published 900 GB/s
+  bidirectional) is an assumption, and far above what bounds GPU→NIC traffic.
+- `+"`topo -m`"+` prints SYS for every GPU↔NIC cell, as the real tray does (internal/render
+  TestGB200TrayMatchesRealShape checks the matrix cell by cell against that shape).
+- The graph's path, nearest NIC and the model do not treat that SYS as a cross-socket PCIe path:
+  a C2C GPU's nearest NIC is one of its own Grace (P2C ranks after PXB, before PHB; the two GPUs
+  of a Grace take its two NICs in turn), the bandwidth is min(C2C, the NIC's PCIe link, the port)
+  = 400 Gb/s for a CX-7, GPUDirect RDMA is kept, and the model's shape says NICPath C2C, so LL128
+  stays on across nodes. A modelled estimate's evidence says "GPU→NIC over Grace C2C + PCIe (NCCL
+  P2C, GPUDirect RDMA kept)".
+- Effect, model only (internal/costmodel TestNICPath; nothing measured on GB200 across racks was
+  available): two trays in two racks, 8 ranks, 1 MiB all_reduce: tree/LL128 54.3 µs with C2C; the
+  same trays without the C2C report (GPU→NIC through the host: no GPUDirect, no LL128 across
+  nodes) ring/LL 73.1 µs. Inside one NVL72 rack the trays are one MNNVL domain and the NICs are not
+  used, so nothing changes there.
+- Not modelled: the bandwidth cost of losing GPUDirect on a host path (NCCL stages through host
+  memory; the model only turns LL128 off), and NCCL's per-GPU NIC choice beyond "one NIC of the
+  GPU's own CPU".
 
 ## Measured calibration: what a cluster imports
 
