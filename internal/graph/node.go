@@ -22,7 +22,7 @@ const (
 	maxHCAs          = 64
 	maxPortsPerHCA   = 16
 	maxC2CLinks      = 64
-	maxC2CLinkMBps   = 1 << 30 // 1 PB/s per link: far above any real link, bounds the product
+	maxC2CLinkMBps   = 1_000_000 // MB/s per link, as internal/inventory bounds it
 )
 
 // node is one node's structure, built once per inventory and never changed.
@@ -206,7 +206,7 @@ func (n *node) buildGPUs(gs []*ginv1.Gpu, byID map[string]int) error {
 		}
 		if c := g.C2C; c != nil && c.LinksUp > 0 && c.LinkMbPerS > 0 {
 			if c.LinksUp > maxC2CLinks || c.LinkMbPerS > maxC2CLinkMBps {
-				return fmt.Errorf("gpus[%d].c2c: %d links of %d MB/s, at most %d of %d", i, c.LinksUp, c.LinkMbPerS, maxC2CLinks, uint64(maxC2CLinkMBps))
+				return fmt.Errorf("gpus[%d].c2c: %d links of %d MB/s, at most %d of %d", i, c.LinksUp, c.LinkMbPerS, maxC2CLinks, maxC2CLinkMBps)
 			}
 			dev.c2c, dev.linkMBps = true, uint64(c.LinksUp)*c.LinkMbPerS
 		}

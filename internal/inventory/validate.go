@@ -12,6 +12,8 @@ import (
 const (
 	MaxGPUs            = 64
 	MaxNVLinksPerGPU   = 64
+	MaxC2CLinks        = 64
+	MaxC2CLinkMBps     = 1_000_000 // MB/s per link, like an NVLink's bound
 	MaxNVSwitches      = 64
 	MaxPCIeBridges     = 1024
 	MaxHCAs            = 64
@@ -176,6 +178,14 @@ func Validate(inv *ginv1.NodeInventory) error {
 			validatePCIeLink(v, f+".pcie_link", g.GetPcieLink())
 			if fb := g.GetFabric(); fb != nil {
 				v.str(f+".fabric.cluster_uuid", fb.GetClusterUuid())
+			}
+			if c := g.GetC2C(); c != nil {
+				if c.GetLinksUp() > MaxC2CLinks {
+					v.add(f+".c2c.links_up", "%d, at most %d", c.GetLinksUp(), MaxC2CLinks)
+				}
+				if c.GetLinkMbPerS() > MaxC2CLinkMBps {
+					v.add(f+".c2c.link_mb_per_s", "%d MB/s is beyond any C2C link", c.GetLinkMbPerS())
+				}
 			}
 			v.count(f+".nvlinks", len(g.GetNvlinks()), MaxNVLinksPerGPU)
 		}

@@ -51,6 +51,13 @@ func TestValidate(t *testing.T) {
 		{"NVLink to missing switch", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].RemotePciBusId = "0000:81:00.0" }, "gpus[0].nvlinks[1].remote_pci_bus_id"},
 		{"NVLink to off-node switch", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].RemotePciBusId = "" }, ""},
 		{"duplicate NVLink index", func(i *ginv1.NodeInventory) { i.Gpus[0].Nvlinks[1].Index = 0 }, "gpus[0].nvlinks[1].index"},
+		{"Grace C2C link", func(i *ginv1.NodeInventory) { i.Gpus[0].C2C = &ginv1.C2CLink{LinksUp: 10, LinkMbPerS: 45000} }, ""},
+		{"too many C2C links", func(i *ginv1.NodeInventory) {
+			i.Gpus[0].C2C = &ginv1.C2CLink{LinksUp: MaxC2CLinks + 1, LinkMbPerS: 45000}
+		}, "gpus[0].c2c.links_up"},
+		{"C2C link too fast", func(i *ginv1.NodeInventory) {
+			i.Gpus[1].C2C = &ginv1.C2CLink{LinksUp: 1, LinkMbPerS: MaxC2CLinkMBps + 1}
+		}, "gpus[1].c2c.link_mb_per_s"},
 		{"too many GPUs", func(i *ginv1.NodeInventory) {
 			for k := 0; k < MaxGPUs; k++ {
 				i.Gpus = append(i.Gpus, &ginv1.Gpu{Uuid: "x", Index: uint32(100 + k)})
