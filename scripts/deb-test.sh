@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 fail() { echo "deb-test: FAIL: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || fail "needs root (dpkg -i)"
-for c in dpkg dpkg-deb lintian systemd-analyze setpriv; do
+for c in dpkg dpkg-deb lintian systemd-analyze setpriv unshare ip; do
   command -v "$c" >/dev/null || fail "$c is not installed"
 done
 shopt -s nullglob
@@ -26,7 +26,6 @@ done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 work=$(mktemp -d)
 cleanup() {
-  [[ -n ${master_pid:-} ]] && kill "$master_pid" 2>/dev/null || true
   dpkg -P gin-agent gin-master gin-tools >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -77,24 +76,39 @@ for b in gin-agent gin-master ginctl; do
 done
 /usr/bin/gin-agent --once -o json --source sim:dgx-h100 > "$work/agent.json" || fail "gin-agent --once failed"
 grep -q '"gpus"' "$work/agent.json" || fail "gin-agent --once -o json has no gpus: $(head -c 300 "$work/agent.json")"
-# The master as its unit runs it: user gin-master, /var/lib/gin-master
-# (ports of its own so it cannot collide with anything on the machine).
-setpriv --reuid gin-master --regid gin-master --init-groups /usr/bin/gin-master --node-id pkgtest --bind 127.0.0.1:0 \
-  --raft-bind 127.0.0.1:0 --http-bind 127.0.0.1:0 --data-dir /var/lib/gin-master >"$work/master.log" 2>&1 &
-master_pid=$!
-addr=
-for _ in $(seq 1 600); do
-  [[ -n $addr ]] || addr=$(sed -n 's/.*msg="gin-master serving".* grpc=\([^ ]*\).*/\1/p' "$work/master.log" | head -1)
-  if [[ -n $addr ]] && /usr/bin/ginctl --master "$addr" --timeout 2s members -o json >"$work/members" 2>&1 &&
-    grep -q '"leader": *true' "$work/members"; then break; fi
-  kill -0 "$master_pid" 2>/dev/null || { cat "$work/master.log"; fail "the installed gin-master exited"; }
+# The master as its unit runs it, with nothing added: the unit's own
+# ExecStart, its EnvironmentFile (/etc/default/gin-master as installed),
+# user gin-master, /var/lib/gin-master, default ports and node id. systemd
+# is not PID 1 here, so the unit's line runs under setpriv in a network
+# namespace of its own with one NIC and a default route (a fresh host), so
+# the default ports cannot collide with anything on this machine.
+command -v unshare >/dev/null && command -v ip >/dev/null || fail "unshare and ip are needed to run the unit's command line"
+execstart=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/gin-master.service)
+[[ $execstart == /usr/bin/gin-master* ]] || fail "unexpected ExecStart: $execstart"
+cat >"$work/unit.sh" <<SCRIPT
+set -eu
+ip link set lo up
+ip link add eth0 type veth peer name uplink0
+ip addr add 10.78.0.2/24 dev eth0
+ip link set uplink0 up
+ip link set eth0 up
+ip route add default via 10.78.0.1
+set -a; . /etc/default/gin-master; set +a
+eval "exec setpriv --reuid gin-master --regid gin-master --init-groups $execstart" >"$work/master.log" 2>&1 &
+pid=\$!
+for _ in \$(seq 1 600); do
+  if /usr/bin/ginctl --timeout 2s members -o json >"$work/members" 2>&1 && grep -q '"leader": *true' "$work/members"; then break; fi
+  kill -0 "\$pid" 2>/dev/null || { echo "gin-master exited"; exit 3; }
   sleep 0.1
 done
-grep -q '"leader": *true' "$work/members" 2>/dev/null || { cat "$work/master.log"; fail "the installed gin-master has no leader after 60 s (ginctl members: $(cat "$work/members" 2>/dev/null))"; }
-grep -q '"pkgtest"' "$work/members" || fail "ginctl members does not list pkgtest: $(cat "$work/members")"
+grep -q '"leader": *true' "$work/members" || { echo "no leader after 60 s"; exit 4; }
+kill -TERM "\$pid"
+wait "\$pid"
+SCRIPT
+unshare --net --pid --fork bash "$work/unit.sh" || { cat "$work/master.log"; fail "the unit's ExecStart did not start, lead and stop cleanly: $(cat "$work/members" 2>/dev/null)"; }
+grep -q '"address": *"10.78.0.2:5001"' "$work/members" || fail "the Raft address was not derived from the default route: $(cat "$work/members")"
 [[ $(stat -c %U /var/lib/gin-master/wal) == gin-master ]] || fail "the Raft log is not owned by gin-master"
-kill -TERM "$master_pid"; wait "$master_pid" || fail "gin-master did not stop cleanly on SIGTERM: $(tail -5 "$work/master.log")"
-master_pid=
+echo "the unit's command line ($execstart) started, led and stopped on SIGTERM as gin-master"
 
 echo "== dpkg -r (conffiles and data stay)"
 echo 'GIN_MASTER_OPTS="--log-level debug"' >> /etc/default/gin-master

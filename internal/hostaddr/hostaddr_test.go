@@ -2,7 +2,9 @@ package hostaddr
 
 import (
 	"errors"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -112,4 +114,42 @@ func TestSystemSource(t *testing.T) {
 	if a, err := (System{}).DefaultRouteAddr(false); err == nil && !a.Is4() {
 		t.Errorf("IPv4 default route address %s is not IPv4", a)
 	}
+}
+
+// FuzzDerive: any bind string gives either an error or an address that
+// parses as host:port with the bind's port, and a specific host is kept.
+func FuzzDerive(f *testing.F) {
+	for _, s := range []string{":5001", "0.0.0.0:5001", "[::]:5001", "10.0.0.1:5001", "m1:5001", ":0", "0.0.0.0", "[::1", "::::", ":99999", "[fe80::1%eth0]:5001"} {
+		f.Add(s)
+	}
+	src := fakeSource{route4: "10.1.2.3", route6: "fd00::3"}
+	f.Fuzz(func(t *testing.T, bind string) {
+		got, err := Derive(bind, src)
+		if err != nil {
+			return
+		}
+		if unspec, _ := Unspecified(bind); !unspec {
+			if got != bind {
+				t.Fatalf("Derive(%q) = %q: a specific host must be kept", bind, got)
+			}
+			return
+		}
+		host, port, err := net.SplitHostPort(got)
+		if err != nil {
+			t.Fatalf("Derive(%q) = %q, not host:port: %v", bind, got, err)
+		}
+		_, bport, _ := net.SplitHostPort(bind)
+		if p, _ := strconv.Atoi(port); strconv.Itoa(p) != port || !samePort(port, bport) {
+			t.Fatalf("Derive(%q) = %q: port changed", bind, got)
+		}
+		if host != "10.1.2.3" && host != "fd00::3" {
+			t.Fatalf("Derive(%q) = %q: not the default route's address", bind, got)
+		}
+	})
+}
+
+func samePort(a, b string) bool {
+	x, err1 := strconv.Atoi(a)
+	y, err2 := strconv.Atoi(b)
+	return err1 == nil && err2 == nil && x == y
 }

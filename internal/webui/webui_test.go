@@ -1,0 +1,90 @@
+package webui
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// fakeBackend answers like the master's read services, or fails with err.
+type fakeBackend struct {
+	err  error
+	asks []string
+}
+
+func (f *fakeBackend) ListNodes(context.Context, *ginv1.ListNodesRequest) (*ginv1.ListNodesResponse, error) {
+	f.asks = append(f.asks, "ListNodes")
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &ginv1.ListNodesResponse{Nodes: []*ginv1.NodeSummary{{Name: "n1", State: ginv1.NodeState_NODE_STATE_DOWN, GpuCount: 0}}}, nil
+}
+
+func (f *fakeBackend) GetNode(_ context.Context, r *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error) {
+	f.asks = append(f.asks, "GetNode "+r.GetName())
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &ginv1.GetNodeResponse{Summary: &ginv1.NodeSummary{Name: r.GetName()}}, nil
+}
+
+func (f *fakeBackend) GetMatrix(_ context.Context, r *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error) {
+	f.asks = append(f.asks, "GetMatrix "+r.GetNodes())
+	return &ginv1.GetMatrixResponse{}, f.err
+}
+
+func (f *fakeBackend) GetClusterInfo(context.Context, *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
+	f.asks = append(f.asks, "GetClusterInfo")
+	return &ginv1.GetClusterInfoResponse{ServerId: "m1"}, f.err
+}
+
+func TestHandlers(t *testing.T) {
+	tests := []struct {
+		name, method, path string
+		err                error
+		code               int
+		body               string
+		asked              string // "" = the backend must not be asked
+	}{
+		{"nodes as ginctl -o json", "GET", "/ui/api/nodes", nil, 200, `"state":"down"`, "ListNodes"},
+		{"zero values kept", "GET", "/ui/api/nodes", nil, 200, `"gpu_count":0`, "ListNodes"},
+		{"cluster", "GET", "/ui/api/cluster", nil, 200, `"server_id":"m1"`, "GetClusterInfo"},
+		{"node", "GET", "/ui/api/node?name=n1", nil, 200, `"name":"n1"`, "GetNode n1"},
+		{"matrix of one node", "GET", "/ui/api/matrix?node=n1", nil, 200, `{`, "GetMatrix n1"},
+		{"node missing", "GET", "/ui/api/node?name=n9", status.Error(codes.NotFound, "no node n9"), 404, "no node n9", "GetNode n9"},
+		{"replica not serving", "GET", "/ui/api/nodes", status.Error(codes.Unavailable, "not serving"), 503, "not serving", "ListNodes"},
+		{"a hostlist is not a node name", "GET", "/ui/api/matrix?node=n[1-999]", nil, 400, "node name", ""},
+		{"empty name", "GET", "/ui/api/node", nil, 400, "node name", ""},
+		{"control characters", "GET", "/ui/api/node?name=a%0Ab", nil, 400, "node name", ""},
+		{"read-only", "POST", "/ui/api/nodes", nil, 405, "", ""},
+		{"page", "GET", "/ui/", nil, 200, "GIN cluster topology", ""},
+		{"no listing of the assets", "GET", "/ui/static/", nil, 404, "", ""},
+		{"redirect to the page", "GET", "/ui", nil, 301, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fakeBackend{err: tc.err}
+			mux := http.NewServeMux()
+			Register(mux, b, slog.New(slog.DiscardHandler))
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.body) {
+				t.Fatalf("%s %s = %d %.200q, want %d containing %q", tc.method, tc.path, rec.Code, rec.Body.String(), tc.code, tc.body)
+			}
+			if got := strings.Join(b.asks, ","); got != tc.asked {
+				t.Fatalf("backend asked %q, want %q", got, tc.asked)
+			}
+			if tc.code == 200 && !strings.Contains(rec.Header().Get("Content-Security-Policy"), "default-src 'self'") {
+				t.Fatalf("no CSP on %s", tc.path)
+			}
+		})
+	}
+}
