@@ -39,13 +39,16 @@ const (
 
 // entry is what the store holds for a job.
 type entry struct {
-	plan    []byte // encoded, verified
-	table   []byte // its compiled decision table (plantable's C form)
-	hash    string
-	expires time.Time // zero: no expiry given
-	err     error     // a failed fetch, until FailureTTL after failed
-	failed  time.Time
-	added   time.Time
+	plan  []byte // encoded, verified (the body of planFrame)
+	table []byte // its compiled decision table, plantable's C form (the body of tableFrame)
+	hash  string
+	// planFrame and tableFrame are the complete plansock answers (OK) with
+	// plan and table, encoded once for every rank that asks.
+	planFrame, tableFrame []byte
+	expires               time.Time // zero: no expiry given
+	err                   error     // a failed fetch, until FailureTTL after failed
+	failed                time.Time
+	added                 time.Time
 }
 
 // call is a fetch in flight; its waiters share the outcome.
@@ -179,9 +182,17 @@ func expired(p *ginv1.Plan, now time.Time) bool {
 
 func entryOf(p *ginv1.Plan, b []byte) entry {
 	e := entry{plan: b, hash: p.GetContentHash()}
+	if f, err := plansock.AppendResponse(nil, plansock.Response{Status: plansock.StatusOK, Hash: e.hash, Body: b}); err == nil {
+		e.planFrame, e.plan = f, f[len(f)-len(b):]
+	}
 	// A plan too odd to encode as a table (planread already bounds job ids
 	// and rules) is still served in its own form.
 	e.table, _ = plantable.Encode(p.GetJobId(), p.GetContentHash(), plantable.Compile(p))
+	if e.table != nil {
+		if f, err := plansock.AppendResponse(nil, plansock.Response{Status: plansock.StatusOK, Hash: e.hash, Body: e.table}); err == nil {
+			e.tableFrame, e.table = f, f[len(f)-len(e.table):]
+		}
+	}
 	if p.GetExpiresAt() != nil {
 		e.expires = p.GetExpiresAt().AsTime()
 	}
@@ -197,6 +208,27 @@ func (e entry) in(f plansock.Form) ([]byte, string, error) {
 		return nil, "", errors.New("the plan cannot be given as a table")
 	}
 	return e.table, e.hash, nil
+}
+
+// frame is the entry's prepared answer in form f, or nil.
+func (e entry) frame(f plansock.Form) []byte {
+	if f == plansock.FormTable {
+		return e.tableFrame
+	}
+	return e.planFrame
+}
+
+// CachedFrame is the plansock server's fast path (plansock.FrameCache): the
+// prepared answer for a job whose plan is held and not expired.
+func (s *Store) CachedFrame(job []byte, f plansock.Form) ([]byte, string, bool) {
+	s.mu.Lock()
+	e, ok := s.plans[string(job)]
+	s.mu.Unlock()
+	if !ok || e.err != nil || (!e.expires.IsZero() && !s.now().Before(e.expires)) {
+		return nil, "", false
+	}
+	fr := e.frame(f)
+	return fr, e.hash, fr != nil
 }
 
 // Put stores a plan (verified first) and keeps it on disk. A job's plan is

@@ -1,6 +1,7 @@
 package nodeplans
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -283,5 +284,47 @@ func TestTableForm(t *testing.T) {
 	}
 	if want := plantable.Compile(p); len(e.Table.Shapes) != 1 || e.Table.Shapes[0] != want.Shapes[0] {
 		t.Fatal("the served table is not the plan's")
+	}
+}
+
+// TestPreparedAnswers: the store's prepared answers (plansock.FrameCache)
+// are exactly what Plan gives, encoded as the socket sends them, for both
+// forms; a job without a plan, an expired plan or a failure has none, so
+// the server asks Plan.
+func TestPreparedAnswers(t *testing.T) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	s, err := Open(Options{Now: clk.now, Fetcher: &fetcher{fail: errors.New("masters down")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planFor("21", clk.now().Add(time.Hour))
+	if err := s.Put(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range []plansock.Form{plansock.FormPlan, plansock.FormTable} {
+		frame, hash, ok := s.CachedFrame([]byte("21"), form)
+		if !ok || hash != p.GetContentHash() {
+			t.Fatalf("form %d: no prepared answer (%v) or hash %q", form, ok, hash)
+		}
+		body, h, err := s.Plan(context.Background(), plansock.Request{JobID: "21", Form: form})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := plansock.ReadResponse(bytes.NewReader(frame))
+		if err != nil || r.Status != plansock.StatusOK || r.Hash != h || !bytes.Equal(r.Body, body) {
+			t.Fatalf("form %d: prepared answer %v %q %d bytes, %v; Plan gives %q %d bytes", form, r.Status, r.Hash, len(r.Body), err, h, len(body))
+		}
+	}
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "22"}); err == nil {
+		t.Fatal("job 22: a plan from failing masters")
+	}
+	for _, job := range []string{"22", "23"} { // failed, never asked
+		if _, _, ok := s.CachedFrame([]byte(job), plansock.FormTable); ok {
+			t.Fatalf("job %s: a prepared answer without a plan", job)
+		}
+	}
+	clk.add(time.Hour)
+	if _, _, ok := s.CachedFrame([]byte("21"), plansock.FormTable); ok {
+		t.Fatal("an expired plan's answer served")
 	}
 }

@@ -1,6 +1,7 @@
 package plansock
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -81,7 +82,7 @@ func (r Request) Validate() error {
 		return fmt.Errorf("node list of %d bytes, more than %d", len(r.Nodes), MaxNodes)
 	case r.Form > FormTable:
 		return fmt.Errorf("unknown form %d", r.Form)
-	case strings.ContainsFunc(r.JobID+r.Nodes, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+	case strings.ContainsFunc(r.JobID, isControl) || strings.ContainsFunc(r.Nodes, isControl):
 		return errors.New("control characters in the job id or node list")
 	}
 	return nil
@@ -133,6 +134,77 @@ func ReadRequest(rd io.Reader) (Request, error) {
 	}
 	r.GPUsPerNode = binary.BigEndian.Uint32(g[:])
 	return r, r.Validate()
+}
+
+// MaxRequest is the longest request on the wire.
+const MaxRequest = 4 + 1 + 2 + MaxJobID + 2 + MaxNodes + 4
+
+// errShort says that b holds the start of a request but not all of it.
+var errShort = errors.New("request incomplete")
+
+// rawRequest is a request parsed in place: JobID and Nodes alias the bytes
+// it was parsed from.
+type rawRequest struct {
+	form        Form
+	jobID       []byte
+	nodes       []byte
+	gpusPerNode uint32
+}
+
+// parseRequest parses the request at the start of b without allocating.
+// It returns errShort while b is a prefix of a request that may still be
+// valid, and checks what Validate checks.
+func parseRequest(b []byte) (rawRequest, error) {
+	if len(b) < 5 {
+		if !bytes.HasPrefix(reqMagic[:], b[:min(len(b), 4)]) {
+			return rawRequest{}, fmt.Errorf("not a GIN plan request (header %q)", b)
+		}
+		return rawRequest{}, errShort
+	}
+	if [4]byte(b[:4]) != reqMagic || (Form(b[4]) != FormPlan && Form(b[4]) != FormTable) {
+		return rawRequest{}, fmt.Errorf("not a GIN plan request (header %q)", b[:5])
+	}
+	r := rawRequest{form: Form(b[4])}
+	rest := b[5:]
+	var err error
+	if r.jobID, rest, err = cutString16(rest, MaxJobID, "job id"); err != nil {
+		return rawRequest{}, err
+	}
+	if r.nodes, rest, err = cutString16(rest, MaxNodes, "node list"); err != nil {
+		return rawRequest{}, err
+	}
+	if len(rest) < 4 {
+		return rawRequest{}, errShort
+	}
+	r.gpusPerNode = binary.BigEndian.Uint32(rest)
+	switch {
+	case len(r.jobID) == 0:
+		return rawRequest{}, errors.New("empty job id")
+	case bytes.ContainsFunc(r.jobID, isControl) || bytes.ContainsFunc(r.nodes, isControl):
+		return rawRequest{}, errors.New("control characters in the job id or node list")
+	}
+	return r, nil
+}
+
+func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
+
+// request is r with its strings copied.
+func (r rawRequest) request() Request {
+	return Request{JobID: string(r.jobID), Nodes: string(r.nodes), GPUsPerNode: r.gpusPerNode, Form: r.form}
+}
+
+func cutString16(b []byte, max int, what string) (s, rest []byte, err error) {
+	if len(b) < 2 {
+		return nil, nil, errShort
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n > max {
+		return nil, nil, fmt.Errorf("%s of %d bytes, more than %d", what, n, max)
+	}
+	if len(b) < 2+n {
+		return nil, nil, errShort
+	}
+	return b[2 : 2+n], b[2+n:], nil
 }
 
 // AppendResponse encodes r after b.

@@ -22,6 +22,16 @@ type Source interface {
 	Plan(ctx context.Context, r Request) (plan []byte, hash string, err error)
 }
 
+// FrameCache is what a Source may offer besides Plan: the complete encoded
+// OK response (AppendResponse) for a job's plan in a form, held in memory,
+// so that the server answers a rank with one write of bytes prepared once,
+// without a context, an encoding or an allocation per request. ok is false
+// when the source would have to do more (fetch, create, report an error);
+// the server then calls Plan. The frame must not be modified.
+type FrameCache interface {
+	CachedFrame(job []byte, form Form) (frame []byte, hash string, ok bool)
+}
+
 // ErrNotFound says that the job has no plan.
 var ErrNotFound = errors.New("no plan for this job")
 
@@ -41,9 +51,11 @@ const (
 
 // Server serves a Source on a Unix socket.
 type Server struct {
-	src Source
-	log *slog.Logger
-	ln  *net.UnixListener
+	src   Source
+	cache FrameCache // src's fast path, or nil
+	log   *slog.Logger
+	ln    *net.UnixListener
+	bufs  sync.Pool // *[MaxRequest]byte: a connection's request buffer
 }
 
 // Listen creates the socket at path, readable and writable by every local
@@ -80,7 +92,8 @@ func Listen(path string, src Source, log *slog.Logger) (*Server, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("plan socket %s: %w", path, err)
 	}
-	return &Server{src: src, log: log, ln: ln}, nil
+	cache, _ := src.(FrameCache)
+	return &Server{src: src, cache: cache, log: log, ln: ln}, nil
 }
 
 // Addr is the socket's path.
@@ -107,12 +120,22 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("plan socket: %w", err)
 		}
-		cred, err := peerCred(c)
+		buf, _ := s.bufs.Get().(*[MaxRequest]byte)
+		if buf == nil {
+			buf = new([MaxRequest]byte)
+		}
+		at, err := s.serveAtOnce(ctx, c, buf)
 		if err != nil {
 			s.log.Warn("plan socket: peer unknown, connection closed", "err", err)
 			_ = c.Close()
+			s.bufs.Put(buf)
 			continue
 		}
+		if at.served {
+			s.bufs.Put(buf)
+			continue
+		}
+		cred, n, rest := at.cred, at.n, at.rest
 		mu.Lock()
 		over := cred.Uid != 0 && perUID[cred.Uid] >= MaxConnsPerUID
 		if !over {
@@ -122,12 +145,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		if over {
 			s.log.Warn("plan socket: too many connections from one user, connection closed", "uid", cred.Uid, "pid", cred.Pid, "limit", MaxConnsPerUID)
 			_ = c.Close()
+			s.bufs.Put(buf)
 			continue
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			_ = c.Close()
+			s.bufs.Put(buf)
 			return nil
 		}
 		wg.Add(1)
@@ -141,7 +166,12 @@ func (s *Server) Serve(ctx context.Context) error {
 				}
 				mu.Unlock()
 			}()
-			s.serveConn(ctx, c, cred)
+			if rest != nil {
+				s.bufs.Put(buf)
+				s.finishWrite(c, cred, rest)
+				return
+			}
+			s.serveConn(ctx, c, cred, buf, n)
 		}()
 	}
 }
@@ -149,19 +179,134 @@ func (s *Server) Serve(ctx context.Context) error {
 // Close closes the socket (Serve returns).
 func (s *Server) Close() error { return s.ln.Close() }
 
-func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.Ucred) {
+// maxAtOnce bounds the answers the accept loop writes itself: far below a
+// Unix socket's send buffer, so that the write completes at once whether
+// or not the client reads.
+const maxAtOnce = 64 << 10
+
+// atOnce is what serveAtOnce did.
+type atOnce struct {
+	cred   *syscall.Ucred
+	n      int    // request bytes read into the buffer
+	rest   []byte // the part of the answer still to write
+	served bool   // answered and closed
+	// for the log
+	job  []byte
+	hash string
+	werr error
+}
+
+// serveAtOnce is the accept loop's fast path, the one every rank of a
+// started job takes. It asks the kernel who the peer is (SO_PEERCRED) and,
+// when the request has already arrived (one read that does not wait) and
+// the source holds its answer prepared (FrameCache), answers with one write
+// that does not wait and closes the connection: no goroutine, no context,
+// no wakeup of another thread, no allocation but the runtime's for the
+// system calls. Otherwise it returns the bytes it read into buf for
+// serveConn to go on from, or the part of the answer a full client queue
+// did not take (rest). It never blocks. A connection served here holds no
+// slot, so it is not counted against its user's limit.
+func (s *Server) serveAtOnce(ctx context.Context, c *net.UnixConn, buf *[MaxRequest]byte) (atOnce, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return atOnce{}, err
+	}
+	var a atOnce
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cerr = s.atOnceFD(int(fd), buf, &a) }); err != nil {
+		return atOnce{}, err
+	}
+	if cerr != nil {
+		return atOnce{}, cerr
+	}
+	switch {
+	case !a.served:
+	case a.werr != nil:
+		s.log.Warn("plan socket: answer not delivered", "uid", a.cred.Uid, "pid", a.cred.Pid, "job", string(a.job),
+			"status", StatusOK.String(), "hash", a.hash, "err", a.werr)
+	case s.log.Enabled(ctx, slog.LevelDebug):
+		s.log.Debug("plan socket: plan served", "uid", a.cred.Uid, "pid", a.cred.Pid, "job", string(a.job),
+			"status", StatusOK.String(), "hash", a.hash)
+	}
+	if a.served {
+		_ = c.Close()
+	}
+	return a, nil
+}
+
+// atOnceFD is serveAtOnce's system calls on the connection's descriptor;
+// it returns an error only when the peer is unknown.
+func (s *Server) atOnceFD(fd int, buf *[MaxRequest]byte, a *atOnce) error {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	if err != nil {
+		return err
+	}
+	a.cred = cred
+	if s.cache == nil {
+		return nil
+	}
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return nil // nothing yet (EAGAIN), or serveConn meets the error
+	}
+	a.n = n
+	r, err := parseRequest(buf[:n])
+	if err != nil {
+		return nil
+	}
+	frame, hash, ok := s.cache.CachedFrame(r.jobID, r.form)
+	if !ok || len(frame) > maxAtOnce {
+		return nil
+	}
+	w, err := syscall.SendmsgN(fd, frame, nil, nil, syscall.MSG_NOSIGNAL)
+	if errors.Is(err, syscall.EAGAIN) || (err == nil && w < len(frame)) {
+		// The client's queue is full: a goroutine writes the rest.
+		a.rest = frame[max(w, 0):]
+		return nil
+	}
+	a.served, a.job, a.hash, a.werr = true, r.jobID, hash, err
+	return nil
+}
+
+// finishWrite writes the rest of an answer serveAtOnce began.
+func (s *Server) finishWrite(c *net.UnixConn, cred *syscall.Ucred, rest []byte) {
 	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(connTimeout))
+	if _, err := c.Write(rest); err != nil {
+		s.log.Warn("plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "status", StatusOK.String(), "err", err)
+	}
+}
+
+// serveConn answers the request of which buf holds the first n bytes.
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.Ucred, buf *[MaxRequest]byte, n int) {
+	defer func() { _ = c.Close() }()
+	defer s.bufs.Put(buf)
 	start := time.Now()
+	_ = c.SetDeadline(start.Add(connTimeout))
+	raw, err := readRequest(c, buf, n)
+	if err == nil && s.cache != nil {
+		// The ranks' path: the plan is held, its answer was encoded once.
+		if frame, hash, ok := s.cache.CachedFrame(raw.jobID, raw.form); ok {
+			_, werr := c.Write(frame)
+			if werr != nil {
+				s.log.Warn("plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
+					"status", StatusOK.String(), "hash", hash, "took", time.Since(start).Round(time.Microsecond), "err", werr)
+			} else if s.log.Enabled(ctx, slog.LevelDebug) {
+				s.log.Debug("plan socket: plan served", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
+					"status", StatusOK.String(), "hash", hash, "took", time.Since(start).Round(time.Microsecond))
+			}
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, connTimeout)
 	defer cancel()
-	_ = c.SetDeadline(start.Add(connTimeout))
-	uid, pid := int(cred.Uid), int(cred.Pid)
-	req, err := ReadRequest(c)
+	var req Request
 	var resp Response
 	switch {
 	case err != nil:
 		resp = Response{Status: StatusBadRequest, Body: clip(err.Error())}
 	default:
+		req = raw.request()
 		if cred.Uid != 0 {
 			// Only root (the Slurm prolog) may have a plan created: for
 			// anyone else the node list is dropped, so the agent serves a
@@ -185,7 +330,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 		resp.Status = StatusUnavailable
 	}
 	_, werr := c.Write(b)
-	attrs := []any{"uid", uid, "pid", pid, "job", req.JobID, "status", resp.Status.String(),
+	level := slog.LevelInfo
+	switch {
+	case werr != nil:
+		level = slog.LevelWarn
+	case resp.Status == StatusOK:
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []any{"uid", cred.Uid, "pid", cred.Pid, "job", req.JobID, "status", resp.Status.String(),
 		"hash", resp.Hash, "took", time.Since(start).Round(time.Microsecond)}
 	switch {
 	case werr != nil:
@@ -194,6 +349,28 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 		s.log.Debug("plan socket: plan served", attrs...)
 	default:
 		s.log.Info("plan socket: no plan served", append(attrs, "reason", string(resp.Body))...)
+	}
+}
+
+// readRequest reads one request into buf, in as few reads as the client's
+// writes allow (one, for a client that sends its request at once).
+// buf holds the first n bytes already.
+func readRequest(c net.Conn, buf *[MaxRequest]byte, n int) (rawRequest, error) {
+	if n > 0 {
+		if r, perr := parseRequest(buf[:n]); perr == nil || !errors.Is(perr, errShort) {
+			return r, perr
+		}
+	}
+	for {
+		k, err := c.Read(buf[n:])
+		n += k
+		r, perr := parseRequest(buf[:n])
+		if perr == nil || !errors.Is(perr, errShort) {
+			return r, perr
+		}
+		if err != nil {
+			return rawRequest{}, fmt.Errorf("request incomplete after %d bytes: %w", n, err)
+		}
 	}
 }
 
