@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -201,6 +202,11 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		tlsSrc = src
 	}
+	if tlsSrc != nil {
+		if err := certCoversAdvertised(tlsSrc, o); err != nil {
+			return err
+		}
+	}
 	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
@@ -226,7 +232,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("gRPC is not encrypted (mTLS is not configured: --tls-ca, --tls-cert, --tls-key)")
 	} else {
 		log.Info("gRPC with mTLS (TLS 1.3, client certificates required, roles checked)", "identity", tlsSrc.Identity().String())
-		log.Warn("the Raft port is not encrypted yet (issue #11): keep --raft-bind on a network only the masters reach")
+		log.Info("Raft over TLS: only master certificates of the cluster CA may connect to --raft-bind")
 	}
 	err = s.Serve(ctx)
 	if cerr := s.Close(); cerr != nil && err == nil {
@@ -346,4 +352,34 @@ func deriveAdvertise(o *options, src hostaddr.Source, log *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// certCoversAdvertised checks that the master's certificate names the hosts
+// other masters and clients dial (--raft-advertise, --advertise, or the
+// bound addresses): they verify it, and a missing SAN would fail only later,
+// at every connection.
+func certCoversAdvertised(src *pki.Source, o options) error {
+	for _, a := range []struct{ flag, addr string }{
+		{"--raft-advertise", firstNonEmpty(o.raftAdvertise, o.raftBind)},
+		{"--advertise", firstNonEmpty(o.advertise, o.bind)},
+	} {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil || host == "" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			continue
+		}
+		if err := src.CoversHost(host); err != nil {
+			return fmt.Errorf("%s %s: the TLS certificate does not name %s, and the other masters and clients that dial it check that (%v); reissue it with ginctl tls cert create --role master --name %s --ip/--dns %s", a.flag, a.addr, host, err, o.nodeID, host)
+		}
+	}
+	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

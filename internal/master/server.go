@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 	store := state.New(log)
 	node, err := ginraft.Open(ginraft.Config{
 		ID: cfg.ID, Bind: cfg.RaftBind, Advertise: cfg.RaftAdvertise, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap,
-		Fast: cfg.FastRaft, Tuning: cfg.RaftTuning, Logger: log,
+		Fast: cfg.FastRaft, Tuning: cfg.RaftTuning, TLS: cfg.TLS, Logger: log,
 	}, store)
 	if err != nil {
 		_ = lis.Close()

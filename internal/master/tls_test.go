@@ -196,3 +196,49 @@ func TestTLSMaster(t *testing.T) {
 		t.Fatalf("reader Session: %v, want PermissionDenied", err)
 	}
 }
+
+// TestTLSClusterJoinsAndReplicates: three masters with TLS on form one
+// cluster through --join (gRPC Join with their master certificates, Raft
+// over the TLS transport) and replicate a write.
+func TestTLSClusterJoinsAndReplicates(t *testing.T) {
+	p := newTestPKI(t)
+	var ms []*member
+	start := func(id string, bootstrap bool, join []string) *member {
+		t.Helper()
+		s, err := New(Config{ID: id, Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: bootstrap, Join: join,
+			FastRaft: true, HeartbeatInterval: time.Second, TLS: p.source(t, pki.Identity{Role: pki.RoleMaster, Name: id})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &member{s: s, done: make(chan error, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		m.cancel = cancel
+		go func() { m.done <- s.Serve(ctx) }()
+		t.Cleanup(m.stop)
+		ms = append(ms, m)
+		return m
+	}
+	m1 := start("m1", true, nil)
+	start("m2", false, []string{m1.s.Addr()})
+	start("m3", false, []string{m1.s.Addr()})
+	waitUntil(t, "three voters over TLS", func() bool {
+		l := leaderOf(ms)
+		return l != nil && len(l.s.node.Stats().Members) == 3
+	})
+	agent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node001"})
+	sess, ack := openSession(t, agent, simInventory(t, "dgx-h100", "node001"))
+	if ack == nil {
+		t.Fatal("no hello ack from the leader")
+	}
+	if _, err := sess.send(simInventory(t, "dgx-h100", "node001")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "node001 on every master", func() bool {
+		for _, m := range ms {
+			if _, ok := m.s.store.Node("node001"); !ok {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -195,3 +195,20 @@ func (s *Source) reloadLocked() error {
 
 // ErrNoPeerCertificate is returned when a peer presented no certificate.
 var ErrNoPeerCertificate = errors.New("peer presented no certificate")
+
+// CoversHost reports whether the current certificate names host (a DNS
+// name or an IP address) as a SAN, as peers dialling that host require.
+func (s *Source) CoversHost(host string) error {
+	pair := s.Certificate()
+	leaf := pair.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return err
+		}
+	}
+	if err := leaf.VerifyHostname(host); err != nil {
+		return fmt.Errorf("%s: %w", s.files.Cert, err)
+	}
+	return nil
+}

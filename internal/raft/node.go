@@ -19,6 +19,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	"github.com/gin-topology/gin/internal/hostaddr"
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/state"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	Fast bool
 	// Tuning overrides hashicorp/raft's timeouts and snapshot policy.
 	Tuning Tuning
+	// TLS, when set, runs the Raft transport over TLS 1.3 accepting and
+	// dialling only master certificates of the cluster CA; nil: plain TCP.
+	TLS    *pki.Source
 	Logger *slog.Logger
 }
 
@@ -217,7 +221,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	trans, err := hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
+	trans, err := newTransport(cfg, adv, hlog, log)
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)

@@ -1,0 +1,190 @@
+package raft
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/gin-topology/gin/internal/pki"
+)
+
+// Bounds of the TLS stream layer.
+const (
+	// raftHandshakeTimeout bounds one TLS handshake on the Raft port (a
+	// peer that connects and says nothing is dropped after it).
+	raftHandshakeTimeout = 5 * time.Second
+	// maxRaftHandshakes bounds the handshakes in flight; further
+	// connections wait in the kernel's backlog.
+	maxRaftHandshakes = 64
+)
+
+// tlsLayer is a hashicorp/raft StreamLayer over TLS 1.3 that accepts and
+// dials only peers presenting a master certificate of the cluster CA (the
+// Raft transport itself trusts whatever it reads). Handshakes run in their
+// own goroutines with a deadline, as etcd's TLS listener does, so one slow
+// or hostile peer cannot stall Accept; Accept returns only verified
+// connections, and an error only once the layer is closed.
+type tlsLayer struct {
+	lis       net.Listener
+	advertise net.Addr
+	server    *tls.Config
+	client    *tls.Config
+	log       *slog.Logger
+
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, log *slog.Logger) (*tlsLayer, error) {
+	lis, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	if advertise == nil {
+		advertise = lis.Addr()
+	}
+	masters := pki.RequireRole(pki.RoleMaster)
+	l := &tlsLayer{
+		lis: lis, advertise: advertise, log: log,
+		server: pki.ServerConfig(src, masters),
+		client: pki.ClientConfig(src, masters),
+		conns:  make(chan net.Conn), closed: make(chan struct{}),
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *tlsLayer) acceptLoop() {
+	defer l.wg.Done()
+	sem := make(chan struct{}, maxRaftHandshakes)
+	for {
+		c, err := l.lis.Accept()
+		if err != nil {
+			select {
+			case <-l.closed:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.log.Warn("raft listener accept failed", "err", err)
+			select {
+			case <-l.closed:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-l.closed:
+			_ = c.Close()
+			return
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer func() { <-sem }()
+			l.handshake(c)
+		}()
+	}
+}
+
+func (l *tlsLayer) handshake(c net.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), raftHandshakeTimeout)
+	defer cancel()
+	tc := tls.Server(c, l.server)
+	_ = c.SetDeadline(time.Now().Add(raftHandshakeTimeout))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		l.log.Warn("raft connection refused in the TLS handshake (only master certificates of the cluster CA may speak Raft)", "peer", c.RemoteAddr().String(), "err", err)
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	select {
+	case l.conns <- tc:
+	case <-l.closed:
+		_ = tc.Close()
+	}
+}
+
+// Accept returns the next verified connection.
+func (l *tlsLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting; connections already handed out stay open.
+func (l *tlsLayer) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.closed)
+		err = l.lis.Close()
+		l.wg.Wait()
+	})
+	return err
+}
+
+// Addr is the advertised address (what peers dial).
+func (l *tlsLayer) Addr() net.Addr { return l.advertise }
+
+// Dial connects to a peer and requires its master certificate (naming the
+// dialled host or IP).
+func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(string(address))
+	if err != nil {
+		return nil, fmt.Errorf("raft dial %s: %w", address, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", string(address))
+	if err != nil {
+		return nil, err
+	}
+	cfg := l.client.Clone()
+	cfg.ServerName = host
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("raft dial %s: TLS: %w", address, err)
+	}
+	return tc, nil
+}
+
+// newTransport is the Raft network transport: plain TCP, or the TLS layer
+// when cfg.TLS is set.
+func newTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, error) {
+	if cfg.TLS == nil {
+		return hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
+	}
+	layer, err := newTLSLayer(cfg.Bind, adv, cfg.TLS, log)
+	if err != nil {
+		return nil, err
+	}
+	if adv == nil {
+		if ta, ok := layer.lis.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+			_ = layer.Close()
+			return nil, errors.New("local bind address is not advertisable")
+		}
+	}
+	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+	}), nil
+}

@@ -1,0 +1,125 @@
+package raft
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+type raftPKI struct {
+	dir string
+	ca  *pki.CA
+}
+
+func (p *raftPKI) source(t *testing.T, id pki.Identity) *pki.Source {
+	t.Helper()
+	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: id}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := pki.NewSource(pki.Files{CA: filepath.Join(p.dir, pki.CAFile), Cert: cert, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func newRaftPKI(t *testing.T) *raftPKI {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raftPKI{dir: dir, ca: ca}
+}
+
+// TestTLSTransportRefusesForgedRPCs: a leader on the TLS transport gets
+// forged RequestVote RPCs (LeadershipTransfer set, a far higher term,
+// claiming the leader's own id, as an attacker who can reach the Raft port
+// would send them) over plain TCP, over TLS with an agent certificate of
+// the same CA, and over TLS with a master certificate of another CA. Every
+// one fails before Raft reads it: the leader stays leader in its term.
+// A master certificate of the cluster CA gets through (the same RPC is
+// answered), so the refusals are the certificate checks, not a broken port.
+func TestTLSTransportRefusesForgedRPCs(t *testing.T) {
+	p := newRaftPKI(t)
+	n, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true, Fast: true,
+		TLS: p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"})}, state.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !n.IsLeader() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no leader")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	term := n.Stats().Term
+	forged := func() *hraft.RequestVoteRequest {
+		return &hraft.RequestVoteRequest{
+			RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte("m1"), Addr: []byte(n.Addr())},
+			Term:      term + 1<<20, LastLogIndex: 1 << 40, LastLogTerm: term + 1<<20, LeadershipTransfer: true,
+		}
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	tlsAttacker := func(src *pki.Source) *hraft.NetworkTransport {
+		layer, err := newTLSLayer("127.0.0.1:0", nil, src, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hraft.NewNetworkTransport(layer, 1, 2*time.Second, io.Discard)
+	}
+	plain, err := hraft.NewTCPTransport("127.0.0.1:0", nil, 1, 2*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newRaftPKI(t)
+	attackers := []struct {
+		name  string
+		trans *hraft.NetworkTransport
+	}{
+		{"plain TCP", plain},
+		{"agent certificate", tlsAttacker(p.source(t, pki.Identity{Role: pki.RoleAgent, Name: "node001"}))},
+		{"admin certificate", tlsAttacker(p.source(t, pki.Identity{Role: pki.RoleAdmin}))},
+		{"master certificate of another CA", tlsAttacker(other.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}))},
+	}
+	for _, a := range attackers {
+		t.Run(a.name, func(t *testing.T) {
+			defer a.trans.Close()
+			var resp hraft.RequestVoteResponse
+			err := a.trans.RequestVote("m1", hraft.ServerAddress(n.Addr()), forged(), &resp)
+			if err == nil {
+				t.Fatalf("forged RequestVote answered: %+v", resp)
+			}
+			if !n.IsLeader() || n.Stats().Term != term {
+				t.Fatalf("after the forged vote: leader %v, term %d (was %d)", n.IsLeader(), n.Stats().Term, term)
+			}
+		})
+	}
+	// The control: a master certificate of this CA reaches Raft (a vote
+	// request with a stale term is answered, not granted).
+	peer := tlsAttacker(p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m2"}))
+	defer peer.Close()
+	var resp hraft.RequestVoteResponse
+	stale := forged()
+	stale.Term, stale.LastLogTerm, stale.LeadershipTransfer, stale.ID = 0, 0, false, []byte("m2")
+	if err := peer.RequestVote("m1", hraft.ServerAddress(n.Addr()), stale, &resp); err != nil {
+		t.Fatalf("a master of the cluster CA could not reach Raft: %v", err)
+	}
+	if resp.Granted {
+		t.Fatal("a stale vote was granted")
+	}
+}
