@@ -164,6 +164,19 @@ the sizes between (internal/calib TestHeldOutInterpolation): 32 held-out sizes: 
 The worst cases are the 10-node all_gather and reduce_scatter between 64 MiB and 256 MiB, whose
 measured busbw is not monotonic in size; the issue's goal (worst ≤ 15%%) is not met there.
 
+Other interpolations, measured on the same split (internal/calib TestInterpolationAlternatives;
+sizes above the largest imported one are extrapolated alike by every method and left out):
+26 interior held-out sizes, linear in size (used): median 1.1%%, worst 23.6%%; linear in
+log-size/log-time: median 1.6%%, worst 21.0%%; monotone cubic in log-log: median 1.5%%, worst 26.7%%.
+None meets the 15%% goal. The worst point is the 10-node all_gather at 256 MiB: measured 1765.7 µs
+(busbw 150.1 GB/s), while its imported neighbours are 840.9 µs at 128 MiB (157.6 GB/s) and 2363.1 µs
+at 512 MiB (224.4 GB/s; each size's faster of out-of-place and in-place), a dip in busbw that a
+smooth curve through the neighbours does not follow (the log-log power law predicts ~1410 µs
+there, linear in size 1348 µs). Linear in size is kept: it is exact where time is affine in size (latency plus
+bytes over a constant bandwidth, the α-β form of NCCL's own model), has the lowest median, and the
+log-log form would trade 2.6 points of worst case for a higher median on this one published log.
+The test bound on the worst case stays at 25%% (not loosened, not met at 15%%).
+
 
 **When GIN overrides NCCL, and by how much.** From the model alone, on the dev cluster's shapes
 (4 × DGX H100 on a non-blocking fat tree, 1-2 nodes) no rule overrides NCCL: GIN's model and
