@@ -35,7 +35,7 @@ func needChromium(t *testing.T) string {
 
 // TestWebViewInChromium opens the master's /ui/ of a dev cluster in
 // headless Chromium (driven by chromedp): the page shows the four nodes up
-// under their leaf switches and the Raft member, a click on a node shows its
+// under their leaf switches, the Raft member and a pinned plan, a click on a node shows its
 // GPUs' NVLink health and its topo -m (NV18 between GPUs), and the browser
 // logs no console error, exception or blocked resource (the page runs under
 // its CSP). The screenshot is kept in $GIN_ARTIFACT_DIR (CI) or the test's
@@ -46,7 +46,10 @@ func TestWebViewInChromium(t *testing.T) {
 	}
 	browser := needChromium(t)
 	bin := binaries(t)
-	_, _, stderr := startDev(t, bin, "--http-bind", "127.0.0.1:0")
+	addr, _, stderr := startDev(t, bin, "--http-bind", "127.0.0.1:0")
+	if out, err := runTool(t, bin, "ginctl", "--master", addr, "plan", "--job", "4242", "--nodes", "node[001-002]"); err != nil {
+		t.Fatalf("ginctl plan: %v\n%s", err, out)
+	}
 	re := regexp.MustCompile(`msg="serving /metrics and /healthz".* addr=(\S+)`)
 	var httpAddr string
 	waitFor(t, "the dev master's HTTP address", 30*time.Second, func() bool {
@@ -132,6 +135,15 @@ func TestWebViewInChromium(t *testing.T) {
 	}
 	if s := text("#members"); !strings.Contains(s, "dev-master") || !strings.Contains(s, "leader") {
 		t.Errorf("Raft members table %q, want the dev master as leader", s)
+	}
+	step("open the plan", chromedp.Click(chromedp.CSS(`details[data-job="4242"] summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-job="4242"] td`)))
+	if s := text("#plans"); !strings.Contains(s, "job 4242: 2 nodes (node001, node002)") || !strings.Contains(s, "all_reduce") ||
+		!strings.Contains(s, "reason") {
+		t.Errorf("pinned plans %q, want job 4242 on node001, node002 with its rules and reasons", s)
+	}
+	if s := text("#plans-note"); s != "1 plans pinned." {
+		t.Errorf("plans note %q", s)
 	}
 	step("open node001", chromedp.Click(chromedp.CSS(`button[data-node="node001"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-node="node001"] #matrix td`)))

@@ -120,7 +120,9 @@ grep -q 'log-level debug' /etc/default/gin-master || fail "dpkg -r did not keep 
 [[ -d /var/lib/gin-master/wal ]] || fail "dpkg -r removed the Raft data (only purge may)"
 
 echo "== dpkg -P (everything goes but the user)"
-dpkg -P gin-agent gin-master gin-tools
+dpkg -P gin-agent gin-master  # gin-tools has no conffiles: dpkg -r removed it fully
+st=$(dpkg-query -W -f='${Status}' gin-tools 2>/dev/null || true)
+[[ -z $st || $st == *not-installed ]] || fail "gin-tools after dpkg -r: $st"
 for f in /etc/default/gin-agent /etc/default/gin-master /var/lib/gin-master \
   /etc/systemd/system/multi-user.target.wants/gin-agent.service /etc/systemd/system/multi-user.target.wants/gin-master.service; do
   [[ ! -e $f && ! -L $f ]] || fail "$f is still there after dpkg -P"

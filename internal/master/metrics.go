@@ -167,8 +167,13 @@ func listenHTTP(bind string) (net.Listener, error) {
 }
 
 // webBackend is what the web view reads: the gRPC read services, called
-// in-process.
+// in-process, and the pinned plans of this replica.
 type webBackend struct {
 	*topologyService
 	*adminService
+}
+
+// PinnedPlans implements webui.Backend.
+func (w webBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
+	return w.topologyService.s.store.Plans(), nil
 }

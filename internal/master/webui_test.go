@@ -63,6 +63,7 @@ func TestWebViewOnFollower(t *testing.T) {
 		{"/ui/api/cluster", `"leader_id":"` + leader.s.cfg.ID + `"`, 200},
 		{"/ui/api/node?name=node002", `"name":"node002"`, 200},
 		{"/ui/api/matrix?node=node001", `"label":"GPU7"`, 200},
+		{"/ui/api/plans", `"total":0`, 200},
 		{"/ui/api/node?name=nope", "", 404},
 		{"/ui/api/node?name=..%2Fx", "node name", 400},
 		{"/ui/api/matrix", "node name", 400},

@@ -26,7 +26,13 @@ type Backend interface {
 	GetNode(context.Context, *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error)
 	GetMatrix(context.Context, *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error)
 	GetClusterInfo(context.Context, *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error)
+	// PinnedPlans returns the plans pinned in this replica's state.
+	PinnedPlans(context.Context) ([]*ginv1.Plan, error)
 }
+
+// MaxPlans bounds the plans one /ui/api/plans answer carries (the first by
+// job id; the answer says how many there are).
+const MaxPlans = 200
 
 // csp allows nothing but this origin's own files and data: images.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -36,7 +42,7 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 const requestTimeout = 10 * time.Second
 
 // Register adds GET /ui/ (the page), GET /ui/api/cluster, /ui/api/nodes,
-// /ui/api/node?name=N and /ui/api/matrix?node=N to mux. Every other method is
+// /ui/api/node?name=N, /ui/api/matrix?node=N and /ui/api/plans to mux. Every other method is
 // refused: the view is read-only.
 func Register(mux *http.ServeMux, b Backend, log *slog.Logger) {
 	sub, err := fs.Sub(static, "static")
@@ -51,6 +57,7 @@ func Register(mux *http.ServeMux, b Backend, log *slog.Logger) {
 	mux.Handle("GET /ui/api/nodes", secure(http.HandlerFunc(h.nodes)))
 	mux.Handle("GET /ui/api/node", secure(http.HandlerFunc(h.node)))
 	mux.Handle("GET /ui/api/matrix", secure(http.HandlerFunc(h.matrix)))
+	mux.Handle("GET /ui/api/plans", secure(http.HandlerFunc(h.plans)))
 }
 
 func secure(next http.Handler) http.Handler {
@@ -104,6 +111,30 @@ func (h *handler) matrix(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	resp, err := h.b.GetMatrix(ctx, &ginv1.GetMatrixRequest{Nodes: name, IncludeNics: true})
 	h.write(w, resp, err)
+}
+
+// plansAnswer is /ui/api/plans.
+type plansAnswer struct {
+	Total int           `json:"total"`
+	Plans []*ginv1.Plan `json:"plans"`
+}
+
+func (h *handler) plans(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	ps, err := h.b.PinnedPlans(ctx)
+	if err != nil {
+		h.write(w, nil, err)
+		return
+	}
+	a := plansAnswer{Total: len(ps), Plans: ps}
+	if len(a.Plans) > MaxPlans {
+		a.Plans = a.Plans[:MaxPlans]
+	}
+	if a.Plans == nil {
+		a.Plans = []*ginv1.Plan{}
+	}
+	h.write(w, a, nil)
 }
 
 // write sends v as the JSON ginctl -o json prints, or the error with the

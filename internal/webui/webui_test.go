@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -46,6 +47,19 @@ func (f *fakeBackend) GetClusterInfo(context.Context, *ginv1.GetClusterInfoReque
 	return &ginv1.GetClusterInfoResponse{ServerId: "m1"}, f.err
 }
 
+func (f *fakeBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
+	f.asks = append(f.asks, "PinnedPlans")
+	if f.err != nil {
+		return nil, f.err
+	}
+	var ps []*ginv1.Plan
+	for i := range MaxPlans + 5 {
+		ps = append(ps, &ginv1.Plan{JobId: fmt.Sprintf("j%04d", i), Nodes: []string{"n1"},
+			Rules: []*ginv1.PlanRule{{Reason: "tree: 2 nodes halve the inter-node bytes"}}})
+	}
+	return ps, nil
+}
+
 func TestHandlers(t *testing.T) {
 	tests := []struct {
 		name, method, path string
@@ -57,6 +71,8 @@ func TestHandlers(t *testing.T) {
 		{"nodes as ginctl -o json", "GET", "/ui/api/nodes", nil, 200, `"state":"down"`, "ListNodes"},
 		{"zero values kept", "GET", "/ui/api/nodes", nil, 200, `"gpu_count":0`, "ListNodes"},
 		{"cluster", "GET", "/ui/api/cluster", nil, 200, `"server_id":"m1"`, "GetClusterInfo"},
+		{"plans with their reasons", "GET", "/ui/api/plans", nil, 200, `"reason":"tree: 2 nodes halve the inter-node bytes"`, "PinnedPlans"},
+		{"plans bounded, total said", "GET", "/ui/api/plans", nil, 200, `"total":205`, "PinnedPlans"},
 		{"node", "GET", "/ui/api/node?name=n1", nil, 200, `"name":"n1"`, "GetNode n1"},
 		{"matrix of one node", "GET", "/ui/api/matrix?node=n1", nil, 200, `{`, "GetMatrix n1"},
 		{"node missing", "GET", "/ui/api/node?name=n9", status.Error(codes.NotFound, "no node n9"), 404, "no node n9", "GetNode n9"},
@@ -86,5 +102,17 @@ func TestHandlers(t *testing.T) {
 				t.Fatalf("no CSP on %s", tc.path)
 			}
 		})
+	}
+}
+
+// At most MaxPlans plans go out; the last one sent is the MaxPlans-th.
+func TestPlansBounded(t *testing.T) {
+	mux := http.NewServeMux()
+	Register(mux, &fakeBackend{}, slog.New(slog.DiscardHandler))
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/api/plans", nil))
+	body := rec.Body.String()
+	if want := fmt.Sprintf(`"j%04d"`, MaxPlans-1); !strings.Contains(body, want) || strings.Contains(body, fmt.Sprintf(`"j%04d"`, MaxPlans)) {
+		t.Fatalf("plans answer does not stop at %d plans", MaxPlans)
 	}
 }
