@@ -6,7 +6,8 @@
 //
 // Exporters only translate; they never discover (topograph's rule: engines
 // translate, providers discover). Everything they write comes from the graph
-// (or, for NCCLTopo, from the node's inventory the graph was built from), and
+// (NCCLTopo also reads attribute values from the node's inventory the graph
+// was built from), and
 // the output is a pure function of its input: the same graph gives the same
 // bytes, so files can be diffed, golden-tested and written only on change.
 //
@@ -61,7 +62,10 @@
 //
 // # NCCL topology
 //
-// NCCLTopo needs PCI addresses, PCIe link generations and widths, compute
-// capabilities and node GUIDs that the graph does not keep (it keeps the
-// derived structure), so it reads the node's NodeInventory; see NCCLTopo.
+// NCCLTopo takes the node's structure from the graph (its GPUs and HCAs,
+// the PCIe bridges above each, their NUMA nodes: graph.NodeView), and the
+// values the graph does not keep (PCIe link generations and widths, compute
+// capabilities, NVLink targets, port states, node GUIDs) from the node's
+// NodeInventory, whose device identities are canonical (internal/inventory),
+// so graph and inventory agree by plain comparison; see NCCLTopo.
 package export

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/fabricscan"
 	"github.com/gin-topology/gin/internal/discovery/sim"
@@ -35,7 +37,9 @@ func TestGolden(t *testing.T) {
 	dgxInvs, dgx := dgxCluster(t)
 	nvlInvs, nvl := nvl72Cluster(t)
 	a100Invs, _ := simCluster(t, "dgx-a100", []string{"a100"}, nil)
+	a100 := mustBuild(t, a100Invs, nil)
 	pcieInvs, _ := simCluster(t, "pcie-8gpu", []string{"ws"}, nil)
+	pcie := mustBuild(t, pcieInvs, nil)
 	cases := []struct {
 		name string
 		run  func() ([]byte, error)
@@ -43,12 +47,12 @@ func TestGolden(t *testing.T) {
 		{"dgx-h100-8.tree.conf", func() ([]byte, error) { return SlurmTree(dgx) }},
 		{"dgx-h100-8.json", func() ([]byte, error) { return JSON(dgx) }},
 		{"dgx-h100-8.dot", func() ([]byte, error) { return DOT(dgx) }},
-		{"dgx-h100.nccl.xml", func() ([]byte, error) { return NCCLTopo(dgxInvs[0]) }},
+		{"dgx-h100.nccl.xml", func() ([]byte, error) { return NCCLTopo(dgx, dgxInvs[0]) }},
 		{"gb200-nvl72-36.block.conf", func() ([]byte, error) { return SlurmBlock(nvl) }},
 		{"gb200-nvl72-36.tree.conf", func() ([]byte, error) { return SlurmTree(nvl) }},
-		{"gb200-nvl72.nccl.xml", func() ([]byte, error) { return NCCLTopo(nvlInvs[0]) }},
-		{"dgx-a100.nccl.xml", func() ([]byte, error) { return NCCLTopo(a100Invs[0]) }},
-		{"pcie-8gpu.nccl.xml", func() ([]byte, error) { return NCCLTopo(pcieInvs[0]) }},
+		{"gb200-nvl72.nccl.xml", func() ([]byte, error) { return NCCLTopo(nvl, nvlInvs[0]) }},
+		{"dgx-a100.nccl.xml", func() ([]byte, error) { return NCCLTopo(a100, a100Invs[0]) }},
+		{"pcie-8gpu.nccl.xml", func() ([]byte, error) { return NCCLTopo(pcie, pcieInvs[0]) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -510,7 +514,7 @@ func TestNCCLTopoStructure(t *testing.T) {
 		t.Run(profile, func(t *testing.T) {
 			invs, _ := simCluster(t, profile, []string{"n0"}, nil)
 			inv := invs[0]
-			out, err := NCCLTopo(inv)
+			out, err := NCCLTopo(mustBuild(t, invs, nil), inv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -628,7 +632,8 @@ func TestNCCLTopoStructure(t *testing.T) {
 
 func TestNCCLTopoDetails(t *testing.T) {
 	invs, _ := simCluster(t, "dgx-h100", []string{"n0"}, nil)
-	out, err := NCCLTopo(invs[0])
+	g := mustBuild(t, invs, nil)
+	out, err := NCCLTopo(g, invs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,16 +650,41 @@ func TestNCCLTopoDetails(t *testing.T) {
 			t.Errorf("missing %q", want)
 		}
 	}
-	if _, err := NCCLTopo(nil); err == nil {
-		t.Error("NCCLTopo(nil): no error")
+	// The same node with its identities as sources write them (NVML bus
+	// ids, sysfs GUIDs) writes the same file: both are read canonical.
+	raw := proto.CloneOf(invs[0])
+	for _, gp := range raw.Gpus {
+		gp.PciBusId = "0000" + strings.ToUpper(gp.PciBusId)
+		for _, l := range gp.Nvlinks {
+			if l.RemotePciBusId != "" {
+				l.RemotePciBusId = "0000" + strings.ToUpper(l.RemotePciBusId)
+			}
+		}
 	}
-	bad := &ginv1.NodeInventory{NodeName: "x", Gpus: []*ginv1.Gpu{{Index: 0, PcieParentId: "nope"}}}
-	if _, err := NCCLTopo(bad); err == nil {
-		t.Error("NCCLTopo(inconsistent inventory): no error")
+	for _, b := range raw.PcieBridges {
+		if strings.Count(b.Id, ":") == 2 {
+			b.Id = strings.ToUpper(b.Id)
+		}
 	}
-	noBus := &ginv1.NodeInventory{NodeName: "x", Gpus: []*ginv1.Gpu{{Index: 0}}}
-	if _, err := NCCLTopo(noBus); err == nil {
-		t.Error("NCCLTopo(GPU without bus id): no error")
+	if rawOut, err := NCCLTopo(g, raw); err != nil || string(rawOut) != s {
+		t.Errorf("source-form identities change the file (err %v)", err)
+	}
+
+	tests := []struct {
+		name string
+		g    *graph.Graph
+		inv  *ginv1.NodeInventory
+	}{
+		{"nil inventory", g, nil},
+		{"nil graph", nil, invs[0]},
+		{"node not in the graph", g, &ginv1.NodeInventory{NodeName: "x", Gpus: []*ginv1.Gpu{{Index: 0, PcieParentId: "nope"}}}},
+		{"GPU without bus id", mustBuild(t, []*ginv1.NodeInventory{{NodeName: "x", Gpus: []*ginv1.Gpu{{Index: 0}}}}, nil),
+			&ginv1.NodeInventory{NodeName: "x", Gpus: []*ginv1.Gpu{{Index: 0}}}},
+	}
+	for _, tc := range tests {
+		if _, err := NCCLTopo(tc.g, tc.inv); err == nil {
+			t.Errorf("NCCLTopo(%s): no error", tc.name)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/graph"
-	"github.com/gin-topology/gin/internal/natsort"
+	"github.com/gin-topology/gin/internal/inventory"
 )
 
 // NCCL PCI classes (src/graph/topo.cc kvDictPciClass) and values.
@@ -56,10 +56,14 @@ func (x *xnode) attr(k, v string) { x.attrs = append(x.attrs, [2]string{k, v}) }
 // element holding a gpu with its NVLinks, and each HCA as a pci element
 // holding a nic with one net per ACTIVE port.
 //
-// The graph keeps only the structure it derives, not the PCI addresses,
-// link generations, compute capabilities and GUIDs NCCL needs, so NCCLTopo
-// reads the node's inventory (the master stores it beside the graph). The
-// inventory is validated as graph.Build does.
+// The structure comes from the canonical graph g, which must hold the
+// node as built from inv (the master passes its graph and the stored
+// inventory of one read): which GPUs and HCAs, in which order, under which
+// bridges of the PCIe tree and on which NUMA node. The attribute values
+// NCCL wants and the graph does not keep (link generations and widths,
+// compute capabilities, NVLink targets, port states, GUIDs) are read from
+// inv, whose identities are canonical (inventory.Canonical) so that the
+// two agree by plain comparison.
 //
 // Values written and their sources:
 //   - cpu: numaid; affinity (the kernel's cpumap mask, 32-bit hex words,
@@ -78,45 +82,22 @@ func (x *xnode) attr(k, v string) { x.attrs = append(x.attrs, [2]string{k, v}) }
 //     overwrites it with its own index), speed (Mb/s), port, latency 0,
 //     guid (the HCA's node GUID), maxconn (131072 for Mellanox/NVIDIA HCAs,
 //     left out otherwise), gdr="1".
-func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
+func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 	if inv == nil {
 		return nil, errors.New("export: nccl topo: nil inventory")
 	}
-	if _, err := graph.Build([]*ginv1.NodeInventory{inv}, nil); err != nil {
-		return nil, fmt.Errorf("export: nccl topo: %w", err)
+	if g == nil {
+		return nil, errors.New("export: nccl topo: nil graph")
 	}
+	inv, _ = inventory.Canonical(inv) // already canonical when it comes from the master
 	node := inv.NodeName
-
-	// PCIe bridges: which become pci elements, and the host bridge above each.
-	type bridge struct {
-		b    *ginv1.PcieBridge
-		emit bool
+	view, ok := g.NodeView(node)
+	if !ok {
+		return nil, fmt.Errorf("export: nccl topo: node %q is not in the graph", node)
 	}
-	bridges := map[string]*bridge{}
+	bridgeLink := make(map[string]*ginv1.PcieLink, len(inv.PcieBridges))
 	for _, b := range inv.PcieBridges {
-		k := normBus(b.Id)
-		emit := b.ParentId != "" && (b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH || b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_UNSPECIFIED)
-		bridges[k] = &bridge{b: b, emit: emit}
-	}
-	// place returns the nearest emitted bridge above a parent id ("" none)
-	// and the NUMA node of the host bridge at the top (-1 unknown).
-	place := func(parent string) (string, int32) {
-		emitted, numa := "", int32(-1)
-		for p, steps := normBus(parent), 0; p != "" && steps <= len(bridges); steps++ {
-			br := bridges[p]
-			if br == nil {
-				break
-			}
-			if br.emit && emitted == "" {
-				emitted = p
-			}
-			if br.b.ParentId == "" {
-				numa = br.b.NumaNode
-				break
-			}
-			p = normBus(br.b.ParentId)
-		}
-		return emitted, numa
+		bridgeLink[b.Id] = b.Link
 	}
 
 	cpus := map[int32]*xnode{}
@@ -132,36 +113,42 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 		cpus[numa] = c
 		return c
 	}
-	var attach func(parent string, devNUMA int32) *xnode
-	attach = func(parent string, devNUMA int32) *xnode {
-		emitted, numa := place(parent)
-		if numa < 0 {
-			numa = devNUMA
+	// attach returns the element a device hangs under: the nearest bridge
+	// above it that NCCL writes as a pci element (a PCIe switch: NCCL folds
+	// a switch's downstream ports into it and leaves out root ports and
+	// host bridges), creating the chain of such bridges from the cpu of
+	// its NUMA node down.
+	attach := func(above []graph.PCIeBridgeView, numa int32) *xnode {
+		up := cpuOf(numa)
+		for i := len(above) - 1; i >= 0; i-- {
+			b := above[i]
+			if b.HostBridge || b.RootPort || b.DownstreamPort {
+				continue
+			}
+			x := pcis[b.ID]
+			if x == nil {
+				x = &xnode{name: "pci", key: b.ID}
+				x.attr("busid", b.ID)
+				x.attr("class", ncclClassBridge)
+				addLink(x, bridgeLink[b.ID])
+				pcis[b.ID] = x
+				up.children = append(up.children, x)
+			}
+			up = x
 		}
-		if emitted == "" {
-			return cpuOf(numa)
-		}
-		if x := pcis[emitted]; x != nil {
-			return x
-		}
-		br := bridges[emitted].b
-		x := &xnode{name: "pci", key: emitted}
-		x.attr("busid", emitted)
-		x.attr("class", ncclClassBridge)
-		addLink(x, br.Link)
-		pcis[emitted] = x
-		up := attach(br.ParentId, numa)
-		up.children = append(up.children, x)
-		return x
+		return up
 	}
 
-	// GPUs.
-	gpus := append([]*ginv1.Gpu(nil), inv.Gpus...)
-	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
-	for _, g := range gpus {
-		bus := normBus(g.PciBusId)
-		if bus == "" {
-			return nil, fmt.Errorf("export: nccl topo: node %s: GPU%d has no PCI bus id (NCCL finds GPUs by bus id)", node, g.Index)
+	// GPUs, by NVML index (the graph's order).
+	gpuByIndex := make(map[uint32]*ginv1.Gpu, len(inv.Gpus))
+	for _, gp := range inv.Gpus {
+		gpuByIndex[gp.Index] = gp
+	}
+	for _, gv := range view.GPUs {
+		g := gpuByIndex[gv.Index]
+		bus := gv.PCIBusID
+		if bus == "" || g == nil {
+			return nil, fmt.Errorf("export: nccl topo: node %s: GPU%d has no PCI bus id (NCCL finds GPUs by bus id)", node, gv.Index)
 		}
 		x := &xnode{name: "pci", key: bus, hasDev: true}
 		x.attr("busid", bus)
@@ -183,15 +170,21 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 			gx.children = append(gx.children, cx)
 		}
 		x.children = []*xnode{gx}
-		up := attach(g.PcieParentId, g.NumaNode)
+		up := attach(gv.PCIe, gv.NUMANode)
 		up.children = append(up.children, x)
 	}
 
-	// HCAs, in natural name order, ACTIVE ports only.
-	hcas := append([]*ginv1.Hca(nil), inv.Hcas...)
-	sort.SliceStable(hcas, func(i, j int) bool { return natsort.Less(hcas[i].Name, hcas[j].Name) })
+	// HCAs, in natural name order (the graph's), ACTIVE ports only.
+	hcaByName := make(map[string]*ginv1.Hca, len(inv.Hcas))
+	for _, h := range inv.Hcas {
+		hcaByName[h.Name] = h
+	}
 	dev := 0
-	for _, h := range hcas {
+	for _, hv := range view.HCAs {
+		h := hcaByName[hv.Name]
+		if h == nil {
+			return nil, fmt.Errorf("export: nccl topo: node %s: HCA %s is in the graph, not in the inventory", node, hv.Name)
+		}
 		var nets []*xnode
 		ib := false
 		for _, p := range h.Ports {
@@ -223,8 +216,8 @@ func NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 			continue
 		}
 		nic := &xnode{name: "nic", children: nets, hasDev: true}
-		up := attach(h.PcieParentId, h.NumaNode)
-		bus := normBus(h.PciBusId)
+		up := attach(hv.PCIe, hv.NUMANode)
+		bus := h.PciBusId
 		if bus == "" { // NCCL allows a nic directly under its cpu
 			nic.key = "~nic:" + h.Name
 			up.children = append(up.children, nic)
@@ -299,14 +292,14 @@ func nvlinkElems(g *ginv1.Gpu) []*xnode {
 		var k key
 		switch l.RemoteType {
 		case ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_GPU:
-			k = key{normBus(l.RemotePciBusId), ncclClassGPU}
+			k = key{l.RemotePciBusId, ncclClassGPU}
 		case ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_SWITCH:
-			k = key{normBus(l.RemotePciBusId), ncclClassNVSwitch}
+			k = key{l.RemotePciBusId, ncclClassNVSwitch}
 			if k.target == "" {
 				k.target = ncclOffNodeNVSwitch
 			}
 		case ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_IBMNPU:
-			k = key{normBus(l.RemotePciBusId), ncclClassCPU}
+			k = key{l.RemotePciBusId, ncclClassCPU}
 		default:
 			continue
 		}
@@ -478,15 +471,6 @@ func cpuRange(part string) (int, int, bool) {
 		return 0, 0, false
 	}
 	return lo, hi, true
-}
-
-// normBus writes a PCI bus id in its canonical form (internal/devid); a
-// string that is not one is compared trimmed and lower-cased.
-func normBus(s string) string {
-	if id, ok := devid.PCIBusID(s); ok {
-		return id
-	}
-	return strings.ToLower(strings.TrimSpace(s))
 }
 
 // xmlComment keeps text safe inside an XML comment.

@@ -16,6 +16,8 @@ type vertex struct {
 	isSwitch bool
 	// downstream: a downstream port of the switch above it (part of it).
 	downstream bool
+	// rootPort: a root port of the host bridge above it (part of it).
+	rootPort bool
 	numa       int32  // the root's NUMA node (children inherit it), -1 unknown
 	linkMBps   uint64 // link to the parent, 0 unknown
 }
@@ -52,7 +54,8 @@ func (n *node) buildPCIe(bs []*ginv1.PcieBridge) (map[string]int, error) {
 		byID[id] = i
 		v := vertex{id: b.Id, parent: -1, depth: -1, numa: b.NumaNode,
 			isSwitch:   b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH || b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT,
-			downstream: b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT}
+			downstream: b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT,
+			rootPort:   b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT}
 		if b.Link != nil {
 			v.linkMBps = pcieMBps(b.Link.Generation, b.Link.Width)
 		}
@@ -254,4 +257,16 @@ func (n *node) appendBridgesRev(hops *[]Hop, vs []int) {
 	for i := len(vs) - 1; i >= 0; i-- {
 		*hops = append(*hops, n.hopOf(vs[i]))
 	}
+}
+
+// pcieAbove lists the bridges from a device's parent up to its host
+// bridge (nil when the inventory does not place the device).
+func (n *node) pcieAbove(d pcieDev) []PCIeBridgeView {
+	var out []PCIeBridgeView
+	for v := d.parent; v >= 0; v = n.verts[v].parent {
+		x := &n.verts[v]
+		out = append(out, PCIeBridgeView{ID: x.id, HostBridge: x.parent < 0, RootPort: x.rootPort,
+			Switch: x.isSwitch && !x.downstream && x.parent >= 0, DownstreamPort: x.downstream, NUMANode: x.numa})
+	}
+	return out
 }

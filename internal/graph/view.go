@@ -90,6 +90,28 @@ type GPUView struct {
 	// NearestC2C: the GPU reaches that port over its C2C link and its CPU's
 	// PCIe (NCCL's P2C); NearestClass is then SYS, as nvidia-smi prints it.
 	NearestC2C bool
+	// PCIe is the GPU's way up the node's PCIe tree: its parent bridge
+	// first, its host bridge last; nil when the inventory does not place it.
+	PCIe []PCIeBridgeView
+}
+
+// PCIeBridgeView is one bridge of a node's PCIe tree. Exactly one of
+// HostBridge, RootPort, Switch and DownstreamPort is set, or none for a
+// bridge whose kind the inventory does not say.
+type PCIeBridgeView struct {
+	// ID is the bridge's id as the inventory has it: a canonical PCI bus id
+	// ("0000:15:00.0"), or a host bridge's name ("pci0000:15").
+	ID string
+	// HostBridge: the CPU's root complex, the top of the tree.
+	HostBridge bool
+	// RootPort: a root port of the host bridge (part of it).
+	RootPort bool
+	// Switch: a PCIe switch (or its upstream port).
+	Switch bool
+	// DownstreamPort: a downstream port of the switch above it (part of it).
+	DownstreamPort bool
+	// NUMANode is the NUMA node of the host bridge above it, -1 unknown.
+	NUMANode int32
 }
 
 // NVLinkPeerView is the NVLink connection of a GPU to another GPU of its node.
@@ -107,6 +129,8 @@ type HCAView struct {
 	Role     ginv1.HcaRole
 	NUMANode int32 // -1 unknown
 	Ports    []PortView
+	// PCIe is the HCA's way up the PCIe tree, as GPUView.PCIe.
+	PCIe []PCIeBridgeView
 }
 
 // PortView is one HCA port and where it meets the fabric.
@@ -142,7 +166,7 @@ func (g *Graph) NodeView(name string) (NodeView, bool) {
 		gv := GPUView{
 			Index: gp.index, UUID: gp.uuid, PCIBusID: gp.pci, NUMANode: gp.dev.numa, NVLinkDomain: gp.domain,
 			NVSwitchLinksUp: gp.swUp, NVSwitches: append([]string(nil), gp.switches...), NVLinkMBps: gp.linkMBps,
-			NearestClass: gp.nearCls, NearestC2C: gp.nearP2C,
+			NearestClass: gp.nearCls, NearestC2C: gp.nearP2C, PCIe: n.pcieAbove(gp.dev),
 		}
 		if gp.near >= 0 {
 			gv.NearestPort = n.ports[gp.near].id
@@ -163,7 +187,7 @@ func (g *Graph) NodeView(name string) (NodeView, bool) {
 	}
 	for i := range n.hcas {
 		h := &n.hcas[i]
-		hv := HCAView{Name: h.name, Role: h.role, NUMANode: h.dev.numa, Ports: make([]PortView, len(h.ports))}
+		hv := HCAView{Name: h.name, Role: h.role, NUMANode: h.dev.numa, Ports: make([]PortView, len(h.ports)), PCIe: n.pcieAbove(h.dev)}
 		for j, pi := range h.ports {
 			p := &n.ports[pi]
 			pv := PortView{Port: p.num, GUID: p.guid, Active: p.active, RateMBps: p.rateMBps, Rail: -1}

@@ -114,3 +114,45 @@ func TestViewsSimCluster(t *testing.T) {
 		t.Error("zero Graph has a node")
 	}
 }
+
+// NodeView's PCIe lists are each device's bridges, nearest first, with the
+// kind of each and the NUMA node of the host bridge above it.
+func TestNodeViewPCIe(t *testing.T) {
+	inv := &ginv1.NodeInventory{
+		NodeName: "n1",
+		PcieBridges: []*ginv1.PcieBridge{
+			{Id: "pci0000:00", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_HOST_BRIDGE, NumaNode: 1},
+			{Id: "0000:00:01.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT, ParentId: "pci0000:00"},
+			{Id: "0000:01:00.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH, ParentId: "0000:00:01.0"},
+			{Id: "0000:02:00.0", Kind: ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT, ParentId: "0000:01:00.0"},
+		},
+		Gpus: []*ginv1.Gpu{{Uuid: "GPU-0", Index: 0, PciBusId: "0000:03:00.0", PcieParentId: "0000:02:00.0", NumaNode: -1}},
+		Hcas: []*ginv1.Hca{{Name: "mlx5_0", PciBusId: "0000:04:00.0", NumaNode: 0}},
+	}
+	g := mustBuild(t, []*ginv1.NodeInventory{inv}, nil)
+	v, ok := g.NodeView("n1")
+	if !ok {
+		t.Fatal("NodeView(n1): not found")
+	}
+	want := []PCIeBridgeView{
+		{ID: "0000:02:00.0", DownstreamPort: true, NUMANode: 1},
+		{ID: "0000:01:00.0", Switch: true, NUMANode: 1},
+		{ID: "0000:00:01.0", RootPort: true, NUMANode: 1},
+		{ID: "pci0000:00", HostBridge: true, NUMANode: 1},
+	}
+	got := v.GPUs[0].PCIe
+	if len(got) != len(want) {
+		t.Fatalf("GPU0 PCIe = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("GPU0 PCIe[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if v.GPUs[0].NUMANode != 1 {
+		t.Errorf("GPU0 NUMA node %d, want its host bridge's (1)", v.GPUs[0].NUMANode)
+	}
+	if h := v.HCAs[0]; h.PCIe != nil || h.NUMANode != 0 {
+		t.Errorf("unplaced HCA: PCIe %+v, NUMA %d; want none and its own NUMA node", h.PCIe, h.NUMANode)
+	}
+}

@@ -150,3 +150,19 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCanonical: the check every inventory pays (already canonical)
+// and the rewrite an older agent's inventory pays.
+func BenchmarkCanonical(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		inv  *ginv1.NodeInventory
+	}{{"canonical", validInventory()}, {"source-form", rawInventory()}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Canonical(c.inv)
+			}
+		})
+	}
+}

@@ -139,7 +139,7 @@ func (p *planService) Export(ctx context.Context, req *ginv1.ExportRequest) (*gi
 		if !ok {
 			return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", req.GetNode())})
 		}
-		b, err = export.NCCLTopo(rec.GetInventory())
+		b, err = export.NCCLTopo(v.Graph, rec.GetInventory())
 		ctype = "application/xml"
 	default:
 		return nil, toStatus(invalidf("format", "unknown export format %d", req.GetFormat()))
