@@ -18,8 +18,8 @@ type vertex struct {
 	downstream bool
 	// rootPort: a root port of the host bridge above it (part of it).
 	rootPort bool
-	numa       int32  // the root's NUMA node (children inherit it), -1 unknown
-	linkMBps   uint64 // link to the parent, 0 unknown
+	numa     int32  // the root's NUMA node (children inherit it), -1 unknown
+	linkMBps uint64 // link to the parent, 0 unknown
 }
 
 // pcieDev is a device's place in the PCIe tree.
