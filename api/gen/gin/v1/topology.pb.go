@@ -988,7 +988,8 @@ type Path struct {
 	// For NET paths: the HCAs used at each end ("node001/mlx5_0").
 	FromNic string `protobuf:"bytes,7,opt,name=from_nic,json=fromNic,proto3" json:"from_nic,omitempty"`
 	ToNic   string `protobuf:"bytes,8,opt,name=to_nic,json=toNic,proto3" json:"to_nic,omitempty"`
-	// True when a GPU reaches its NIC through a PCIe switch (GPUDirect RDMA).
+	// True when both GPUs reach their NICs through a PCIe switch, or over their
+	// C2C link to a NIC of their own Grace CPU (NCCL's P2C): GPUDirect RDMA.
 	Gpudirect bool       `protobuf:"varint,9,opt,name=gpudirect,proto3" json:"gpudirect,omitempty"`
 	Hops      []*PathHop `protobuf:"bytes,10,rep,name=hops,proto3" json:"hops,omitempty"`
 	// Why the path is degraded or unknown, when it is.
