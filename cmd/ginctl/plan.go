@@ -77,7 +77,7 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 	f.StringVar(&nodes, "nodes", "", "the job's nodes (Slurm hostlist), needed to create the plan")
 	f.Uint32Var(&gpn, "gpus-per-node", 0, "GPUs per node the job uses (0: all)")
 	f.DurationVar(&ttl, "ttl", 0, "expire the plan after this long without an epilog (default 7 days)")
-	f.StringVar(&stage, "stage-dir", "", "also write the plan where the NCCL plugin reads it without network (<dir>/plan-<job>.pb; the Slurm prolog uses /dev/shm/gin-nccl)")
+	f.StringVar(&stage, "stage-dir", "", "also write the plan to <dir>/plan-<job>.pb, a file a job can name in NCCL_GIN_PLAN_FILE (the Slurm prolog has the node agents hold the plan instead)")
 	del := &cobra.Command{
 		Use:   "delete --job ID",
 		Short: "Expire a job's plan (what the Slurm epilog calls)",
