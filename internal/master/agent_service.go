@@ -70,7 +70,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	rec, known := a.s.store.Node(name)
 	if known {
 		held := rec.GetInventory().GetHost().GetMachineId()
-		if held != "" && hello.GetMachineId() != "" && held != hello.GetMachineId() {
+		// An empty machine_id is a mismatch, never a skip: a name bound to
+		// a machine stays bound to it.
+		if held != "" && held != hello.GetMachineId() {
 			log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId())
 			return fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
 		}
@@ -193,6 +195,11 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 	// duplicate is already committed, a stale generation is refused. The FSM
 	// checks again, in log order.
 	if rec, ok := s.store.Node(inv.GetNodeName()); ok {
+		// The FSM skips the machine check when either id is empty (older
+		// log entries must replay the same); the edge does not.
+		if held := rec.GetInventory().GetHost().GetMachineId(); held != "" && held != inv.GetHost().GetMachineId() {
+			return resultWithGen{}, fmt.Errorf("%w: node %q is registered to machine %q; this inventory names machine %q", state.ErrIdentityConflict, inv.GetNodeName(), held, inv.GetHost().GetMachineId())
+		}
 		dup, err := state.CheckInventory(rec, inv, hash)
 		if err != nil {
 			return resultWithGen{}, err

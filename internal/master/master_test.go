@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -322,16 +323,42 @@ func TestBadInventoryIsRejectedAndChangesNothing(t *testing.T) {
 			t.Fatalf("code = %v, want InvalidArgument", err)
 		}
 	})
-	t.Run("name claimed by another machine", func(t *testing.T) {
-		inv := proto.CloneOf(good)
-		inv.Host.MachineId = "another-machine"
-		sess, ack := openSession(t, conn, inv)
-		if ack != nil {
-			t.Fatalf("hello from another machine was acked: %v", ack)
+	// An empty machine_id is a mismatch, never a skip (issue #11: a hello
+	// without one and a higher generation shrank a node from 8 GPUs to 2).
+	for _, machine := range []string{"another-machine", ""} {
+		t.Run("name claimed by machine "+strconv.Quote(machine), func(t *testing.T) {
+			before := s.store.Index()
+			inv := proto.CloneOf(good)
+			inv.Host.MachineId = machine
+			sess, ack := openSession(t, conn, inv)
+			if ack != nil {
+				t.Fatalf("hello from machine %q was acked: %v", machine, ack)
+			}
+			_, err := sess.stream.Recv()
+			if status.Code(err) != codes.AlreadyExists {
+				t.Fatalf("code = %v, want AlreadyExists", err)
+			}
+			if s.store.Index() != before {
+				t.Fatalf("state changed (index %d -> %d)", before, s.store.Index())
+			}
+		})
+	}
+	t.Run("inventory without machine id after a good hello", func(t *testing.T) {
+		before := s.store.Index()
+		sess, ack := openSession(t, conn, good)
+		if ack == nil {
+			t.Fatal("the real agent's hello was refused")
 		}
-		_, err := sess.stream.Recv()
-		if status.Code(err) != codes.AlreadyExists {
-			t.Fatalf("code = %v, want AlreadyExists", err)
+		inv := proto.CloneOf(good)
+		inv.Host.MachineId = ""
+		inv.Generation = good.GetGeneration() + 100
+		inv.Gpus = inv.Gpus[:2]
+		if _, err := sess.send(inv); status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("inventory without machine id: %v, want AlreadyExists", err)
+		}
+		rec, _ := s.store.Node("node001")
+		if len(rec.GetInventory().GetGpus()) != len(good.GetGpus()) || s.store.Index() != before {
+			t.Fatalf("node001 has %d GPUs (index %d -> %d), want %d and no write", len(rec.GetInventory().GetGpus()), before, s.store.Index(), len(good.GetGpus()))
 		}
 	})
 }

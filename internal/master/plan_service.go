@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreat
 		return nil, toStatus(err)
 	}
 	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+		if err := samePlacement(pl, req); err != nil {
+			return nil, toStatus(err)
+		}
 		_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 		if err != nil {
 			return nil, toStatus(err)
@@ -91,6 +95,9 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+		if err := samePlacement(pl, req); err != nil {
+			return nil, err
+		}
 		return &createResult{plan: pl}, nil
 	}
 	if req.GetNodes() == "" {
@@ -210,4 +217,30 @@ func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
 			s.expirePlans(ctx, now)
 		}
 	}
+}
+
+// samePlacement refuses a request for a job that already has a plan when
+// the request names other nodes (as a set: the order may differ) or another
+// GPU count per node: the first caller must not be able to squat a job's
+// plan for a placement that is not the job's. A request naming no nodes,
+// or 0 GPUs per node, asks for the plan as it is.
+func samePlacement(pl *ginv1.Plan, req *ginv1.GetOrCreatePlanRequest) error {
+	if req.GetNodes() != "" {
+		nodes, err := hostlist.Expand(req.GetNodes())
+		if err != nil {
+			return invalidf("nodes", "%v", err)
+		}
+		want := slices.Clone(pl.GetNodes())
+		slices.Sort(want)
+		slices.Sort(nodes)
+		nodes = slices.Compact(nodes)
+		if !slices.Equal(nodes, want) {
+			return &precondition{msg: fmt.Sprintf("job %q already has a plan for nodes %s; this request names %s (delete the plan first if the job really moved)",
+				req.GetJobId(), hostlist.Compress(pl.GetNodes()), hostlist.Compress(nodes))}
+		}
+	}
+	if g := req.GetGpusPerNode(); g != 0 && pl.GetGpusPerNode() != 0 && g != pl.GetGpusPerNode() {
+		return &precondition{msg: fmt.Sprintf("job %q already has a plan for %d GPUs per node; this request asks for %d", req.GetJobId(), pl.GetGpusPerNode(), g)}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,10 +68,18 @@ func TestPlanIsPinnedOnceForEveryCaller(t *testing.T) {
 		t.Fatalf("plan = %v", first)
 	}
 
-	// A later request naming other nodes still gets the pinned plan.
-	again, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "4242", Nodes: "node[001-002]"})
-	if err != nil || again.GetCreated() || !proto.Equal(again.GetPlan(), first) {
-		t.Fatalf("second request: created %v, same plan %v, err %v", again.GetCreated(), proto.Equal(again.GetPlan(), first), err)
+	// A later request naming the same nodes (in another order or form), or
+	// none, gets the pinned plan.
+	for _, nodes := range []string{"node[001-004]", "node004,node[001-003]", ""} {
+		again, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "4242", Nodes: nodes})
+		if err != nil || again.GetCreated() || !proto.Equal(again.GetPlan(), first) {
+			t.Fatalf("request naming %q: created %v, same plan %v, err %v", nodes, again.GetCreated(), proto.Equal(again.GetPlan(), first), err)
+		}
+	}
+	// One naming other nodes is refused, naming both placements.
+	_, err = pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "4242", Nodes: "node[001-002]"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "node[001-004]") || !strings.Contains(err.Error(), "node[001-002]") {
+		t.Fatalf("request naming other nodes: %v, want FailedPrecondition naming node[001-004] and node[001-002]", err)
 	}
 
 	// Deleting it (epilog) removes it; deleting again is fine.
@@ -82,6 +91,45 @@ func TestPlanIsPinnedOnceForEveryCaller(t *testing.T) {
 	}
 	if _, err := pc.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: "4242"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("get after delete: %v, want NotFound", err)
+	}
+}
+
+// TestPlanSquattingIsRefused: whoever asks first for a job with a made-up
+// placement (one node, one GPU) does not hand that plan to the job's real
+// request (issue #11): the real request gets FAILED_PRECONDITION naming the
+// difference, and nothing is written.
+func TestPlanSquattingIsRefused(t *testing.T) {
+	s, conn := startServer(t, time.Second)
+	registerNodes(t, s, "dgx-h100", "node001", "node002", "node003", "node004")
+	pc := ginv1.NewPlanServiceClient(conn)
+	ctx := context.Background()
+	if _, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "777", Nodes: "node001", GpusPerNode: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.store.Index()
+	tests := []struct {
+		name, nodes string
+		gpn         uint32
+		want        []string
+	}{
+		{"other nodes", "node[001-004]", 8, []string{"node001", "node[001-004]"}},
+		{"other GPUs per node", "node001", 8, []string{"1 GPUs per node", "asks for 8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "777", Nodes: tt.nodes, GpusPerNode: tt.gpn})
+			if status.Code(err) != codes.FailedPrecondition {
+				t.Fatalf("%v, want FailedPrecondition", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not name %q", err, w)
+				}
+			}
+			if s.store.Index() != before {
+				t.Fatal("a refused request wrote")
+			}
+		})
 	}
 }
 

@@ -37,7 +37,9 @@ const (
 type PlanServiceClient interface {
 	// Returns the job's pinned plan, computing and pinning it through Raft
 	// first when the job has none. Every later call, on any replica, returns
-	// the same bytes (same content_hash), whatever nodes it names.
+	// the same bytes (same content_hash) when it names the same nodes (as a
+	// set) and GPUs per node, or none; other nodes or another GPU count are
+	// refused with FAILED_PRECONDITION naming the difference.
 	GetOrCreatePlan(ctx context.Context, in *GetOrCreatePlanRequest, opts ...grpc.CallOption) (*GetOrCreatePlanResponse, error)
 	// Returns the job's pinned plan; NOT_FOUND when it has none.
 	GetPlan(ctx context.Context, in *GetPlanRequest, opts ...grpc.CallOption) (*GetPlanResponse, error)
@@ -130,7 +132,9 @@ func (c *planServiceClient) Export(ctx context.Context, in *ExportRequest, opts 
 type PlanServiceServer interface {
 	// Returns the job's pinned plan, computing and pinning it through Raft
 	// first when the job has none. Every later call, on any replica, returns
-	// the same bytes (same content_hash), whatever nodes it names.
+	// the same bytes (same content_hash) when it names the same nodes (as a
+	// set) and GPUs per node, or none; other nodes or another GPU count are
+	// refused with FAILED_PRECONDITION naming the difference.
 	GetOrCreatePlan(context.Context, *GetOrCreatePlanRequest) (*GetOrCreatePlanResponse, error)
 	// Returns the job's pinned plan; NOT_FOUND when it has none.
 	GetPlan(context.Context, *GetPlanRequest) (*GetPlanResponse, error)
