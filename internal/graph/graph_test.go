@@ -144,6 +144,22 @@ func TestGB200C2CPath(t *testing.T) {
 			if tc.c2c && (p.FromNIC != "tray-a/mlx5_1" || p.ToNIC != "tray-b/mlx5_1") {
 				t.Errorf("NICs %s → %s, want each tray's mlx5_1 (GPU1's own Grace)", p.FromNIC, p.ToNIC)
 			}
+			// With C2C the route names the Grace crossed at each end, and
+			// the port's PCIe side (the C2C link is wider) bounds nothing
+			// below the 400G port.
+			var cpus []string
+			for _, h := range p.Hops {
+				if h.Kind == "cpu" {
+					cpus = append(cpus, h.Node+"/"+h.ID)
+				}
+			}
+			wantCPUs := "tray-a/numa0 (C2C),tray-b/numa0 (C2C)"
+			if !tc.c2c {
+				wantCPUs = ""
+			}
+			if got := strings.Join(cpus, ","); got != wantCPUs || p.BottleneckMBps != 50000 {
+				t.Errorf("CPU hops %q bottleneck %d MB/s, want %q 50000", got, p.BottleneckMBps, wantCPUs)
+			}
 		})
 	}
 }
@@ -257,8 +273,13 @@ func TestNETPaths(t *testing.T) {
 			if p.FromNIC == "" || p.ToNIC == "" || p.Note != "" {
 				t.Errorf("NICs %q %q note %q", p.FromNIC, p.ToNIC, p.Note)
 			}
-			// Hops: gpu, port, SwitchHops switches, port, gpu.
-			if len(p.Hops) != p.SwitchHops+4 {
+			// Hops: gpu, port, SwitchHops switches, port, gpu; plus the
+			// Grace crossed at each end over C2C.
+			want := p.SwitchHops + 4
+			if tc.profile == "gb200-nvl72" {
+				want += 2
+			}
+			if len(p.Hops) != want {
 				t.Errorf("%d hops for %d switches: %+v", len(p.Hops), p.SwitchHops, p.Hops)
 			}
 		})

@@ -1,6 +1,9 @@
 package graph
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Path returns the path between two GPUs anywhere in the cluster.
 func (g *Graph) Path(a, b GPURef) (Path, error) {
@@ -63,9 +66,18 @@ func (g *Graph) gpuPath(na *node, ia int, nb *node, ib int, withHops bool) Path 
 		}
 		note = "same MNNVL clique " + ga.domain + " but no NVLink is up; "
 	}
+	if withHops && ga.near >= 0 && ga.nearP2C {
+		// GPU → C2C → its Grace → PCIe → NIC (NCCL's P2C).
+		hops = append(hops, Hop{Kind: "cpu", ID: c2cHopID(ga.dev.numa), Node: na.name, LinkMBps: ga.dev.linkMBps})
+	}
 	p := g.netPath(na, ga.near, ga.nearMBps, nb, gb.near, gb.nearMBps, hops, withHops)
 	if withHops {
-		p.Hops = append(p.Hops, Hop{Kind: "gpu", ID: gb.uuid, Node: nb.name, LinkMBps: gb.nearMBps})
+		last := gb.nearMBps
+		if gb.near >= 0 && gb.nearP2C {
+			p.Hops = append(p.Hops, Hop{Kind: "cpu", ID: c2cHopID(gb.dev.numa), Node: nb.name, LinkMBps: gb.nearMBps})
+			last = gb.dev.linkMBps
+		}
+		p.Hops = append(p.Hops, Hop{Kind: "gpu", ID: gb.uuid, Node: nb.name, LinkMBps: last})
 	}
 	p.GPUDirect = ga.near >= 0 && gb.near >= 0 && (isSwitched(ga.nearCls) || ga.nearP2C) && (isSwitched(gb.nearCls) || gb.nearP2C)
 	p.C2C = ga.near >= 0 && gb.near >= 0 && (ga.nearP2C || gb.nearP2C)
@@ -76,6 +88,9 @@ func (g *Graph) gpuPath(na *node, ia int, nb *node, ib int, withHops bool) Path 
 }
 
 func isSwitched(c Class) bool { return c == ClassPIX || c == ClassPXB }
+
+// c2cHopID names the CPU a C2C GPU's traffic crosses: "numa0 (C2C)".
+func c2cHopID(numa int32) string { return "numa" + strconv.Itoa(int(numa)) + " (C2C)" }
 
 // netPath is the scale-out part of a path between port pa of na and port
 // pb of nb (NIC → leaf → ... → leaf → NIC); pcieA and pcieB are the PCIe
