@@ -64,12 +64,9 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			if resp.GetCreated() {
 				state = "created"
 			}
-			fmt.Fprintf(a.stdout, "%s plan, pinned at index %d, expires %s, content hash %s\n", state, p.GetCreatedIndex(),
+			a.summary("%s plan, pinned at index %d, expires %s, content hash %s", state, p.GetCreatedIndex(),
 				p.GetExpiresAt().AsTime().UTC().Format(time.RFC3339), p.GetContentHash())
-			for _, l := range planread.Explain(p) {
-				fmt.Fprintln(a.stdout, l)
-			}
-			return nil
+			return a.printPlanRules(p)
 		},
 	}
 	f := cmd.Flags()
@@ -387,4 +384,31 @@ func stagePlan(dir string, p *ginv1.Plan) (string, error) {
 		return "", fmt.Errorf("--stage-dir: %w", err)
 	}
 	return path, nil
+}
+
+// printPlanRules prints a plan's summary line and one row per rule, every
+// cell a single token (CHOICE "nccl" where the plan leaves the choice to
+// NCCL, CHANNELS "-" where it does not set them) and the reason last.
+func (a *app) printPlanRules(p *ginv1.Plan) error {
+	overrides := 0
+	for _, r := range p.GetRules() {
+		if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+			overrides++
+		}
+	}
+	a.summary("plan for job %s: %d nodes × %d GPUs, model %s, hash %.12s, %d rules, %d override NCCL",
+		p.GetJobId(), len(p.GetNodes()), p.GetGpusPerNode(), p.GetModelVersion(), p.GetContentHash(), len(p.GetRules()), overrides)
+	t := a.newTable("COLLECTIVE", "RANKS", "NODES", "SIZES", "CHOICE", "CHANNELS", "TIME_US", "WHY")
+	for _, r := range p.GetRules() {
+		choice, channels := "nccl", "-"
+		if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+			choice = planread.CellName(r.GetAlgorithm(), r.GetProtocol())
+			if r.GetChannels() > 0 {
+				channels = fmt.Sprint(r.GetChannels())
+			}
+		}
+		t.row(r.GetCollective(), r.GetNRanks(), r.GetNNodes(), planread.SizeRange(r.GetMinLog2Bytes(), r.GetMaxLog2Bytes()),
+			choice, channels, fmt.Sprintf("%.1f", r.GetPredictedUs()), text(r.GetReason()))
+	}
+	return t.flush()
 }

@@ -113,13 +113,15 @@ func Explain(p *ginv1.Plan) []string {
 		}
 		coll := strings.ToLower(strings.TrimPrefix(r.Collective.String(), "COLLECTIVE_"))
 		lines = append(lines, fmt.Sprintf("%-14s %5d ranks/%-4d nodes  %-10s %-16s %10.1f µs  %s",
-			coll, r.NRanks, r.NNodes, sizeRange(r.MinLog2Bytes, r.MaxLog2Bytes), choice, r.PredictedUs, r.Reason))
+			coll, r.NRanks, r.NNodes, SizeRange(r.MinLog2Bytes, r.MaxLog2Bytes), choice, r.PredictedUs, r.Reason))
 	}
 	lines[0] += fmt.Sprintf(", %d rules, %d override NCCL", len(p.Rules), overrides)
 	return lines
 }
 
-func sizeRange(lo, hi uint32) string {
+// SizeRange names a rule's size range [2^lo, 2^(hi+1)) as "512K-8M",
+// "0-512K" or "8M-∞".
+func SizeRange(lo, hi uint32) string {
 	end := humanBytes(hi + 1)
 	if hi == MaxLog2Bytes {
 		end = "∞"
