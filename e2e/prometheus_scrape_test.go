@@ -294,16 +294,32 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	if err := promAPI(base, "/api/v1/label/hostname/values", url.Values{"match[]": {"gin_agent_build_info"}}, &hosts); err != nil || len(hosts) != 2 {
 		t.Errorf("dashboard variable node = label_values(gin_agent_build_info, hostname) = %v, %v; want the two nodes", hosts, err)
 	}
-	for name, q := range dashboardQueries(t) {
-		var res struct {
-			Result []json.RawMessage `json:"result"`
+	// rate() needs two scrapes of a series in its window: poll (bounded)
+	// until every query has series, then report the ones that never did.
+	pending := dashboardQueries(t)
+	problems := map[string]string{}
+	deadline := time.Now().Add(45 * time.Second)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for name, q := range pending {
+			var res struct {
+				Result []json.RawMessage `json:"result"`
+			}
+			if err := promAPI(base, "/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
+				problems[name] = fmt.Sprintf("%s: %v", q, err)
+				continue
+			}
+			if len(res.Result) == 0 {
+				problems[name] = q + " returned no series"
+				continue
+			}
+			delete(pending, name)
+			delete(problems, name)
 		}
-		if err := promAPI(base, "/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
-			t.Errorf("dashboard panel %s: %s: %v", name, q, err)
-			continue
+		if len(pending) > 0 {
+			time.Sleep(500 * time.Millisecond) // the next scrape; bounded by the deadline
 		}
-		if len(res.Result) == 0 {
-			t.Errorf("dashboard panel %s: %s returned no series", name, q)
-		}
+	}
+	for name := range pending {
+		t.Errorf("dashboard panel %s: %s", name, problems[name])
 	}
 }
