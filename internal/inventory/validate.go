@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
@@ -82,7 +83,31 @@ func (v *validator) add(field, format string, args ...any) {
 func (v *validator) str(field, s string) {
 	if len(s) > MaxStringLen {
 		v.add(field, "is %d bytes, more than %d", len(s), MaxStringLen)
+		return
 	}
+	if err := CheckText(s); err != nil {
+		v.add(field, "%v", err)
+	}
+}
+
+// CheckText refuses what a terminal or a log would interpret rather than
+// print: invalid UTF-8, C0 and C1 control characters (ESC, newline, tab,
+// DEL...) and the Unicode bidirectional overrides and isolates (U+202A..E,
+// U+2066..9) that make text display in another order than it is stored.
+func CheckText(s string) error {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return fmt.Errorf("invalid UTF-8 at byte %d", i)
+			}
+		case r < 0x20, r >= 0x7f && r < 0xa0:
+			return fmt.Errorf("control character %U at byte %d", r, i)
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Errorf("bidirectional control %U at byte %d", r, i)
+		}
+	}
+	return nil
 }
 
 func (v *validator) count(field string, n, limit int) bool {

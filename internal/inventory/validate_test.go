@@ -58,6 +58,12 @@ func TestValidate(t *testing.T) {
 		{"C2C link too fast", func(i *ginv1.NodeInventory) {
 			i.Gpus[1].C2C = &ginv1.C2CLink{LinksUp: 1, LinkMbPerS: MaxC2CLinkMBps + 1}
 		}, "gpus[1].c2c.link_mb_per_s"},
+		{"ESC in a GPU model", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "H100\x1b[2J" }, "gpus[0].model"},
+		{"newline in a serial", func(i *ginv1.NodeInventory) { i.Gpus[1].Serial = "a\nb" }, "gpus[1].serial"},
+		{"bidi override in a GPU model", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "H100\u202e001H" }, "gpus[0].model"},
+		{"C1 control in the source", func(i *ginv1.NodeInventory) { i.Source = "sim\u009b" }, "source"},
+		{"invalid UTF-8 in a GPU model", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "H100\xff" }, "gpus[0].model"},
+		{"non-ASCII text is fine", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "Grafikkarte für Ärzte ✓" }, ""},
 		{"too many GPUs", func(i *ginv1.NodeInventory) {
 			for k := 0; k < MaxGPUs; k++ {
 				i.Gpus = append(i.Gpus, &ginv1.Gpu{Uuid: "x", Index: uint32(100 + k)})

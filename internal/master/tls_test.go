@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
@@ -241,4 +242,43 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestReadersNeverSeeMachineID: GetNode and GetGraph hand out inventories
+// without host.machine_id (the one identity check of agent sessions),
+// everything else unchanged; the stored record keeps it.
+func TestReadersNeverSeeMachineID(t *testing.T) {
+	s, conn := startServer(t, time.Second)
+	registerNodes(t, s, "dgx-h100", "node001")
+	rec, _ := s.store.Node("node001")
+	held := rec.GetInventory()
+	if held.GetHost().GetMachineId() == "" {
+		t.Fatal("the simulated node has no machine id: nothing to test")
+	}
+	ctx := context.Background()
+	tc := ginv1.NewTopologyServiceClient(conn)
+	node, err := tc.GetNode(ctx, &ginv1.GetNodeRequest{Name: "node001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph, err := tc.GetGraph(ctx, &ginv1.GetGraphRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graph.GetInventories()) != 1 {
+		t.Fatalf("%d inventories", len(graph.GetInventories()))
+	}
+	want := proto.CloneOf(held)
+	want.Host.MachineId = ""
+	for name, got := range map[string]*ginv1.NodeInventory{"GetNode": node.GetInventory(), "GetGraph": graph.GetInventories()[0]} {
+		if got.GetHost().GetMachineId() != "" {
+			t.Errorf("%s hands out machine_id %q", name, got.GetHost().GetMachineId())
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%s: the inventory differs in more than machine_id", name)
+		}
+	}
+	if rec, _ := s.store.Node("node001"); rec.GetInventory().GetHost().GetMachineId() != held.GetHost().GetMachineId() {
+		t.Fatal("the stored record lost its machine id")
+	}
 }

@@ -3,6 +3,8 @@ package master
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"sort"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -127,7 +129,7 @@ func (t *topologyService) GetNode(ctx context.Context, req *ginv1.GetNodeRequest
 	if !ok {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", req.GetName())})
 	}
-	return &ginv1.GetNodeResponse{Summary: summary(v.Graph, rec), Inventory: rec.GetInventory(), Read: ri}, nil
+	return &ginv1.GetNodeResponse{Summary: summary(v.Graph, rec), Inventory: forReaders(rec.GetInventory()), Read: ri}, nil
 }
 
 func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphRequest) (*ginv1.GetGraphResponse, error) {
@@ -142,7 +144,7 @@ func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphReque
 	resp := &ginv1.GetGraphResponse{Fabric: v.Fabric, Read: ri}
 	for _, n := range names {
 		rec, _ := v.Node(n)
-		resp.Inventories = append(resp.Inventories, rec.GetInventory())
+		resp.Inventories = append(resp.Inventories, forReaders(rec.GetInventory()))
 		resp.Nodes = append(resp.Nodes, summary(v.Graph, rec))
 	}
 	return resp, nil
@@ -230,4 +232,24 @@ func (t *topologyService) watchResponse(e state.Event) *ginv1.WatchResponse {
 		}
 	}
 	return resp
+}
+
+// forReaders is an inventory as readers get it: without host.machine_id,
+// the identity check of agent sessions (a reader who learnt it could
+// register as the node). The copy is shallow (the other fields are shared
+// with the stored record, which is never modified).
+func forReaders(inv *ginv1.NodeInventory) *ginv1.NodeInventory {
+	if inv.GetHost().GetMachineId() == "" {
+		return inv
+	}
+	out := &ginv1.NodeInventory{}
+	dst := out.ProtoReflect()
+	inv.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	host := proto.CloneOf(inv.GetHost())
+	host.MachineId = ""
+	out.Host = host
+	return out
 }

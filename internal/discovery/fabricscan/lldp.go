@@ -255,8 +255,10 @@ func (ifc lldpIface) neighbor() (*ginv1.FabricNeighbor, error) {
 		return nil, fmt.Errorf("chassis descr: %w", err)
 	}
 	n := &ginv1.FabricNeighbor{
-		SwitchGuid:        strings.ToLower(chassisID),
-		SwitchDescription: cmp.Or(sysname, descr),
+		SwitchGuid: strings.ToLower(chassisID),
+		// A system description often spans lines; the inventory takes
+		// no control characters (inventory.CheckText): one line, spaces.
+		SwitchDescription: cmp.Or(sysname, strings.Join(strings.Fields(descr), " ")),
 		Source:            ginv1.FabricNeighborSource_FABRIC_NEIGHBOR_SOURCE_LLDP,
 	}
 

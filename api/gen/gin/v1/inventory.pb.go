@@ -722,6 +722,7 @@ type Host struct {
 	Hostname string                 `protobuf:"bytes,1,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	// Stable identity of the machine (/etc/machine-id, or the DMI product UUID).
 	// A node name re-registered with a different machine_id is rejected.
+	// Masters never return it to readers (GetNode, GetGraph: empty).
 	MachineId string `protobuf:"bytes,2,opt,name=machine_id,json=machineId,proto3" json:"machine_id,omitempty"`
 	// "NVIDIA DGX H100", "Supermicro SYS-421GE", ...
 	SystemModel       string      `protobuf:"bytes,3,opt,name=system_model,json=systemModel,proto3" json:"system_model,omitempty"`
