@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +95,11 @@ func BenchmarkJobStartAgents(b *testing.B) {
 		failures, masterReq int
 		prologReq           int
 		prologMs            []float64
+		// CPU during the ranks' start: of this process (the ranks), the
+		// node-agent helpers, the masters and agents (ours), and of the
+		// whole machine (ours and everyone else's); the start's wall time.
+		cpuOurs, cpuMachine, wall time.Duration
+		ranks                     int
 	}
 	stats := map[string]*pathStats{"agents+prolog": {}, "agents": {}, "masters": {}}
 	iter := 0
@@ -114,7 +120,12 @@ func BenchmarkJobStartAgents(b *testing.B) {
 				st.prologReq += helpers.fetches(b) - before
 			}
 			before := helpers.fetches(b)
+			cpu0, mach0, w0 := helpers.cpu(c), akMachineCPU(), time.Now()
+			self0, nodes0 := stormProcCPU("self"), helpers.nodesCPU()
 			lat, failed, hashes := startRanks(ranks, path, sreq, sock, addrs)
+			wall, cpu, mach := time.Since(w0), helpers.cpu(c)-cpu0, time.Duration((akMachineCPU()-mach0)*float64(time.Second))
+			self, nodeAgents := stormProcCPU("self")-self0, helpers.nodesCPU()-nodes0
+			st.cpuOurs, st.cpuMachine, st.wall, st.ranks = st.cpuOurs+cpu, st.cpuMachine+mach, st.wall+wall, st.ranks+ranks
 			st.masterReq += helpers.fetches(b) - before
 			if path == "masters" {
 				st.masterReq += ranks // every rank asked the masters itself
@@ -124,8 +135,12 @@ func BenchmarkJobStartAgents(b *testing.B) {
 			if len(hashes) != 1 {
 				b.Fatalf("%s: ranks of job %s hold %d different plans: %v", path, job, len(hashes), hashes)
 			}
-			b.Logf("iteration %d %-13s job %s: p50 %.1f ms p99 %.1f ms max %.1f ms, %d failures, plan %.12s",
-				iter, path, job, stormPct(lat, 0.5), stormPct(lat, 0.99), stormPct(lat, 1), failed, firstKey(hashes))
+			b.Logf("iteration %d %-13s job %s: p50 %.1f ms p99 %.1f ms max %.1f ms, %d failures, plan %.12s; "+
+				"%.0f ms wall, CPU: ours %.0f ms (%.0f µs per rank: ranks %.0f, node agents %.0f, masters and agents %.0f), "+
+				"whole machine busy %.0f ms of %d cores × %.0f ms",
+				iter, path, job, stormPct(lat, 0.5), stormPct(lat, 0.99), stormPct(lat, 1), failed, firstKey(hashes),
+				ms(wall), ms(cpu), perRank(cpu, ranks), perRank(self, ranks), perRank(nodeAgents, ranks), perRank(cpu-self-nodeAgents, ranks),
+				ms(mach), runtime.NumCPU(), ms(wall))
 			time.Sleep(stormPause)
 		}
 	}
@@ -137,11 +152,37 @@ func BenchmarkJobStartAgents(b *testing.B) {
 		b.ReportMetric(stormPct(st.lat, 1), unit+"_max_ms")
 		b.ReportMetric(float64(st.failures)/float64(iter), unit+"_failures/op")
 		b.ReportMetric(float64(st.masterReq)/float64(iter), unit+"_master_reqs/op")
+		b.ReportMetric(float64(st.cpuOurs.Microseconds())/float64(st.ranks), unit+"_cpu_us/rank")
+		b.ReportMetric(100*st.cpuOurs.Seconds()/st.cpuMachine.Seconds(), unit+"_cpu_ours_%_of_busy")
+		b.ReportMetric(100*st.cpuMachine.Seconds()/(st.wall.Seconds()*float64(runtime.NumCPU())), unit+"_machine_busy_%")
 		if path == "agents+prolog" {
 			b.ReportMetric(float64(st.prologReq)/float64(iter), "prolog_master_reqs/op")
 			b.ReportMetric(stormPct(st.prologMs, 1), "prolog_all_nodes_ms")
 		}
 	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cpu is the CPU time used so far by this process, the masters, the
+// agents and the node-agent helpers (/proc/<pid>/stat).
+func (h *jobStartHelpers) cpu(c *foCluster) time.Duration {
+	var total time.Duration
+	for _, d := range stormCPU(c) {
+		total += d
+	}
+	return total + h.nodesCPU()
+}
+
+func perRank(d time.Duration, ranks int) float64 { return float64(d.Microseconds()) / float64(ranks) }
+
+// nodesCPU is the CPU time used so far by the node-agent helpers.
+func (h *jobStartHelpers) nodesCPU() time.Duration {
+	var total time.Duration
+	for _, p := range h.procs {
+		total += stormProcCPU(strconv.Itoa(p.cmd.Process.Pid))
+	}
+	return total
 }
 
 func firstKey(m map[string]int) string {

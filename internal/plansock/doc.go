@@ -21,7 +21,12 @@
 // MaxHash, planread.MaxBytes, MaxMessage) before anything is allocated.
 //
 // The Server calls a Source for each request and logs the peer's uid and
-// pid; it bounds each user's connections (MaxConnsPerUID; root is not
+// pid (at debug level for a plan served). A Source that also offers
+// FrameCache (the agent's store does) has a held plan's answer encoded once;
+// the accept loop then answers a request that has already arrived with one
+// non-blocking read and one non-blocking write, with no goroutine, context
+// or encoding per request (BenchmarkServeTableCached); anything else goes
+// to a goroutine per connection; it bounds each user's connections (MaxConnsPerUID; root is not
 // bounded) and drops the node list of a request whose peer is not root, so
 // only root (the Slurm prolog) can have a plan created. Fetch is the
 // client; it refuses a socket served by neither root nor its own user.
