@@ -24,6 +24,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // BenchmarkFailover measures failover on real processes: three gin-master
@@ -324,17 +325,11 @@ func foPorts(tb testing.TB, k int) []int {
 // since t0; after limit it fails the benchmark with cond's last error.
 func (c *foCluster) poll(what string, limit, interval time.Duration, t0 time.Time, cond func() error) time.Duration {
 	c.tb.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(t0)
-		}
-		if time.Now().After(deadline) {
-			c.fatalf("timed out after %s waiting for %s: %v", limit, what, err)
-		}
-		time.Sleep(interval)
+	var err error
+	if !testwait.UntilEvery(limit, interval, func() bool { err = cond(); return err == nil }) {
+		c.fatalf("timed out after %s waiting for %s: %v", limit, what, err)
 	}
+	return time.Since(t0)
 }
 
 // fatalf fails with the tails of every master's log and the state of every process.

@@ -27,6 +27,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 const nMasters = 3
@@ -117,23 +118,21 @@ func (c *cluster) healthy() (bool, string) {
 	return true, ""
 }
 
-// waitFor polls cond (bounded); the only sleeps are the poll interval.
+// waitFor polls cond every 100 ms (it makes RPCs) until it holds or d
+// passes, then names the last reason it gave.
 func waitFor(what string, d time.Duration, cond func() (bool, string)) error {
-	deadline := time.Now().Add(d)
 	last := ""
-	for {
+	ok := testwait.UntilEvery(d, 100*time.Millisecond, func() bool {
 		ok, why := cond()
-		if ok {
-			return nil
-		}
 		if why != "" {
 			last = why
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s (last: %s)", d, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ok
+	})
+	if !ok {
+		return fmt.Errorf("timed out after %s waiting for %s (last: %s)", d, what, last)
 	}
+	return nil
 }
 
 // ---------------------------------------------------------------- history

@@ -16,6 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // planMaster is a master's PlanService: job "404" has no plan, every other
@@ -65,17 +66,17 @@ func TestAgentServesPlans(t *testing.T) {
 			done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--metrics-bind", "",
 				"--plan-socket", sock, "--plan-dir", dir}, &errb, &errb, env(map[string]string{"GIN_MASTER_HOST": masterAddr}))
 		}()
-		deadline := time.Now().Add(15 * time.Second)
-		for !strings.Contains(errb.String(), "serving plans") {
+		exited := -1
+		testwait.For(t, 15*time.Second, "the plan socket", func() bool {
 			select {
-			case code := <-done:
-				t.Fatalf("gin-agent exited %d:\n%s", code, errb.String())
+			case exited = <-done:
+				return true
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no plan socket:\n%s", errb.String())
-			}
-			time.Sleep(5 * time.Millisecond)
+			return strings.Contains(errb.String(), "serving plans")
+		}, errb.String)
+		if exited >= 0 {
+			t.Fatalf("gin-agent exited %d:\n%s", exited, errb.String())
 		}
 		return func() {
 			cancel()

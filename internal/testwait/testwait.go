@@ -39,6 +39,13 @@ func Until(timeout time.Duration, cond func() bool) bool {
 	return until(timeout, Interval, cond)
 }
 
+// UntilEvery is Until checking every interval, for a costly condition
+// (one that makes RPCs to a cluster) whose caller reports the timeout
+// itself.
+func UntilEvery(timeout, interval time.Duration, cond func() bool) bool {
+	return until(timeout, interval, cond)
+}
+
 func until(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	t := time.NewTicker(interval)

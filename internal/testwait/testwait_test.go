@@ -20,12 +20,21 @@ func TestUntil(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int64
-			got := Until(tc.timeout, func() bool {
+			cond := func() bool {
 				n := calls.Add(1)
 				return tc.trueAt > 0 && n >= tc.trueAt
-			})
+			}
+			got := Until(tc.timeout, cond)
 			if got != tc.want {
 				t.Fatalf("Until = %v after %d checks, want %v", got, calls.Load(), tc.want)
+			}
+			if tc.want && calls.Load() != tc.trueAt {
+				t.Fatalf("cond checked %d times, want %d (no check after it held)", calls.Load(), tc.trueAt)
+			}
+			calls.Store(0)
+			got = UntilEvery(tc.timeout, time.Millisecond, cond)
+			if got != tc.want {
+				t.Fatalf("UntilEvery = %v after %d checks, want %v", got, calls.Load(), tc.want)
 			}
 			if tc.want && calls.Load() != tc.trueAt {
 				t.Fatalf("cond checked %d times, want %d (no check after it held)", calls.Load(), tc.trueAt)
