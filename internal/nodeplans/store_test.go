@@ -328,3 +328,63 @@ func TestPreparedAnswers(t *testing.T) {
 		t.Fatal("an expired plan's answer served")
 	}
 }
+
+// TestRanksOnTheSocketWhileTheAgentFetches: ranks that ask the agent's
+// socket while the one fetch is in flight, and ranks that ask after it, all
+// get the same table, through the socket server's waiting path and its
+// prepared-answer path.
+func TestRanksOnTheSocketWhileTheAgentFetches(t *testing.T) {
+	f := &fetcher{gate: make(chan struct{})}
+	s, err := Open(Options{Fetcher: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.MkdirTemp("", "gnp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	srv, err := plansock.Listen(filepath.Join(d, "a.sock"), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	want := planFor("9", time.Time{})
+	wantTable, err := plantable.Encode("9", want.GetContentHash(), plantable.Compile(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ranks = 16
+	errs := make(chan error, 2*ranks)
+	ask := func() {
+		r, err := plansock.Fetch(ctx, srv.Addr(), plansock.Request{JobID: "9", Nodes: "n[1-2]", GPUsPerNode: 8, Form: plansock.FormTable})
+		if err == nil && (r.Status != plansock.StatusOK || r.Hash != want.GetContentHash() || !bytes.Equal(r.Body, wantTable)) {
+			err = fmt.Errorf("got %v %.12s, %d bytes", r.Status, r.Hash, len(r.Body))
+		}
+		errs <- err
+	}
+	for range ranks {
+		go ask()
+	}
+	waitFor(t, func() bool { return f.calls.Load() == 1 })
+	close(f.gate)
+	for range ranks {
+		go ask()
+	}
+	for range 2 * ranks {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d fetches for %d ranks, want 1", n, 2*ranks)
+	}
+}

@@ -324,7 +324,15 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 			resp = Response{Status: StatusUnavailable, Body: clip(perr.Error())}
 		}
 	}
-	b, err2 := AppendResponse(nil, resp)
+	var b []byte
+	var err2 error
+	if frame, hash, ok := s.prepared(req, resp); ok {
+		// The plan arrived while this request waited: its answer is
+		// prepared, as for every later rank.
+		b, resp.Hash = frame, hash
+	} else {
+		b, err2 = AppendResponse(nil, resp)
+	}
 	if err2 != nil {
 		b, _ = AppendResponse(nil, Response{Status: StatusUnavailable, Body: clip(err2.Error())})
 		resp.Status = StatusUnavailable
@@ -350,6 +358,16 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 	default:
 		s.log.Info("plan socket: no plan served", append(attrs, "reason", string(resp.Body))...)
 	}
+}
+
+// prepared is the source's prepared answer for an OK response to req, when
+// it has one for the same plan.
+func (s *Server) prepared(req Request, resp Response) ([]byte, string, bool) {
+	if s.cache == nil || resp.Status != StatusOK {
+		return nil, "", false
+	}
+	frame, hash, ok := s.cache.CachedFrame([]byte(req.JobID), req.Form)
+	return frame, hash, ok && hash == resp.Hash
 }
 
 // readRequest reads one request into buf, in as few reads as the client's
