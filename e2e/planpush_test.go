@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // TestPinnedPlanPushedToAgents: real gin-agent processes for nodes pa1 and
@@ -41,27 +44,18 @@ func TestPinnedPlanPushedToAgents(t *testing.T) {
 	waitLog := func(n, what string) {
 		t.Helper()
 		re := regexp.MustCompile(what)
-		deadline := time.Now().Add(60 * time.Second)
-		for !re.MatchString(logs[n].String()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("agent %s: no %q within 60 s:\n%s", n, what, logs[n])
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, 60*time.Second, fmt.Sprintf("%q in agent %s's log", what, n),
+			func() bool { return re.MatchString(logs[n].String()) }, logs[n].String)
 	}
 	for _, n := range []string{"pa1", "pa2"} {
 		waitLog(n, "inventory acknowledged")
 	}
 	// Nodes are up after their first inventory; pin the job's plan once.
 	var pinned string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.UntilEvery(30*time.Second, 200*time.Millisecond, func() bool {
 		pinned, err = runTool(t, bin, "ginctl", "--master", addr, "plan", "--job", "777", "--nodes", "pa[1-2]", "-o", "json")
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("ginctl plan: %v\n%s", err, pinned)
 	}
