@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // logAddr waits until the process log at path has a line matching re and
@@ -298,8 +299,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	// until every query has series, then report the ones that never did.
 	pending := dashboardQueries(t)
 	problems := map[string]string{}
-	deadline := time.Now().Add(45 * time.Second)
-	for len(pending) > 0 && time.Now().Before(deadline) {
+	testwait.UntilEvery(45*time.Second, 500*time.Millisecond, func() bool { // 500 ms: the next scrape
 		for name, q := range pending {
 			var res struct {
 				Result []json.RawMessage `json:"result"`
@@ -315,10 +315,8 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 			delete(pending, name)
 			delete(problems, name)
 		}
-		if len(pending) > 0 {
-			time.Sleep(500 * time.Millisecond) // the next scrape; bounded by the deadline
-		}
-	}
+		return len(pending) == 0
+	})
 	for name := range pending {
 		t.Errorf("dashboard panel %s: %s", name, problems[name])
 	}

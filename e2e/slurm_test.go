@@ -242,9 +242,8 @@ func alive(pid int) bool {
 
 func waitIdle(t *testing.T, run func(time.Duration, string, ...string) (string, error), want int, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var out string
-	for time.Now().Before(deadline) {
+	if testwait.UntilEvery(60*time.Second, 200*time.Millisecond, func() bool {
 		out, _ = run(10*time.Second, "sinfo", "-h", "-N", "-o", "%N %T")
 		idle := map[string]bool{}
 		for _, line := range strings.Split(out, "\n") {
@@ -252,10 +251,9 @@ func waitIdle(t *testing.T, run func(time.Duration, string, ...string) (string, 
 				idle[f[0]] = true
 			}
 		}
-		if len(idle) >= want {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(idle) >= want
+	}) {
+		return
 	}
 	t.Fatalf("nodes not idle after 60 s:\n%s\n%s", out, tailFile(filepath.Join(dir, "log", "slurmctld.log")))
 }
