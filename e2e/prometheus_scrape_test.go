@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,8 +79,9 @@ func promAPI(base, path string, q url.Values, v any) error {
 // from `ginctl export prometheus-sd`, against a real gin-master and a real
 // gin-agent process (simulated DGX H100 replayed from a file). Both targets
 // come up, every rule evaluates without error, and an NVLink taken down in
-// the agent's hardware makes GinNVLinkDown go active (pending: its for: 5m
-// is left to promtool's unit tests) with the link's labels. Then every query
+// the agent's hardware makes GinNVLinkDown fire (every for: cut to 3 s, the
+// shipped durations are checked by promtool's unit tests) with the link's
+// labels. Then every query
 // of deploy/grafana/gin.json returns series.
 func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	if testing.Short() {
@@ -148,9 +150,16 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	if fast == string(cfg) || strings.Contains(fast, "15s") {
 		t.Fatalf("prometheus.yml no longer has the intervals this test shortens:\n%s", cfg)
 	}
-	rules, err := os.ReadFile(filepath.Join(promDir, "gin-rules.yml"))
+	shipped, err := os.ReadFile(filepath.Join(promDir, "gin-rules.yml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every alert's for: cut to 3 s like the intervals, so the injected
+	// fault is seen firing (the shipped durations are promtool's tests').
+	forClause := regexp.MustCompile(`(?m)^(\s+for:\s*)\S+\s*$`)
+	rules := forClause.ReplaceAll(shipped, []byte("${1}3s"))
+	if !forClause.Match(shipped) || bytes.Equal(rules, shipped) {
+		t.Fatalf("gin-rules.yml no longer has the for: clauses this test shortens")
 	}
 	for name, b := range map[string][]byte{"prometheus.yml": []byte(fast), "gin-rules.yml": rules} {
 		if err := os.WriteFile(filepath.Join(pdir, name), b, 0o644); err != nil {
@@ -265,7 +274,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 		Alerts []alert `json:"alerts"`
 	}
 	var got alert
-	waitFor(t, "GinNVLinkDown active for GPU 0 NVLink 3", 60*time.Second, func() bool {
+	waitFor(t, "GinNVLinkDown firing for GPU 0 NVLink 3", 60*time.Second, func() bool {
 		alerts.Alerts = nil
 		if promAPI(base, "/api/v1/alerts", nil, &alerts) != nil {
 			return false
@@ -273,14 +282,14 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 		for _, a := range alerts.Alerts {
 			if a.Labels["alertname"] == "GinNVLinkDown" && a.Labels["gpu"] == "0" && a.Labels["nvlink"] == "3" {
 				got = a
-				return true
+				return a.State == "firing"
 			}
 		}
 		return false
 	})
 	if got.Labels["severity"] != "critical" || got.Labels["hostname"] != "localhost" || got.Labels["job"] != "gin-agent" ||
-		(got.State != "pending" && got.State != "firing") {
-		t.Fatalf("GinNVLinkDown = %+v, want severity critical, hostname localhost, job gin-agent, pending or firing", got)
+		got.State != "firing" {
+		t.Fatalf("GinNVLinkDown = %+v, want severity critical, hostname localhost, job gin-agent, firing", got)
 	}
 	for _, a := range alerts.Alerts {
 		if a.Labels["alertname"] == "GinNVLinkDown" && !(a.Labels["gpu"] == "0" && a.Labels["nvlink"] == "3") {
