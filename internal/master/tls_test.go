@@ -23,7 +23,7 @@ type testPKI struct {
 	ca  *pki.CA
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.CreateCA(dir, 0, time.Now())
@@ -33,7 +33,7 @@ func newTestPKI(t *testing.T) *testPKI {
 	return &testPKI{dir: dir, ca: ca}
 }
 
-func (p *testPKI) source(t *testing.T, id pki.Identity) *pki.Source {
+func (p *testPKI) source(t testing.TB, id pki.Identity) *pki.Source {
 	t.Helper()
 	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: id}, time.Now())
 	if err != nil {
