@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/gin-topology/gin/internal/authz"
 	"log/slog"
 	"sort"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/authz"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 

@@ -13,8 +13,10 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/plan"
 )
 
@@ -51,6 +53,9 @@ type planService struct {
 
 func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
 	if err := validJobID(req.GetJobId()); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := agentNamesItself(ctx, req.GetNodes()); err != nil {
 		return nil, toStatus(err)
 	}
 	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
@@ -241,6 +246,24 @@ func samePlacement(pl *ginv1.Plan, req *ginv1.GetOrCreatePlanRequest) error {
 	}
 	if g := req.GetGpusPerNode(); g != 0 && pl.GetGpusPerNode() != 0 && g != pl.GetGpusPerNode() {
 		return &precondition{msg: fmt.Sprintf("job %q already has a plan for %d GPUs per node; this request asks for %d", req.GetJobId(), pl.GetGpusPerNode(), g)}
+	}
+	return nil
+}
+
+// agentNamesItself: with TLS on, an agent (pinning a plan for a job on its
+// node, through its plan socket) may only name placements that include the
+// node its certificate names.
+func agentNamesItself(ctx context.Context, expr string) error {
+	id, ok := authz.Identity(ctx)
+	if !ok || id.Role != pki.RoleAgent || expr == "" {
+		return nil
+	}
+	nodes, err := hostlist.Expand(expr)
+	if err != nil {
+		return invalidf("nodes", "%v", err)
+	}
+	if !slices.Contains(nodes, id.Name) {
+		return &forbidden{msg: fmt.Sprintf("%s may only ask for plans of jobs on its own node; %s does not include %s", id, expr, id.Name)}
 	}
 	return nil
 }

@@ -188,6 +188,17 @@ func TestTLSMaster(t *testing.T) {
 	if _, ok := s.store.Node("node001"); !ok {
 		t.Fatal("node001 was not stored")
 	}
+	// An agent pins plans only for jobs on its own node.
+	pc := ginv1.NewPlanServiceClient(agent)
+	if _, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "9", Nodes: "node[002-003]"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("node001's agent pinning a plan for node[002-003]: %v, want PermissionDenied", err)
+	}
+	if _, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "9", Nodes: "node001"}); err != nil {
+		t.Fatalf("node001's agent pinning a plan for node001: %v", err)
+	}
+	if _, err := ginv1.NewPlanServiceClient(reader).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "10", Nodes: "node001"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("reader GetOrCreatePlan: %v, want PermissionDenied", err)
+	}
 	// A reader cannot open an agent session at all.
 	rs, err := ginv1.NewAgentServiceClient(reader).Session(ctx)
 	if err == nil {
