@@ -1437,7 +1437,8 @@ func (x *NvLink) GetRemoteLinkIndex() uint32 {
 type NvSwitch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable id: the switch UUID when NVML reports one, else its PCI bus id.
-	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Canonical form, as Gpu.pci_bus_id.
 	PciBusId      string `protobuf:"bytes,2,opt,name=pci_bus_id,json=pciBusId,proto3" json:"pci_bus_id,omitempty"`
 	Model         string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	LinkCount     uint32 `protobuf:"varint,4,opt,name=link_count,json=linkCount,proto3" json:"link_count,omitempty"`
@@ -1507,9 +1508,13 @@ func (x *NvSwitch) GetLinkCount() uint32 {
 type Hca struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Kernel name: "mlx5_0".
-	Name         string    `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	NodeGuid     string    `protobuf:"bytes,2,opt,name=node_guid,json=nodeGuid,proto3" json:"node_guid,omitempty"`
-	SysImageGuid string    `protobuf:"bytes,3,opt,name=sys_image_guid,json=sysImageGuid,proto3" json:"sys_image_guid,omitempty"`
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// GUIDs in canonical form: "0x" and 16 lower-case hex digits
+	// ("0x0002c903004f1a2b"; sysfs's "0002:c903:004f:1a2b" is rewritten by the
+	// agent and the master, internal/inventory.Canonical).
+	NodeGuid     string `protobuf:"bytes,2,opt,name=node_guid,json=nodeGuid,proto3" json:"node_guid,omitempty"`
+	SysImageGuid string `protobuf:"bytes,3,opt,name=sys_image_guid,json=sysImageGuid,proto3" json:"sys_image_guid,omitempty"`
+	// Canonical form, as Gpu.pci_bus_id.
 	PciBusId     string    `protobuf:"bytes,4,opt,name=pci_bus_id,json=pciBusId,proto3" json:"pci_bus_id,omitempty"`
 	PcieParentId string    `protobuf:"bytes,5,opt,name=pcie_parent_id,json=pcieParentId,proto3" json:"pcie_parent_id,omitempty"`
 	PcieLink     *PcieLink `protobuf:"bytes,6,opt,name=pcie_link,json=pcieLink,proto3" json:"pcie_link,omitempty"`
@@ -1640,13 +1645,14 @@ func (x *Hca) GetPorts() []*HcaPort {
 
 // HcaPort is one port of an HCA.
 type HcaPort struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Port      uint32                 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
-	PortGuid  string                 `protobuf:"bytes,2,opt,name=port_guid,json=portGuid,proto3" json:"port_guid,omitempty"`
-	Lid       uint32                 `protobuf:"varint,3,opt,name=lid,proto3" json:"lid,omitempty"`
-	SmLid     uint32                 `protobuf:"varint,4,opt,name=sm_lid,json=smLid,proto3" json:"sm_lid,omitempty"`
-	State     PortState              `protobuf:"varint,5,opt,name=state,proto3,enum=gin.v1.PortState" json:"state,omitempty"`
-	PhysState PortPhysState          `protobuf:"varint,6,opt,name=phys_state,json=physState,proto3,enum=gin.v1.PortPhysState" json:"phys_state,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Port  uint32                 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// Canonical form, as Hca.node_guid.
+	PortGuid  string        `protobuf:"bytes,2,opt,name=port_guid,json=portGuid,proto3" json:"port_guid,omitempty"`
+	Lid       uint32        `protobuf:"varint,3,opt,name=lid,proto3" json:"lid,omitempty"`
+	SmLid     uint32        `protobuf:"varint,4,opt,name=sm_lid,json=smLid,proto3" json:"sm_lid,omitempty"`
+	State     PortState     `protobuf:"varint,5,opt,name=state,proto3,enum=gin.v1.PortState" json:"state,omitempty"`
+	PhysState PortPhysState `protobuf:"varint,6,opt,name=phys_state,json=physState,proto3,enum=gin.v1.PortPhysState" json:"phys_state,omitempty"`
 	// Signalling rate in Gb/s (400 for 4X NDR).
 	RateGbps uint32 `protobuf:"varint,7,opt,name=rate_gbps,json=rateGbps,proto3" json:"rate_gbps,omitempty"`
 	// The kernel's text: "400 Gb/sec (4X NDR)".
@@ -1937,7 +1943,8 @@ type FabricNeighbor struct {
 	// Local HCA and port.
 	Hca  string `protobuf:"bytes,1,opt,name=hca,proto3" json:"hca,omitempty"`
 	Port uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
-	// Remote switch identity (node GUID for IB, chassis id for LLDP).
+	// Remote switch identity: node GUID for IB (canonical form, as
+	// Hca.node_guid), chassis id for LLDP on Ethernet ports (as sent).
 	SwitchGuid        string               `protobuf:"bytes,3,opt,name=switch_guid,json=switchGuid,proto3" json:"switch_guid,omitempty"`
 	SwitchDescription string               `protobuf:"bytes,4,opt,name=switch_description,json=switchDescription,proto3" json:"switch_description,omitempty"`
 	SwitchPort        uint32               `protobuf:"varint,5,opt,name=switch_port,json=switchPort,proto3" json:"switch_port,omitempty"`
