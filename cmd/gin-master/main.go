@@ -47,6 +47,7 @@ type options struct {
 	deadServerTimeout                          time.Duration
 	heartbeat                                  time.Duration
 	missed                                     int
+	helloTimeout                               time.Duration
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -125,6 +126,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
+	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
@@ -185,6 +187,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := o.tuning.Validate(); err != nil {
 		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
 	}
+	if o.helloTimeout < 100*time.Millisecond || o.helloTimeout > 10*time.Minute {
+		return fmt.Errorf("--hello-timeout %s: want 100ms..10m", o.helloTimeout)
+	}
 	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
 		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
 	}
@@ -223,7 +228,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		RaftTuning: o.tuning, DataDir: o.dataDir,
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
-		TLS: tlsSrc,
+		TLS: tlsSrc, HelloTimeout: o.helloTimeout,
 	})
 	if err != nil {
 		return err

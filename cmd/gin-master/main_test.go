@@ -142,3 +142,33 @@ func TestRunRefusesUnadvertisableRaftBindBeforeDataDir(t *testing.T) {
 		t.Fatalf("the data dir was created (%v)", err)
 	}
 }
+
+// TestSecurityFlagsRefusedBeforeDataDir: bad --tls-*/--hello-timeout
+// combinations fail with a message naming the flag and create nothing.
+func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base := []string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0", "--http-bind", "", "--data-dir", dir}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"--tls-* with --dev", []string{"--dev", "--tls-ca", "ca.pem", "--data-dir", dir}, exitUsage, "do not apply to --dev"},
+		{"--tls-ca alone", append(append([]string{}, base...), "--tls-ca", "ca.pem"), 1, "missing [--tls-cert --tls-key]"},
+		{"missing files", append(append([]string{}, base...), "--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"), 1, "--tls-ca"},
+		{"--hello-timeout too short", append(append([]string{}, base...), "--hello-timeout", "1ms"), 1, "--hello-timeout 1ms"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != tc.wantCode || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), tc.wantCode, tc.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("--data-dir %s was created by a refused command line", dir)
+			}
+		})
+	}
+}

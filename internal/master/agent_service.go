@@ -39,7 +39,7 @@ func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 
 func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	ctx := stream.Context()
-	first, err := stream.Recv()
+	first, err := recvHello(stream, a.s.cfg.HelloTimeout)
 	if err != nil {
 		return err
 	}
@@ -232,4 +232,26 @@ func (s *Server) setNodeState(ctx context.Context, node string, st ginv1.NodeSta
 		return fmt.Errorf("set %s %s: %w", node, st, err)
 	}
 	return nil
+}
+
+// recvHello waits at most d for a session's first message. On timeout the
+// handler returns, which cancels the stream and ends the blocked Recv.
+func recvHello(stream ginv1.AgentService_SessionServer, d time.Duration) (*ginv1.SessionRequest, error) {
+	type result struct {
+		m   *ginv1.SessionRequest
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := stream.Recv()
+		ch <- result{m, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("no hello within %s of opening the session: %w", d, context.DeadlineExceeded)
+	}
 }

@@ -25,6 +25,9 @@ import (
 	"github.com/gin-topology/gin/internal/state"
 )
 
+// DefaultHelloTimeout is Config.HelloTimeout's default.
+const DefaultHelloTimeout = 10 * time.Second
+
 // MaxMessageBytes bounds every gRPC message the master receives.
 const MaxMessageBytes = 8 << 20
 
@@ -66,6 +69,10 @@ type Config struct {
 	MissedHeartbeats int
 	// HTTPBind serves /metrics and /healthz; empty disables it.
 	HTTPBind string
+	// HelloTimeout bounds the wait for an agent session's first message
+	// (default 10s): a stream that never says hello is ended with
+	// DEADLINE_EXCEEDED instead of holding its goroutine and buffers.
+	HelloTimeout time.Duration
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own
@@ -110,6 +117,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MissedHeartbeats <= 0 {
 		cfg.MissedHeartbeats = 3
+	}
+	if cfg.HelloTimeout <= 0 {
+		cfg.HelloTimeout = DefaultHelloTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,9 +59,17 @@ func (p *testPKI) dial(t *testing.T, addr string, id pki.Identity) *grpc.ClientC
 
 func startTLSServer(t *testing.T, p *testPKI) *Server {
 	t.Helper()
-	s, err := New(Config{ID: "m1", Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
-		Bootstrap: true, FastRaft: true, HeartbeatInterval: time.Second, MissedHeartbeats: 3,
-		TLS: p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"})})
+	return startServerWith(t, func(c *Config) { c.TLS = p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}) })
+}
+
+// startServerWith starts a single bootstrapped master with mod applied to
+// its configuration and waits until it leads and is registered.
+func startServerWith(t *testing.T, mod func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{ID: "m1", Bind: "127.0.0.1:0", RaftBind: "127.0.0.1:0", DataDir: t.TempDir(),
+		Bootstrap: true, FastRaft: true, HeartbeatInterval: time.Second, MissedHeartbeats: 3}
+	mod(&cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,5 +300,39 @@ func TestReadersNeverSeeMachineID(t *testing.T) {
 	}
 	if rec, _ := s.store.Node("node001"); rec.GetInventory().GetHost().GetMachineId() != held.GetHost().GetMachineId() {
 		t.Fatal("the stored record lost its machine id")
+	}
+}
+
+// TestHelloDeadline: a session that never says hello is ended with
+// DEADLINE_EXCEEDED after Config.HelloTimeout (issue #11: 80,000 Hello-less
+// streams were all held), and the master still serves.
+func TestHelloDeadline(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.HelloTimeout = 300 * time.Millisecond })
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const streams = 50
+	errs := make(chan error, streams)
+	for range streams {
+		go func() {
+			st, err := ginv1.NewAgentServiceClient(conn).Session(ctx)
+			if err == nil {
+				_, err = st.Recv() // never sends
+			}
+			errs <- err
+		}()
+	}
+	for range streams {
+		if err := <-errs; status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "no hello") {
+			t.Fatalf("a silent session ended with %v, want DeadlineExceeded (no hello)", err)
+		}
+	}
+	_, ack := openSession(t, conn, simInventory(t, "dgx-h100", "node001"))
+	if ack == nil {
+		t.Fatal("a session that says hello was refused after the silent ones")
 	}
 }
