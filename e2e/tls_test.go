@@ -98,11 +98,11 @@ func TestTLSCluster(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "m-bad")); err == nil {
 		t.Fatal("a refused master created its data dir")
 	}
-	// A master certificate that does not name the Raft address peers dial.
+	// A master certificate that does not name the address clients are sent to.
 	out, err = runTool(t, bin, "gin-master", append([]string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-		"--raft-advertise", "10.9.9.9:5001", "--http-bind", "", "--data-dir", filepath.Join(dir, "m-bad")}, flags("master-m1")...)...)
+		"--advertise", "10.9.9.9:5000", "--http-bind", "", "--data-dir", filepath.Join(dir, "m-bad")}, flags("master-m1")...)...)
 	if err == nil || !strings.Contains(out, "does not name 10.9.9.9") {
-		t.Fatalf("gin-master whose certificate lacks its Raft address: %v\n%s", err, out)
+		t.Fatalf("gin-master whose certificate lacks its --advertise host: %v\n%s", err, out)
 	}
 	if b, _ := os.ReadFile(master.Log); !strings.Contains(string(b), "Raft over TLS") {
 		t.Fatalf("master log does not say Raft runs over TLS:\n%s", b)

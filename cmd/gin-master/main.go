@@ -359,13 +359,12 @@ func deriveAdvertise(o *options, src hostaddr.Source, log *slog.Logger) error {
 	return nil
 }
 
-// certCoversAdvertised checks that the master's certificate names the hosts
-// other masters and clients dial (--raft-advertise, --advertise, or the
-// bound addresses): they verify it, and a missing SAN would fail only later,
-// at every connection.
+// certCoversAdvertised checks that the master's certificate names the host
+// clients are sent to as leader hint (--advertise, or the bound address):
+// they verify it, and a missing SAN would fail only later, at every
+// connection. (Raft peers check the certificate's role, not its names.)
 func certCoversAdvertised(src *pki.Source, o options) error {
 	for _, a := range []struct{ flag, addr string }{
-		{"--raft-advertise", firstNonEmpty(o.raftAdvertise, o.raftBind)},
 		{"--advertise", firstNonEmpty(o.advertise, o.bind)},
 	} {
 		host, _, err := net.SplitHostPort(a.addr)
@@ -376,7 +375,7 @@ func certCoversAdvertised(src *pki.Source, o options) error {
 			continue
 		}
 		if err := src.CoversHost(host); err != nil {
-			return fmt.Errorf("%s %s: the TLS certificate does not name %s, and the other masters and clients that dial it check that (%v); reissue it with ginctl tls cert create --role master --name %s --ip/--dns %s", a.flag, a.addr, host, err, o.nodeID, host)
+			return fmt.Errorf("%s %s: the TLS certificate does not name %s, and the clients and masters that dial it check that (%v); reissue it with ginctl tls cert create --role master --name %s --ip/--dns %s", a.flag, a.addr, host, err, o.nodeID, host)
 		}
 	}
 	return nil

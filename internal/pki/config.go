@@ -46,7 +46,8 @@ func ServerConfig(src *Source, check PeerCheck) *tls.Config {
 
 // ClientConfig is the TLS configuration of a dialer: TLS 1.3 only, the
 // current key pair presented, and the server verified against the current
-// CA pool, the dialled host name (or IP) and check (callers pass
+// CA pool, the dialled host name (or IP; not checked when the connection's
+// ServerName is empty, as on the Raft port) and check (callers pass
 // RequireRole(RoleMaster): every GIN server is a master). Verification is
 // done in VerifyConnection rather than by crypto/tls because a tls.Config's
 // RootCAs is fixed while the CA file may change.
