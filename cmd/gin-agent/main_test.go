@@ -58,6 +58,8 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"bad master flag", []string{"--source", testInventory, "--master", "host:99999"}, nil, "--master"},
 		{"bad master env", []string{"--source", testInventory}, map[string]string{"GIN_MASTER_HOST": "[::1"}, "GIN_MASTER_HOST"},
 		{"empty node name", []string{"--node-name", " "}, nil, "--node-name"},
+		{"--tls-ca alone", []string{"--source", testInventory, "--tls-ca", "ca.pem"}, nil, "missing [--tls-cert --tls-key]"},
+		{"GIN_TLS_CERT alone", []string{"--source", testInventory}, map[string]string{"GIN_TLS_CERT": "c.pem"}, "missing [--tls-ca --tls-key]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

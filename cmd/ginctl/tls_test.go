@@ -87,3 +87,19 @@ func TestTLSCreate(t *testing.T) {
 		})
 	}
 }
+
+func TestTLSFlagsIncomplete(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-ca", "ca.pem", "nodes"}, "missing [--tls-cert --tls-key]"},
+		{[]string{"--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "nodes"}, "/nonexistent/ca.pem"},
+	}
+	for _, tt := range tests {
+		_, errs, code := ctlOffline(t, tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.want) {
+			t.Errorf("ginctl %v: exit %d, %q; want exit %d and %q", tt.args, code, errs, exitUsage, tt.want)
+		}
+	}
+}

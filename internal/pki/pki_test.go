@@ -472,3 +472,17 @@ func FuzzParseIdentity(f *testing.F) {
 		}
 	})
 }
+
+func TestCoversHost(t *testing.T) {
+	p := newPKI(t)
+	c, k, err := p.ca.IssueToDir(p.dir, CertRequest{Identity: Identity{RoleMaster, "m1"}, DNS: []string{"m1.example.org"}, IPs: []net.IP{net.ParseIP("10.0.0.11")}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := mustSource(t, Files{CA: filepath.Join(p.dir, CAFile), Cert: c, Key: k})
+	for host, want := range map[string]bool{"m1.example.org": true, "10.0.0.11": true, "localhost": true, "127.0.0.1": true, "::1": true, "m2.example.org": false, "10.0.0.12": false} {
+		if err := src.CoversHost(host); (err == nil) != want {
+			t.Errorf("CoversHost(%s) = %v, want covered %v", host, err, want)
+		}
+	}
+}
