@@ -25,6 +25,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // apiMethods is every method of every service in the gin.* proto packages
@@ -332,4 +333,97 @@ func TestReadmeTable(t *testing.T) {
 	if got, want := strings.Count(readme, "| `/gin.")+strings.Count(readme, "| `/grpc."), len(authz.Table()); got != want {
 		t.Errorf("README.md has %d method rows, the table %d", got, want)
 	}
+}
+
+// TestStreamsPerIdentityAreBounded: one identity holds at most the limit of
+// open streams; the next is RESOURCE_EXHAUSTED, another identity is not
+// affected, and a closed stream frees its place.
+func TestStreamsPerIdentityAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{dir: dir, ca: ca}
+	src, err := pki.NewSource(c.files(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 3
+	a := authz.NewWithLimit(authz.Table(), limit)
+	srv := grpc.NewServer(grpc.Creds(pki.ServerCredentials(src)), grpc.ChainUnaryInterceptor(a.Unary), grpc.ChainStreamInterceptor(a.Stream))
+	release := make(chan struct{})
+	ginv1.RegisterAgentServiceServer(srv, holdingAgent{release: release})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	dial := func(id pki.Identity) ginv1.AgentServiceClient {
+		creds, err := pki.ClientCredentials(c.files(t, id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return ginv1.NewAgentServiceClient(conn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n1 := dial(pki.Identity{Role: pki.RoleAgent, Name: "node001"})
+	// open starts a session and waits for the handler's first message, so
+	// the stream is known to hold its place.
+	open := func(cl ginv1.AgentServiceClient) (ginv1.AgentService_SessionClient, error) {
+		st, err := cl.Session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		_, err = st.Recv()
+		return st, err
+	}
+	var held []context.CancelFunc
+	for i := range limit {
+		sctx, scancel := context.WithCancel(ctx)
+		held = append(held, scancel)
+		st, err := n1.Session(sctx)
+		if err == nil {
+			_, err = st.Recv()
+		}
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	if _, err := open(n1); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("stream %d of one identity: %v, want ResourceExhausted", limit+1, err)
+	}
+	if _, err := open(dial(pki.Identity{Role: pki.RoleAgent, Name: "node002"})); err != nil {
+		t.Fatalf("another identity: %v", err)
+	}
+	held[0]()
+	testwait.For(t, 10*time.Second, "a closed stream frees its place", func() bool {
+		_, err := open(n1)
+		return err == nil
+	})
+	close(release)
+}
+
+// holdingAgent answers each session with one message and holds it open.
+type holdingAgent struct {
+	ginv1.UnimplementedAgentServiceServer
+	release chan struct{}
+}
+
+func (h holdingAgent) Session(st ginv1.AgentService_SessionServer) error {
+	if err := st.Send(&ginv1.SessionResponse{}); err != nil {
+		return err
+	}
+	select {
+	case <-st.Context().Done():
+	case <-h.release:
+	}
+	return nil
 }

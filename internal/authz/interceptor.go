@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -13,14 +14,47 @@ import (
 	"github.com/gin-topology/gin/internal/pki"
 )
 
-// Authorizer checks calls against a table (Table() in the masters).
+// DefaultMaxStreamsPerIdentity bounds the streams (agent sessions,
+// watches) one certificate identity holds open at once.
+const DefaultMaxStreamsPerIdentity = 64
+
+// Authorizer checks calls against a table (Table() in the masters) and
+// bounds the streams each identity holds open.
 type Authorizer struct {
-	table map[string][]pki.Role
+	table      map[string][]pki.Role
+	maxStreams int
+
+	mu      sync.Mutex
+	streams map[pki.Identity]int
 }
 
-// New returns an Authorizer over table.
+// New returns an Authorizer over table with DefaultMaxStreamsPerIdentity.
 func New(table map[string][]pki.Role) *Authorizer {
-	return &Authorizer{table: table}
+	return NewWithLimit(table, DefaultMaxStreamsPerIdentity)
+}
+
+// NewWithLimit returns an Authorizer over table allowing each identity at
+// most maxStreams open streams (further ones: RESOURCE_EXHAUSTED).
+func NewWithLimit(table map[string][]pki.Role, maxStreams int) *Authorizer {
+	return &Authorizer{table: table, maxStreams: maxStreams, streams: map[pki.Identity]int{}}
+}
+
+func (a *Authorizer) acquire(id pki.Identity) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.streams[id] >= a.maxStreams {
+		return false
+	}
+	a.streams[id]++
+	return true
+}
+
+func (a *Authorizer) release(id pki.Identity) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.streams[id]--; a.streams[id] <= 0 {
+		delete(a.streams, id)
+	}
 }
 
 type identityKey struct{}
@@ -89,6 +123,11 @@ func (a *Authorizer) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if err != nil {
 		return err
 	}
+	id, _ := Identity(ctx)
+	if !a.acquire(id) {
+		return status.Errorf(codes.ResourceExhausted, "%s already holds %d open streams, the most one identity may", id, a.maxStreams)
+	}
+	defer a.release(id)
 	return h(srv, &identityStream{ServerStream: ss, ctx: ctx})
 }
 
