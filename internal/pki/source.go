@@ -64,6 +64,7 @@ type Source struct {
 	pair    *tls.Certificate
 	ident   Identity
 	lastErr error
+	gen     uint64 // successful reloads after the first load
 }
 
 type fileStamp struct {
@@ -142,6 +143,7 @@ func (s *Source) maybeReloadLocked() {
 		return
 	}
 	s.lastErr = nil
+	s.gen++
 	s.log.Info("TLS certificate and CA reloaded", "identity", s.ident.String(), "cert", s.files.Cert)
 }
 
@@ -211,4 +213,13 @@ func (s *Source) CoversHost(host string) error {
 		return fmt.Errorf("%s: %w", s.files.Cert, err)
 	}
 	return nil
+}
+
+// Generation counts the successful reloads since NewSource; it checks the
+// files first, so polling it also picks up changes between handshakes.
+func (s *Source) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maybeReloadLocked()
+	return s.gen
 }

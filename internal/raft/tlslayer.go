@@ -45,6 +45,34 @@ type tlsLayer struct {
 	wg     sync.WaitGroup
 }
 
+// caCheckInterval is how often the Raft layer looks for changed TLS files.
+const caCheckInterval = 10 * time.Second
+
+// watchFiles calls changed (the transport's CloseStreams) whenever src
+// reloaded its files, so pooled Raft connections made under the old CA or
+// certificate are redialled under the new ones, until the layer closes.
+func (l *tlsLayer) watchFiles(src *pki.Source, every time.Duration, changed func()) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		last := src.Generation()
+		for {
+			select {
+			case <-l.closed:
+				return
+			case <-t.C:
+				if g := src.Generation(); g != last {
+					last = g
+					l.log.Info("TLS files changed: closing pooled Raft connections so they are redialled")
+					changed()
+				}
+			}
+		}
+	}()
+}
+
 func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, log *slog.Logger) (*tlsLayer, error) {
 	lis, err := net.Listen("tcp", bind)
 	if err != nil {
@@ -183,7 +211,9 @@ func newTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Logger)
 			return nil, errors.New("local bind address is not advertisable")
 		}
 	}
-	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+	trans := hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
-	}), nil
+	})
+	layer.watchFiles(cfg.TLS, caCheckInterval, trans.CloseStreams)
+	return trans, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -121,5 +122,57 @@ func TestTLSTransportRefusesForgedRPCs(t *testing.T) {
 	}
 	if resp.Granted {
 		t.Fatal("a stale vote was granted")
+	}
+}
+
+// TestTLSLayerClosesStreamsWhenFilesChange: a changed certificate file
+// makes the layer call the transport's CloseStreams (pooled connections
+// redial under the new files); the watcher stops with the layer.
+func TestTLSLayerClosesStreamsWhenFilesChange(t *testing.T) {
+	p := newRaftPKI(t)
+	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: pki.Identity{Role: pki.RoleMaster, Name: "m1"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := pki.NewSource(pki.Files{CA: filepath.Join(p.dir, pki.CAFile), Cert: cert, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := newTLSLayer("127.0.0.1:0", nil, src, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make(chan struct{}, 10)
+	layer.watchFiles(src, 10*time.Millisecond, func() { calls <- struct{}{} })
+	select {
+	case <-calls:
+		t.Fatal("CloseStreams called before anything changed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	// Rotate: a new pair for the same identity, written over the old files.
+	c2, k2, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: pki.Identity{Role: pki.RoleMaster, Name: "m1-next"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	for _, f := range [][2]string{{c2, cert}, {k2, key}} {
+		b, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f[1], later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CloseStreams not called after the files changed")
+	}
+	if err := layer.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
