@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -215,8 +216,11 @@ type history struct {
 	ops   []porcupine.Operation
 	// counters
 	writesOK, writesFailed, writesUnknown, readsOK, readsFailed int
-	acked                                                       map[string]string // key -> hash of an OK create
-	createdTrue                                                 map[string]int
+	// writesRefused: creates refused because the job is pinned to another
+	// node list, recorded with the pinned list a consistent read found.
+	writesRefused int
+	acked         map[string]string // key -> hash of an OK create
+	createdTrue   map[string]int
 }
 
 func (h *history) now() int64 { return time.Since(h.start).Nanoseconds() }
@@ -282,6 +286,21 @@ func (w *workload) create(client, k, v int) {
 			w.acks.Add(1)
 			return
 		}
+		if status.Code(err) == codes.FailedPrecondition && !apierr.IsNotLeader(err) {
+			// The job is pinned to another writer's node list and the master
+			// refuses a different placement (never a silent squat). A pinned
+			// plan never changes (the campaign deletes none), so the value a
+			// consistent read finds now is the one the refusal saw: the op is
+			// the put-if-absent that returned it.
+			if nodes, ok := w.pinnedNodes(key, deadline); ok {
+				w.h.mu.Lock()
+				w.h.ops = append(w.h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: regOutput{Value: nodes},
+					Return: w.h.now(), Metadata: fmt.Sprintf("refused via m%d: %s", i+1, status.Convert(err).Message())})
+				w.h.writesRefused++
+				w.h.mu.Unlock()
+				return
+			}
+		}
 		lastErr = err
 		tries = append(tries, fmt.Sprintf("m%d@%.3fs:%s", i+1, float64(w.h.now())/1e9, status.Convert(err).Message()))
 		if !definite(err) {
@@ -303,6 +322,24 @@ func (w *workload) create(client, k, v int) {
 		return
 	}
 	w.h.writesFailed++
+}
+
+// pinnedNodes reads key's pinned node list with a consistent read, trying
+// every master until deadline.
+func (w *workload) pinnedNodes(key string, deadline time.Time) (string, bool) {
+	for try := 0; time.Now().Before(deadline); try++ {
+		i := (int(w.guess.Load()) + try) % nMasters
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(deadline, time.Now().Add(1500*time.Millisecond)))
+		resp, err := w.c.plans(i).GetPlan(ctx, &ginv1.GetPlanRequest{JobId: key, Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT})
+		cancel()
+		if err == nil {
+			return strings.Join(resp.GetPlan().GetNodes(), ","), true
+		}
+		if try%nMasters == nMasters-1 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return "", false
 }
 
 // read runs a consistent GetPlan(key); a read without an answer is dropped.
@@ -701,7 +738,11 @@ func TestFaultCampaign(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := p.Wait(30 * time.Second); err != nil {
-				t.Fatalf("%s after SIGTERM: %v", p.Name, err)
+				// SIGQUIT: the Go runtime writes every goroutine's stack to
+				// the process log, which shows where the shutdown hangs.
+				_ = p.Signal(syscall.SIGQUIT)
+				_ = p.Wait(5 * time.Second)
+				t.Fatalf("%s after SIGTERM: %v (goroutine dump at the end of its log)", p.Name, err)
 			}
 			exitedAfter := time.Since(fstart)
 			nl := -1
@@ -911,8 +952,8 @@ func TestFaultCampaign(t *testing.T) {
 	for _, a := range applied {
 		t.Logf("  %s", a)
 	}
-	t.Logf("writes: %d ok, %d failed (definitely not applied), %d unknown; reads: %d ok, %d without answer; keys %d (acknowledged %d, created=true %d)",
-		h.writesOK, h.writesFailed, h.writesUnknown, h.readsOK, h.readsFailed, maxKey, len(h.acked), created)
+	t.Logf("writes: %d ok, %d refused (pinned to another node list), %d failed (definitely not applied), %d unknown; reads: %d ok, %d without answer; keys %d (acknowledged %d, created=true %d)",
+		h.writesOK, h.writesRefused, h.writesFailed, h.writesUnknown, h.readsOK, h.readsFailed, maxKey, len(h.acked), created)
 	h.mu.Unlock()
 	for _, op := range h.ops {
 		if out := op.Output.(regOutput); out.Unknown {
