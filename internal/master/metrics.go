@@ -43,7 +43,7 @@ type masterCollector struct {
 	s                                                     *Server
 	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
-	skipped                                               *prometheus.Desc
+	skipped, logStoreErrors                               *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -62,11 +62,13 @@ func newMasterCollector(s *Server) *masterCollector {
 		agents:        d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
 		skipped:       d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:         d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
+			[]string{"server", "op"}, nil),
 	}
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors} {
 		ch <- d
 	}
 }
@@ -110,6 +112,9 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.agents, float64(s.sessions.count()), id)
 	g(c.skipped, float64(s.node.SkippedEntries()), id)
 	g(c.plans, float64(len(s.store.Plans())), id)
+	for _, e := range s.node.LogStoreErrors() {
+		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)
+	}
 }
 
 func stateLabel(s ginv1.NodeState) string {

@@ -148,6 +148,7 @@ type Node struct {
 	raft      *hraft.Raft
 	transport *hraft.NetworkTransport
 	logs      *wal.WAL
+	counted   *countingLogStore // logs as Raft uses it, counting errors
 	store     *state.Store
 	log       *slog.Logger
 	fsm       *FSM
@@ -251,13 +252,14 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			log.Info("bootstrapped a new single-voter cluster", "id", cfg.ID, "raft_addr", trans.LocalAddr())
 		}
 	}
-	r, err := hraft.NewRaft(rc, fsm, logs, logs, snaps, trans)
+	counted := newCountingLogStore(logs)
+	r, err := hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, store: store, log: log, fsm: fsm}
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
 }
@@ -432,6 +434,10 @@ func waitFuture(ctx context.Context, f hraft.Future) error {
 		return err
 	}
 }
+
+// LogStoreErrors returns the log store errors Raft met since the node
+// opened, for every operation (zeros included).
+func (n *Node) LogStoreErrors() []LogStoreErrors { return n.counted.errorCounts() }
 
 // Stats is a snapshot of Raft's counters.
 type Stats struct {
