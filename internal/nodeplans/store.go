@@ -68,7 +68,17 @@ type Store struct {
 	plans    map[string]entry
 	inflight map[string]*call
 	fetches  int // requests that reached the masters
+	results  map[string]uint64
 }
+
+// Fetch results (FetchResults): a verified plan kept, no plan for the job
+// (the masters said so), or no plan had (masters unreachable or failing, a
+// plan that failed verification, the store refused it).
+const (
+	FetchOK       = "ok"
+	FetchNotFound = "not_found"
+	FetchError    = "error"
+)
 
 // Options configure a Store.
 type Options struct {
@@ -84,7 +94,8 @@ type Options struct {
 // Files that fail verification or have expired are removed and logged.
 func Open(o Options) (*Store, error) {
 	s := &Store{dir: o.Dir, fetch: o.Fetcher, log: o.Log, now: o.Now,
-		plans: map[string]entry{}, inflight: map[string]*call{}}
+		plans: map[string]entry{}, inflight: map[string]*call{},
+		results: map[string]uint64{FetchOK: 0, FetchNotFound: 0, FetchError: 0}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -362,6 +373,19 @@ func (s *Store) Fetches() int {
 	return s.fetches
 }
 
+// FetchResults is how many fetches from the masters ended with each
+// result (FetchOK, FetchNotFound, FetchError) since the store opened, zeros
+// included.
+func (s *Store) FetchResults() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]uint64, len(s.results))
+	for r, n := range s.results {
+		out[r] = n
+	}
+	return out
+}
+
 // Plan answers a plan request (plansock.Source): from memory, else by one
 // fetch from the masters shared by every concurrent request of the job.
 func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, error) {
@@ -422,6 +446,14 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 	delete(s.inflight, r.JobID)
 	if err == nil {
 		err = s.putLocked(p, b)
+	}
+	switch {
+	case err == nil:
+		s.results[FetchOK]++
+	case errors.Is(err, plansock.ErrNotFound):
+		s.results[FetchNotFound]++
+	default:
+		s.results[FetchError]++
 	}
 	if err != nil {
 		if !errors.Is(err, plansock.ErrNotFound) {

@@ -127,15 +127,51 @@ func TestAFailureIsEveryRanksAnswerForAWhile(t *testing.T) {
 	if f.calls.Load() != 1 {
 		t.Fatalf("%d fetches, want 1", f.calls.Load())
 	}
+	// One failed fetch, however many ranks got its answer.
+	wantResults(t, s, map[string]uint64{FetchError: 1})
 	c.add(2 * time.Second)
 	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "8"}); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
+	wantResults(t, s, map[string]uint64{FetchError: 1, FetchOK: 1})
 	// NOT_FOUND stays NOT_FOUND for the socket's status.
 	f.fail = fmt.Errorf("m1: no plan: %w", plansock.ErrNotFound)
 	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "9"}); !errors.Is(err, plansock.ErrNotFound) {
 		t.Fatalf("not found: %v", err)
 	}
+	wantResults(t, s, map[string]uint64{FetchError: 1, FetchOK: 1, FetchNotFound: 1})
+}
+
+// wantResults checks the store's fetch results, every result reported.
+func wantResults(t *testing.T, s *Store, want map[string]uint64) {
+	t.Helper()
+	got := s.FetchResults()
+	for _, r := range []string{FetchOK, FetchNotFound, FetchError} {
+		if n, ok := got[r]; !ok || n != want[r] {
+			t.Errorf("fetch results %s = %d (reported %v), want %d", r, n, ok, want[r])
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("fetch results %v, want exactly ok, not_found, error", got)
+	}
+}
+
+func TestAPlanThatFailsVerificationIsAFetchError(t *testing.T) {
+	s, err := Open(Options{Fetcher: badFetcher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Plan(context.Background(), plansock.Request{JobID: "5"}); err == nil {
+		t.Fatal("a plan for another job was served")
+	}
+	wantResults(t, s, map[string]uint64{FetchError: 1})
+}
+
+// badFetcher answers with the plan of another job.
+type badFetcher struct{}
+
+func (badFetcher) FetchPlan(context.Context, plansock.Request) (*ginv1.Plan, error) {
+	return planFor("other", time.Time{}), nil
 }
 
 func TestKeptAcrossRestartsAndExpired(t *testing.T) {

@@ -33,7 +33,7 @@ func TestServeFromPreparedAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &framedSource{fakeSource: fakeSource{plans: map[string][]byte{"42": []byte("the plan")}}, frames: map[string][]byte{"42": frame}}
-	serve(t, path, src)
+	srv := serve(t, path, src)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	whole, _ := AppendRequest(nil, Request{JobID: "42", Nodes: "n[1-4]", GPUsPerNode: 8, Form: FormTable})
@@ -92,6 +92,8 @@ func TestServeFromPreparedAnswers(t *testing.T) {
 			}
 		})
 	}
+	// Answers from prepared frames (at once or in serveConn) count as OK.
+	wantAnswered(t, srv, map[string]uint64{"OK": 4, "NOT_FOUND": 1})
 	// Garbage is still refused with BAD_REQUEST by a server with prepared answers.
 	c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
 	if err != nil {

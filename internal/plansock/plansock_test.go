@@ -189,7 +189,7 @@ func serve(t *testing.T, path string, src Source) *Server {
 func TestServeAndFetch(t *testing.T) {
 	path := sockPath(t)
 	src := &fakeSource{plans: map[string][]byte{"42": []byte("the plan")}}
-	serve(t, path, src)
+	srv := serve(t, path, src)
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o666 {
 		t.Fatalf("socket mode %v, %v; want 0666 so that every local user can ask", st.Mode(), err)
@@ -229,11 +229,25 @@ func TestServeAndFetch(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	wantAnswered(t, srv, map[string]uint64{"OK": 65, "NOT_FOUND": 1})
+}
+
+// wantAnswered checks the server's answer counts (zeros for the statuses
+// not in want, and every status reported).
+func wantAnswered(t *testing.T, srv *Server, want map[string]uint64) {
+	t.Helper()
+	got := srv.Answered()
+	for _, st := range []Status{StatusOK, StatusNotFound, StatusUnavailable, StatusBadRequest} {
+		n, ok := got[st.String()]
+		if !ok || n != want[st.String()] {
+			t.Errorf("answered %s = %d (reported %v), want %d", st, n, ok, want[st.String()])
+		}
+	}
 }
 
 func TestServerAnswersUnavailableAndBadRequests(t *testing.T) {
 	path := sockPath(t)
-	serve(t, path, &fakeSource{fail: errors.New("masters unreachable")})
+	srv := serve(t, path, &fakeSource{fail: errors.New("masters unreachable")})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := Fetch(ctx, path, Request{JobID: "42"})
@@ -255,6 +269,7 @@ func TestServerAnswersUnavailableAndBadRequests(t *testing.T) {
 	if r, err := Fetch(ctx, path, Request{JobID: "42"}); err != nil || r.Status != StatusUnavailable {
 		t.Fatalf("after garbage: %+v, %v", r, err)
 	}
+	wantAnswered(t, srv, map[string]uint64{"UNAVAILABLE": 2, "BAD_REQUEST": 1})
 }
 
 func TestFetchHonoursTheDeadline(t *testing.T) {

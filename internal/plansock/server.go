@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,26 @@ type Server struct {
 	log   *slog.Logger
 	ln    *net.UnixListener
 	bufs  sync.Pool // *[MaxRequest]byte: a connection's request buffer
+	// answered counts the answers written, by status (Answered).
+	answered [StatusBadRequest + 1]atomic.Uint64
+}
+
+// Answered is how many requests the server answered with each status
+// since it started, zeros included, keyed by Status.String() (OK,
+// NOT_FOUND, UNAVAILABLE, BAD_REQUEST). An answer counts when it was
+// written, whether or not the peer read it.
+func (s *Server) Answered() map[string]uint64 {
+	out := make(map[string]uint64, len(s.answered))
+	for st := range s.answered {
+		out[Status(st).String()] = s.answered[st].Load()
+	}
+	return out
+}
+
+func (s *Server) count(st Status) {
+	if int(st) < len(s.answered) {
+		s.answered[st].Add(1)
+	}
 }
 
 // Listen creates the socket at path, readable and writable by every local
@@ -258,6 +279,7 @@ func (s *Server) atOnceFD(fd int, buf *[MaxRequest]byte, a *atOnce) error {
 	if !ok || len(frame) > maxAtOnce {
 		return nil
 	}
+	s.count(StatusOK) // before the write, so a peer that has its answer sees it counted (finishWrite writes the rest of this one)
 	w, err := syscall.SendmsgN(fd, frame, nil, nil, syscall.MSG_NOSIGNAL)
 	if errors.Is(err, syscall.EAGAIN) || (err == nil && w < len(frame)) {
 		// The client's queue is full: a goroutine writes the rest.
@@ -287,6 +309,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 	if err == nil && s.cache != nil {
 		// The ranks' path: the plan is held, its answer was encoded once.
 		if frame, hash, ok := s.cache.CachedFrame(raw.jobID, raw.form); ok {
+			s.count(StatusOK)
 			_, werr := c.Write(frame)
 			if werr != nil {
 				s.log.Warn("plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
@@ -337,6 +360,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 		b, _ = AppendResponse(nil, Response{Status: StatusUnavailable, Body: clip(err2.Error())})
 		resp.Status = StatusUnavailable
 	}
+	s.count(resp.Status)
 	_, werr := c.Write(b)
 	level := slog.LevelInfo
 	switch {
