@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/agentmetrics"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/discovery"
 	"github.com/gin-topology/gin/internal/discovery/linkhealth"
@@ -438,7 +440,7 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	store, waitPlans, err := startPlans(ctx, s.plans, s.masters, creds, log)
+	store, sock, waitPlans, err := startPlans(ctx, s.plans, s.masters, creds, log)
 	if err != nil {
 		return err
 	}
@@ -466,7 +468,11 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	errc := make(chan error, 2)
 	if s.metricsBind != "" {
 		cs, _ := src.(discovery.CounterSource)
-		srv, addr, err := serveMetrics(s.metricsBind, s.nodeName, a, cs)
+		var extra []prometheus.Collector
+		if store != nil && sock != nil {
+			extra = append(extra, agentmetrics.NewPlans(s.nodeName, sock, store))
+		}
+		srv, addr, err := serveMetrics(s.metricsBind, s.nodeName, a, cs, extra...)
 		if err != nil {
 			return err
 		}

@@ -26,8 +26,9 @@ type metricsServer struct {
 	lis net.Listener
 }
 
-// serveMetrics binds the metrics endpoint on the agent's own registry.
-func serveMetrics(bind, node string, state agentmetrics.AgentState, counters discovery.CounterSource) (*metricsServer, string, error) {
+// serveMetrics binds the metrics endpoint on the agent's own registry;
+// extra are further collectors (the plan path's, when plans are served).
+func serveMetrics(bind, node string, state agentmetrics.AgentState, counters discovery.CounterSource, extra ...prometheus.Collector) (*metricsServer, string, error) {
 	reg := prometheus.NewRegistry()
 	var cs agentmetrics.CounterSource
 	if counters != nil {
@@ -38,6 +39,7 @@ func serveMetrics(bind, node string, state agentmetrics.AgentState, counters dis
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(extra...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: agentmetrics.ScrapeTimeout}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -30,15 +30,16 @@ type planFlags struct {
 // until ctx ends. Defaults that cannot be used (not root, another agent on
 // the node) are logged and skipped; paths given explicitly must work.
 // The store it returns (nil when plans are not served) keeps the plans the
-// masters push over the agent's session too.
-func startPlans(ctx context.Context, pf planFlags, masters []string, creds grpc.DialOption, log *slog.Logger) (store *nodeplans.Store, wait func(), err error) {
+// masters push over the agent's session too; the socket server (nil
+// likewise) counts its answers for /metrics.
+func startPlans(ctx context.Context, pf planFlags, masters []string, creds grpc.DialOption, log *slog.Logger) (store *nodeplans.Store, sock *plansock.Server, wait func(), err error) {
 	if pf.socket == "" {
 		log.Info("plan socket disabled (--plan-socket \"\"); local processes ask the masters for plans")
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	fetch, err := nodeplans.NewMasters(masters, creds)
 	if err != nil {
-		return nil, nil, fmt.Errorf("plans: %w", err)
+		return nil, nil, nil, fmt.Errorf("plans: %w", err)
 	}
 	store, err = nodeplans.Open(nodeplans.Options{Dir: pf.dir, Fetcher: fetch, Log: log})
 	if err != nil && !pf.dirChanged {
@@ -47,16 +48,16 @@ func startPlans(ctx context.Context, pf planFlags, masters []string, creds grpc.
 	}
 	if err != nil {
 		_ = fetch.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	srv, err := plansock.Listen(pf.socket, store, log)
 	if err != nil {
 		_ = fetch.Close()
 		if pf.socketChanged {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		log.Warn("not serving plans on the default socket", "err", err)
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	log.Info("serving plans", "socket", srv.Addr(), "dir", pf.dir)
 	done := make(chan struct{})
@@ -68,7 +69,7 @@ func startPlans(ctx context.Context, pf planFlags, masters []string, creds grpc.
 		}
 		_ = fetch.Close()
 	}()
-	return store, func() { <-done }, nil
+	return store, srv, func() { <-done }, nil
 }
 
 // newPlanCommand is `gin-agent plan`: ask this node's agent for a job's

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,13 +61,15 @@ func TestAgentServesPlans(t *testing.T) {
 	}
 	defer os.RemoveAll(tmp)
 	sock, dir := filepath.Join(tmp, "agent.sock"), filepath.Join(tmp, "plans")
-	start := func(masterAddr string) (stop func()) {
+	var errb *syncBuffer // the running agent's log
+	start := func(masterAddr, metricsBind string) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var errb syncBuffer
+		errb = new(syncBuffer)
+		errb := errb
 		done := make(chan int, 1)
 		go func() {
-			done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--metrics-bind", "",
-				"--plan-socket", sock, "--plan-dir", dir}, &errb, &errb, env(map[string]string{"GIN_MASTER_HOST": masterAddr}))
+			done <- runContext(ctx, []string{"--source", testInventory, "--node-name", "gpu-node-17", "--metrics-bind", metricsBind,
+				"--plan-socket", sock, "--plan-dir", dir}, errb, errb, env(map[string]string{"GIN_MASTER_HOST": masterAddr}))
 		}()
 		exited := -1
 		testwait.For(t, 15*time.Second, "the plan socket", func() bool {
@@ -85,7 +90,7 @@ func TestAgentServesPlans(t *testing.T) {
 			}
 		}
 	}
-	stop := start(lis.Addr().String())
+	stop := start(lis.Addr().String(), "127.0.0.1:0")
 	want := (&ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: "5", Nodes: []string{"gpu-node-17"}})
 	want.ContentHash = planread.Hash(want)
 	for range 3 {
@@ -101,10 +106,33 @@ func TestAgentServesPlans(t *testing.T) {
 	if code != exitError || !strings.Contains(errs, "NOT_FOUND") {
 		t.Fatalf("job without a plan: exit %d, %q", code, errs)
 	}
+	// The plan path's counts on /metrics: four answers, two fetches.
+	m := regexp.MustCompile(`serving Prometheus metrics" addr=(\S+)`).FindStringSubmatch(errb.String())
+	if m == nil {
+		t.Fatalf("no metrics address in the logs:\n%s", errb.String())
+	}
+	resp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`gin_agent_plan_requests_total{hostname="gpu-node-17",status="ok"} 3`,
+		`gin_agent_plan_requests_total{hostname="gpu-node-17",status="not_found"} 1`,
+		`gin_agent_plan_requests_total{hostname="gpu-node-17",status="unavailable"} 0`,
+		`gin_agent_plan_fetches_total{hostname="gpu-node-17",result="ok"} 1`,
+		`gin_agent_plan_fetches_total{hostname="gpu-node-17",result="not_found"} 1`,
+		`gin_agent_plan_fetches_total{hostname="gpu-node-17",result="error"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	stop()
 
 	// Restarted with every master gone: the kept plan is served.
-	stop = start("127.0.0.1:1")
+	stop = start("127.0.0.1:1", "")
 	defer stop()
 	code, out, errs := runArgs(t, nil, "plan", "--job", "5", "--plan-socket", sock)
 	if code != exitOK || !strings.Contains(out, want.ContentHash) {

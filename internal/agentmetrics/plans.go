@@ -1,0 +1,60 @@
+package agentmetrics
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PlanAnswers counts the plan socket's answers (internal/plansock.Server).
+type PlanAnswers interface {
+	// Answered is the answers by status (OK, NOT_FOUND, UNAVAILABLE,
+	// BAD_REQUEST), zeros included.
+	Answered() map[string]uint64
+}
+
+// PlanFetches counts the plan store's fetches from the masters
+// (internal/nodeplans.Store).
+type PlanFetches interface {
+	// FetchResults is the fetches by result (ok, not_found, error), zeros
+	// included.
+	FetchResults() map[string]uint64
+}
+
+// PlanCollector reports the node-local plan path: requests answered on the
+// plan socket and plans fetched from the masters. It implements
+// prometheus.Collector.
+type PlanCollector struct {
+	hostname string
+	answers  PlanAnswers
+	fetches  PlanFetches
+
+	requests, fetchResults *prometheus.Desc
+}
+
+// NewPlans returns the plan collector of an agent that serves plans.
+func NewPlans(hostname string, answers PlanAnswers, fetches PlanFetches) *PlanCollector {
+	d := prometheus.NewDesc
+	return &PlanCollector{hostname: hostname, answers: answers, fetches: fetches,
+		requests: d("gin_agent_plan_requests_total", "Plan requests answered on the agent's plan socket (ranks, the Slurm prolog), by answer status: ok, not_found, unavailable, bad_request.",
+			[]string{"status", "hostname"}, nil),
+		fetchResults: d("gin_agent_plan_fetches_total", "Plans asked of the masters for a job the agent did not hold, by result: ok, not_found (the job has no plan), error (masters unreachable or failing, or a plan that failed verification).",
+			[]string{"result", "hostname"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *PlanCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.requests
+	ch <- c.fetchResults
+}
+
+// Collect implements prometheus.Collector.
+func (c *PlanCollector) Collect(ch chan<- prometheus.Metric) {
+	for status, n := range c.answers.Answered() {
+		ch <- counter(c.requests, float64(n), strings.ToLower(status), c.hostname)
+	}
+	for result, n := range c.fetches.FetchResults() {
+		ch <- counter(c.fetchResults, float64(n), result, c.hostname)
+	}
+}
