@@ -113,7 +113,8 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	}
 	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: []string{
 		filepath.Join(bin, "gin-agent"), "--source", "file:" + inv, "--node-name", "localhost", "--master", grpcAddr,
-		"--metrics-bind", "127.0.0.1:0", "--heartbeat-interval", "1s", "--collect-interval", "1s"}}
+		"--metrics-bind", "127.0.0.1:0", "--heartbeat-interval", "1s", "--collect-interval", "1s",
+		"--plan-socket", filepath.Join(dir, "agent.sock"), "--plan-dir", ""}}
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,8 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	// node:agent-port, and the node is named by its address.
 	sim := &testproc.Proc{Name: "gin-agent-sim", Log: filepath.Join(dir, "agent-sim.log"), Argv: []string{
 		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "127.0.0.2", "--master", grpcAddr,
-		"--metrics-bind", "127.0.0.2:" + agentPort, "--heartbeat-interval", "1s", "--collect-interval", "1s"}}
+		"--metrics-bind", "127.0.0.2:" + agentPort, "--heartbeat-interval", "1s", "--collect-interval", "1s",
+		"--plan-socket", ""}}
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +137,15 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 		out, err := runTool(t, bin, "ginctl", "--master", grpcAddr, "nodes", "-o", "json")
 		return err == nil && strings.Contains(out, `"localhost"`) && strings.Contains(out, `"127.0.0.2"`)
 	})
+	// One plan request on the agent's socket, as the Slurm prolog makes:
+	// the plan panels and gin_agent_plan_*_total count it. As root the
+	// master pins a plan (exit 0); otherwise the socket drops the node
+	// list and the master has none to give (NOT_FOUND): a request and a
+	// fetch either way.
+	sock := logAddr(t, agent, regexp.MustCompile(`msg="serving plans" socket=(\S+)`))
+	if out, err := runTool(t, bin, "gin-agent", "plan", "--job", "5", "--nodes", "localhost", "--plan-socket", sock); err != nil && !strings.Contains(out, "NOT_FOUND") {
+		t.Fatalf("gin-agent plan: %v\n%s", err, out)
+	}
 
 	// Prometheus, configured as shipped but scraping and evaluating every second.
 	pdir := filepath.Join(dir, "prometheus")
@@ -306,6 +317,17 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	}
 	// rate() needs two scrapes of a series in its window: poll (bounded)
 	// until every query has series, then report the ones that never did.
+	waitFor(t, "the plan request and its fetch scraped", 30*time.Second, func() bool {
+		for _, q := range []string{`sum(gin_agent_plan_requests_total{hostname="localhost"}) >= 1`, `sum(gin_agent_plan_fetches_total{hostname="localhost"}) >= 1`} {
+			var res struct {
+				Result []json.RawMessage `json:"result"`
+			}
+			if promAPI(base, "/api/v1/query", url.Values{"query": {q}}, &res) != nil || len(res.Result) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	pending := dashboardQueries(t)
 	problems := map[string]string{}
 	testwait.UntilEvery(45*time.Second, 500*time.Millisecond, func() bool { // 500 ms: the next scrape
