@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
 )
 
 // faultyLogStore is a real in-memory log store whose operations fail while
@@ -130,3 +131,38 @@ func TestCountingLogStoreKeepsMonotonic(t *testing.T) {
 type monotonic struct{ *hraft.InmemStore }
 
 func (monotonic) IsMonotonic() bool { return true }
+
+// TestCountingLogStoreOverTheWAL runs the wrapper over the real log store
+// (raft-wal): a missing entry is not counted, writes and reads of a closed
+// WAL are.
+func TestCountingLogStoreOverTheWAL(t *testing.T) {
+	w, err := wal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCountingLogStore(w)
+	if !c.IsMonotonic() {
+		t.Error("the WAL is monotonic; the wrapper hides it")
+	}
+	if err := c.StoreLogs([]*hraft.Log{{Index: 1, Term: 1, Type: hraft.LogCommand, Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GetLog(2, new(hraft.Log)); !errors.Is(err, hraft.ErrLogNotFound) {
+		t.Fatalf("GetLog(2) = %v, want ErrLogNotFound", err)
+	}
+	if got := counts(c); got["get_log"] != 0 || got["store_logs"] != 0 {
+		t.Fatalf("healthy WAL: errors %v, want none", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StoreLogs([]*hraft.Log{{Index: 2, Term: 1, Type: hraft.LogCommand, Data: []byte("y")}}); err == nil {
+		t.Fatal("a closed WAL stored an entry")
+	}
+	if err := c.GetLog(1, new(hraft.Log)); err == nil {
+		t.Fatal("a closed WAL read an entry")
+	}
+	if got := counts(c); got["store_logs"] != 1 || got["get_log"] != 1 {
+		t.Fatalf("closed WAL: errors %v, want store_logs 1, get_log 1", got)
+	}
+}
