@@ -48,6 +48,7 @@ type options struct {
 	heartbeat                                  time.Duration
 	missed                                     int
 	helloTimeout                               time.Duration
+	maxStreamsPerConn                          uint
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -126,6 +127,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
+	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
 	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
@@ -187,6 +189,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := o.tuning.Validate(); err != nil {
 		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
 	}
+	if o.maxStreamsPerConn < 1 || o.maxStreamsPerConn > 1<<16 {
+		return fmt.Errorf("--max-streams-per-conn %d: want 1..65536", o.maxStreamsPerConn)
+	}
 	if o.helloTimeout < 100*time.Millisecond || o.helloTimeout > 10*time.Minute {
 		return fmt.Errorf("--hello-timeout %s: want 100ms..10m", o.helloTimeout)
 	}
@@ -228,7 +233,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		RaftTuning: o.tuning, DataDir: o.dataDir,
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
-		TLS: tlsSrc, HelloTimeout: o.helloTimeout,
+		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 	})
 	if err != nil {
 		return err

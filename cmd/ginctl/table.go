@@ -5,6 +5,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -58,7 +59,7 @@ func cell(v any) string {
 		if x == "" {
 			return "-"
 		}
-		return string(x)
+		return escapeText(string(x))
 	case string:
 		s = x
 	case protoreflect.Enum:
@@ -70,5 +71,56 @@ func cell(v any) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), "_")
+	return escapeText(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), "_"))
+}
+
+// escapeText writes what a terminal would interpret rather than print as
+// a visible Go escape: invalid UTF-8 bytes (\xff), C0 and C1 control
+// characters (\x1b, \u0085) and the Unicode bidirectional overrides and
+// isolates (\u202e, \u2066...). The master refuses these at validation;
+// this is the second line, for values stored before it did, or sent by a
+// master that does not. A backslash stays as it is (names never need one
+// escaped to be read). JSON output needs none of this: encoding escapes.
+func escapeText(s string) string {
+	clean := true
+	for _, r := range s {
+		if mustEscape(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && mustEscape(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case mustEscape(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// mustEscape is true for the runes escapeText writes as escapes:
+// utf8.RuneError stands for an invalid byte (a real U+FFFD is escaped too,
+// harmlessly).
+func mustEscape(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return true
+	case r < 0x20, r >= 0x7f && r < 0xa0:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

@@ -30,6 +30,11 @@ import (
 // DefaultHelloTimeout is Config.HelloTimeout's default.
 const DefaultHelloTimeout = 10 * time.Second
 
+// DefaultMaxStreamsPerConn is Config.MaxStreamsPerConn's default. An agent
+// holds one stream, ginctl a few at most; gRPC's own default (2^32-1)
+// let one connection open 80,000 Hello-less streams (issue #11).
+const DefaultMaxStreamsPerConn = 256
+
 // MaxMessageBytes bounds every gRPC message the master receives.
 const MaxMessageBytes = 8 << 20
 
@@ -75,6 +80,11 @@ type Config struct {
 	// (default 10s): a stream that never says hello is ended with
 	// DEADLINE_EXCEEDED instead of holding its goroutine and buffers.
 	HelloTimeout time.Duration
+	// MaxStreamsPerConn is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS the
+	// gRPC listener announces (default DefaultMaxStreamsPerConn): a client
+	// that asks for more waits for one to end (grpc-go queues the call)
+	// or, if it ignores the setting, gets its stream refused.
+	MaxStreamsPerConn uint32
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own
@@ -123,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HelloTimeout <= 0 {
 		cfg.HelloTimeout = DefaultHelloTimeout
 	}
+	if cfg.MaxStreamsPerConn == 0 {
+		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -162,7 +175,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.leaderHintUnary),
 		grpc.ChainStreamInterceptor(s.leaderHintStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
-		grpc.MaxConcurrentStreams(1<<20),
+		grpc.MaxConcurrentStreams(cfg.MaxStreamsPerConn),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)...)
