@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"time"
 
@@ -142,10 +143,20 @@ func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
 		return false, err
 	}
 	defer conn.Close()
+	cid := s.store.ClusterID()
+	if cid == "" {
+		// A fresh server (or a member whose state has not caught up) names
+		// the cluster the leader it was pointed at reports.
+		info, err := s.peerInfo(ctx, addr)
+		if err != nil {
+			return false, fmt.Errorf("cluster id from %s: %w", addr, err)
+		}
+		cid = info.GetClusterId()
+	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	resp, err := ginv1.NewAdminServiceClient(conn).Join(cctx, &ginv1.JoinRequest{
-		ServerId: s.cfg.ID, RaftAddress: s.node.Addr(), ClientAddress: s.cfg.Advertise, ClusterId: s.store.ClusterID(),
+		ServerId: s.cfg.ID, RaftAddress: s.node.Addr(), ClientAddress: s.cfg.Advertise, ClusterId: cid,
 	})
 	if err != nil {
 		return false, fmt.Errorf("join via %s: %w", addr, err)
@@ -204,12 +215,21 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		return nil, toStatus(&forbidden{msg: fmt.Sprintf("join as server %q with the certificate of %s: a master joins only as the server its certificate names", req.GetServerId(), id)})
 	}
 	s := a.s
-	if cid := s.store.ClusterID(); req.GetClusterId() != "" && cid != "" && req.GetClusterId() != cid {
-		s.log.Warn("join refused: another cluster", "server", req.GetServerId(), "its_cluster", req.GetClusterId(), "cluster", cid)
-		return nil, toStatus(fmt.Errorf("%w: server %s belongs to cluster %s, this is cluster %s", errFailedPrecondition, req.GetServerId(), req.GetClusterId(), cid))
-	}
 	if !s.node.IsLeader() {
 		return nil, toStatus(s.notLeaderErr())
+	}
+	// The checks below read the leader's state, the one that decides.
+	if err := s.checkJoinClusterID(req); err != nil {
+		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		return nil, toStatus(err)
+	}
+	if err := s.checkJoinAddresses(req); err != nil {
+		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		return nil, toStatus(err)
+	}
+	if err := dialRaft(ctx, req.GetRaftAddress()); err != nil {
+		s.log.Warn("join refused: raft address unreachable", "server", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
+		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
 	}
 	if err := s.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
 		return nil, toStatus(err)
@@ -222,6 +242,76 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 	}
 	s.log.Info("server joined", slog.String("server", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
 	return &ginv1.JoinResponse{ClusterId: s.store.ClusterID(), Index: res.Index}, nil
+}
+
+// checkJoinClusterID refuses a Join that names another cluster, or none
+// once this cluster has an id. A fresh cluster has no id until its first
+// leader sets one (onLeadership): then only a joiner naming no id is
+// accepted, since one naming an id comes from another cluster.
+func (s *Server) checkJoinClusterID(req *ginv1.JoinRequest) error {
+	cid, its := s.store.ClusterID(), req.GetClusterId()
+	switch {
+	case cid == "" && its == "":
+		return nil
+	case cid == "":
+		return &precondition{msg: fmt.Sprintf("server %s names cluster %s, this cluster has no id yet: it belongs to another cluster", req.GetServerId(), its)}
+	case its == "":
+		return &precondition{msg: fmt.Sprintf("server %s names no cluster id, this is cluster %s: a joining master must name it (gin-master learns it from its --join peers)", req.GetServerId(), cid)}
+	case its != cid:
+		return &precondition{msg: fmt.Sprintf("server %s belongs to cluster %s, this is cluster %s", req.GetServerId(), its, cid)}
+	}
+	return nil
+}
+
+// checkJoinAddresses refuses a Join that would change the Raft or client
+// address of an existing server (one in the Raft configuration): that would let any caller reach by Join
+// redirect the cluster's Raft traffic or the leader hints clients follow.
+// A master that really moved (new IP) is removed first, then joins again:
+// ginctl members remove ID.
+func (s *Server) checkJoinAddresses(req *ginv1.JoinRequest) error {
+	id := req.GetServerId()
+	moved := func(what, have, want string) error {
+		return &precondition{msg: fmt.Sprintf("server %s is a member with %s %s, this join names %s: a Join never changes an existing server's address; if the master really moved, remove it first (ginctl members remove %s) and start it again", id, what, have, want, id)}
+	}
+	member := false
+	for _, m := range s.node.Stats().Members {
+		if m.ID != id {
+			continue
+		}
+		member = true
+		if m.Address != req.GetRaftAddress() {
+			return moved("raft address", m.Address, req.GetRaftAddress())
+		}
+	}
+	// A server no longer in the configuration (removed by an operator or by
+	// dead-server cleanup) may come back with new addresses: its record is
+	// stale, and this Join replaces it.
+	if r, ok := s.store.Server(id); ok && member {
+		if r.GetRaftAddress() != "" && r.GetRaftAddress() != req.GetRaftAddress() {
+			return moved("raft address", r.GetRaftAddress(), req.GetRaftAddress())
+		}
+		if r.GetClientAddress() != "" && r.GetClientAddress() != req.GetClientAddress() {
+			return moved("client address", r.GetClientAddress(), req.GetClientAddress())
+		}
+	}
+	return nil
+}
+
+// joinDialTimeout bounds the leader's check that a joining server answers
+// on its Raft address.
+const joinDialTimeout = 2 * time.Second
+
+// dialRaft opens (and closes) a TCP connection to a Raft address, so that
+// a server nobody can reach is never added as a voter (each one would raise
+// the quorum with a vote that never comes).
+func dialRaft(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, joinDialTimeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServerRequest) (*ginv1.RemoveServerResponse, error) {
