@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
+	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
@@ -227,7 +229,7 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
-	if err := dialRaft(ctx, req.GetRaftAddress()); err != nil {
+	if err := s.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
 		s.log.Warn("join refused: raft address unreachable", "server", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
 	}
@@ -301,17 +303,36 @@ func (s *Server) checkJoinAddresses(req *ginv1.JoinRequest) error {
 // on its Raft address.
 const joinDialTimeout = 2 * time.Second
 
-// dialRaft opens (and closes) a TCP connection to a Raft address, so that
-// a server nobody can reach is never added as a voter (each one would raise
-// the quorum with a vote that never comes).
-func dialRaft(ctx context.Context, addr string) error {
+// dialRaft connects to a joining server's Raft address, so that a server
+// nobody can reach is never added as a voter (each one would raise the
+// quorum with a vote that never comes). Plaintext: a TCP connection. With
+// TLS on: the Raft TLS handshake, which must show a master certificate of
+// the cluster CA naming the joining server.
+func (s *Server) dialRaft(ctx context.Context, id, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, joinDialTimeout)
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer c.Close()
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	isJoiner := func(peer pki.Identity) error {
+		if err := pki.RequireRole(pki.RoleMaster)(peer); err != nil {
+			return err
+		}
+		if peer.Name != id {
+			return fmt.Errorf("the server there is %s, not %s", peer, id)
+		}
+		return nil
+	}
+	tc := tls.Client(c, pki.ClientConfig(s.cfg.TLS, isJoiner))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("TLS: %w", err)
+	}
+	return nil
 }
 
 func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServerRequest) (*ginv1.RemoveServerResponse, error) {

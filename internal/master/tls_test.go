@@ -262,6 +262,24 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		}
 		return true
 	})
+
+	// With TLS on, the leader's dial of a joining server's Raft address is
+	// the Raft handshake: the master there must be the one that joins.
+	// m9 (a valid master certificate) naming m2's Raft port, or a port
+	// that does not speak TLS, is refused and not added.
+	leader := leaderOf(ms)
+	m9 := p.dial(t, leader.s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, raftAddr := range []string{followerOf(ms, leader).s.node.Addr(), listening(t)} {
+		_, err := ginv1.NewAdminServiceClient(m9).Join(ctx, &ginv1.JoinRequest{ServerId: "m9", RaftAddress: raftAddr, ClusterId: leader.s.store.ClusterID()})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "cannot be dialled") {
+			t.Fatalf("Join as m9 naming Raft address %s: %v, want FailedPrecondition (cannot be dialled)", raftAddr, err)
+		}
+	}
+	if l := leaderOf(ms); l == nil || len(l.s.node.Stats().Members) != 3 {
+		t.Fatal("a refused Join changed the membership")
+	}
 }
 
 // TestReadersNeverSeeMachineID: GetNode and GetGraph hand out inventories
