@@ -172,8 +172,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(append(secure,
 		grpc.StatsHandler(rejections{s: s}),
-		grpc.ChainUnaryInterceptor(s.leaderHintUnary),
-		grpc.ChainStreamInterceptor(s.leaderHintStream),
+		grpc.ChainUnaryInterceptor(s.leaderHintUnary, textUnary),
+		grpc.ChainStreamInterceptor(s.leaderHintStream, textStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxStreamsPerConn),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
