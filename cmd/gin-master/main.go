@@ -55,6 +55,34 @@ type options struct {
 	devProfile, devFabric, devNodes            string
 	devFaults                                  []string
 	tls                                        pki.Files // --tls-* (else GIN_TLS_*)
+	recover                                    bool
+	recoverPeers                               string
+	recoverMembers                             []ginraft.Member // parsed --recover-peers
+}
+
+// checkRecoverFlags refuses --recover and --recover-peers where they
+// cannot apply and parses the peers (usage errors: nothing is touched).
+func checkRecoverFlags(o *options) error {
+	if o.dev && o.recover {
+		return errors.New("--recover applies to a real master's --data-dir, not to --dev")
+	}
+	if o.recoverPeers != "" && !o.recover {
+		return errors.New("--recover-peers needs --recover")
+	}
+	if !o.recover {
+		return nil
+	}
+	peers, err := ginraft.ParseRecoverPeers(o.recoverPeers)
+	if err != nil {
+		return fmt.Errorf("--recover-peers: %w", err)
+	}
+	for _, p := range peers {
+		if p.ID == o.nodeID {
+			return fmt.Errorf("--recover-peers names this master (%s); list only the other survivors", p.ID)
+		}
+	}
+	o.recoverMembers = peers
+	return nil
 }
 
 // exitUsage is the exit code for bad flags.
@@ -91,6 +119,10 @@ Then try: ginctl nodes; ginctl topo -m`,
 			}
 			log, err := newLogger(stderr, o.logLevel)
 			if err != nil {
+				code = exitUsage
+				return err
+			}
+			if err := checkRecoverFlags(&o); err != nil {
 				code = exitUsage
 				return err
 			}
@@ -132,6 +164,8 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
+	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (README, Recovering from lost quorum)")
+	f.StringVar(&o.recoverPeers, "recover-peers", "", "with --recover: other survivors in the recovered configuration, id=raft-host:port,... (each recovered with the same list)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&o.dev, "dev", false, "run a complete simulated cluster on loopback (master + agents)")
 	f.IntVar(&o.devAgents, "dev-agents", 4, fmt.Sprintf("with --dev: number of simulated nodes (1..%d)", devcluster.MaxAgents))
@@ -217,6 +251,12 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 			return err
 		}
 	}
+	if o.recover {
+		if err := ginraft.CheckRecoverable(o.dataDir); err != nil {
+			return fmt.Errorf("--recover: %w (nothing was changed)", err)
+		}
+		log.Warn("--recover: the Raft configuration in the data dir will be rewritten to this master (plus --recover-peers) and its whole log committed", "data_dir", o.dataDir, "node_id", o.nodeID, "recover_peers", o.recoverPeers)
+	}
 	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
@@ -234,6 +274,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
+		Recover: o.recover, RecoverPeers: o.recoverMembers,
 	})
 	if err != nil {
 		return err

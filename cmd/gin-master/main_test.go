@@ -28,6 +28,10 @@ func TestUsageErrors(t *testing.T) {
 		{"several --dev-* without --dev", []string{"--dev-profile", "dgx-a100", "--dev-nodes", "n[1-2]", "--data-dir", dir}, "--dev-nodes, --dev-profile configures"},
 		{"bad log level", []string{"--log-level", "loud", "--data-dir", dir}, `--log-level "loud"`},
 		{"positional argument", []string{"serve", "--data-dir", dir}, "unknown command"},
+		{"--recover with --dev", []string{"--dev", "--recover", "--data-dir", dir}, "--recover applies to a real master's --data-dir"},
+		{"--recover-peers without --recover", []string{"--recover-peers", "m2=10.0.0.2:5001", "--data-dir", dir}, "--recover-peers needs --recover"},
+		{"--recover-peers malformed", []string{"--recover", "--recover-peers", "m2", "--data-dir", dir}, `--recover-peers: "m2": want id=host:port`},
+		{"--recover-peers names self", []string{"--node-id", "m1", "--recover", "--recover-peers", "m1=10.0.0.1:5001", "--data-dir", dir}, "names this master (m1)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

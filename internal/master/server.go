@@ -90,8 +90,12 @@ type Config struct {
 	// of internal/authz checked on every call, and for this master's own
 	// calls to the other masters (Join, cluster info). nil: plaintext, as
 	// before.
-	TLS    *pki.Source
-	Logger *slog.Logger
+	TLS *pki.Source
+	// Recover and RecoverPeers: rewrite the stored Raft configuration to
+	// this server (plus RecoverPeers) before starting; see ginraft.Config.
+	Recover      bool
+	RecoverPeers []ginraft.Member
+	Logger       *slog.Logger
 }
 
 // Server is one gin-master: Raft node, state and gRPC services.
@@ -151,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 	node, err := ginraft.Open(ginraft.Config{
 		ID: cfg.ID, Bind: cfg.RaftBind, Advertise: cfg.RaftAdvertise, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap,
 		Fast: cfg.FastRaft, Tuning: cfg.RaftTuning, TLS: cfg.TLS, Logger: log,
+		Recover: cfg.Recover, RecoverPeers: cfg.RecoverPeers,
 	}, store)
 	if err != nil {
 		_ = lis.Close()

@@ -12,4 +12,10 @@
 // server runs the newer version (which re-applies the log on restart).
 // Rule for whoever adds a command type: the masters must be upgraded before
 // anything proposes it, or an old leader can be elected that does not know it.
+//
+// Config.Recover (gin-master --recover) brings back a cluster that lost its
+// quorum: before starting, hashicorp/raft's RecoverCluster rewrites the
+// stored configuration to this server (plus RecoverPeers) and commits its
+// whole log; a data dir without Raft state is refused untouched
+// (CheckRecoverable, ErrNoState).
 package raft

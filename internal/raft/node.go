@@ -42,8 +42,19 @@ type Config struct {
 	Tuning Tuning
 	// TLS, when set, runs the Raft transport over TLS 1.3 accepting and
 	// dialling only master certificates of the cluster CA; nil: plain TCP.
-	TLS    *pki.Source
-	Logger *slog.Logger
+	TLS *pki.Source
+	// Recover rewrites the Raft configuration stored in DataDir before
+	// starting (hashicorp/raft's RecoverCluster, like Consul's peers.json):
+	// the new configuration is this server alone (at its advertised
+	// address) plus RecoverPeers. It brings back a cluster that lost its
+	// quorum; every entry in the local log is committed, acknowledged or
+	// not. A DataDir without Raft state is refused and left untouched.
+	Recover bool
+	// RecoverPeers are further voters of the recovered configuration
+	// (other survivors recovered with the same list); empty: this server
+	// alone.
+	RecoverPeers []Member
+	Logger       *slog.Logger
 }
 
 // Tuning holds the Raft timing and snapshot knobs an operator may set; a
@@ -203,6 +214,11 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		}
 	}
 	walDir := filepath.Join(cfg.DataDir, "wal")
+	if cfg.Recover {
+		if err := CheckRecoverable(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(walDir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft: data dir: %w", err)
 	}
@@ -241,7 +257,18 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return nil, fmt.Errorf("raft: data dir %s: %w", cfg.DataDir, err)
 		}
 	}
-	if cfg.Bootstrap {
+	if cfg.Recover {
+		if !has {
+			_ = trans.Close()
+			_ = logs.Close()
+			return nil, fmt.Errorf("raft: recover: %w: %s holds no Raft log or snapshot", ErrNoState, cfg.DataDir)
+		}
+		if err := recoverCluster(cfg, rc, logs, snaps, trans, log); err != nil {
+			_ = trans.Close()
+			_ = logs.Close()
+			return nil, err
+		}
+	} else if cfg.Bootstrap {
 		if !has {
 			conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
 			if err := hraft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
