@@ -49,6 +49,8 @@ type options struct {
 	missed                                     int
 	helloTimeout                               time.Duration
 	maxStreamsPerConn                          uint
+	agentLogRate                               float64
+	agentLogBurst                              int
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -160,6 +162,8 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
 	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
+	f.Float64Var(&o.agentLogRate, "agent-log-rate", master.DefaultAgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
+	f.IntVar(&o.agentLogBurst, "agent-log-burst", master.DefaultAgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
@@ -223,6 +227,12 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := o.tuning.Validate(); err != nil {
 		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
 	}
+	if o.agentLogRate < 1.0/60 || o.agentLogRate > 1e6 {
+		return fmt.Errorf("--agent-log-rate %g: want 0.0167..1000000 lines per second", o.agentLogRate)
+	}
+	if o.agentLogBurst < 1 || o.agentLogBurst > 1e6 {
+		return fmt.Errorf("--agent-log-burst %d: want 1..1000000", o.agentLogBurst)
+	}
 	if o.maxStreamsPerConn < 1 || o.maxStreamsPerConn > 1<<16 {
 		return fmt.Errorf("--max-streams-per-conn %d: want 1..65536", o.maxStreamsPerConn)
 	}
@@ -275,6 +285,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
+		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
 	})
 	if err != nil {
 		return err

@@ -29,7 +29,9 @@ type agentService struct {
 func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 	err := a.session(stream)
 	if err != nil && !errors.Is(err, io.EOF) && status.Code(err) != codes.Canceled {
-		a.s.log.Warn("agent session ended", "err", err)
+		if ok, skipped := a.s.agentLog.Allow(); ok {
+			a.s.log.Warn("agent session ended", "err", err, "suppressed", skipped)
+		}
 	}
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -73,7 +75,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		// An empty machine_id is a mismatch, never a skip: a name bound to
 		// a machine stays bound to it.
 		if held != "" && held != hello.GetMachineId() {
-			log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId())
+			if ok, skipped := a.s.agentLog.Allow(); ok {
+				log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId(), "suppressed", skipped)
+			}
 			return fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
 		}
 	}
@@ -87,7 +91,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	if err := stream.Send(resp); err != nil {
 		return err
 	}
-	log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion())
+	if ok, skipped := a.s.agentLog.Allow(); ok {
+		log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
+	}
 	a.s.sessions.add(name)
 	defer a.s.sessions.remove(name)
 	// Plans pinned while the session is open are pushed on it; its own

@@ -43,32 +43,33 @@ type masterCollector struct {
 	s                                                     *Server
 	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
-	skipped, logStoreErrors                               *prometheus.Desc
+	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
 	d := prometheus.NewDesc
 	id := []string{"server"}
 	return &masterCollector{s: s,
-		info:          d("gin_master_build_info", "gin-master build; always 1.", []string{"server", "version"}, nil),
-		raftState:     d("gin_master_raft_state", "1 for the Raft state this server is in.", []string{"server", "state"}, nil),
-		term:          d("gin_master_raft_term", "Current Raft term.", id, nil),
-		commit:        d("gin_master_raft_commit_index", "Raft commit index.", id, nil),
-		applied:       d("gin_master_raft_applied_index", "Raft applied index.", id, nil),
-		leaderChanges: d("gin_master_leader_changes_total", "Leadership changes seen by this server.", id, nil),
-		nodes:         d("gin_master_nodes", "Nodes by state.", []string{"server", "state"}, nil),
-		nvlinks:       d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
-		ports:         d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
-		agents:        d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
-		skipped:       d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
-		plans:         d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+		info:               d("gin_master_build_info", "gin-master build; always 1.", []string{"server", "version"}, nil),
+		raftState:          d("gin_master_raft_state", "1 for the Raft state this server is in.", []string{"server", "state"}, nil),
+		term:               d("gin_master_raft_term", "Current Raft term.", id, nil),
+		commit:             d("gin_master_raft_commit_index", "Raft commit index.", id, nil),
+		applied:            d("gin_master_raft_applied_index", "Raft applied index.", id, nil),
+		leaderChanges:      d("gin_master_leader_changes_total", "Leadership changes seen by this server.", id, nil),
+		nodes:              d("gin_master_nodes", "Nodes by state.", []string{"server", "state"}, nil),
+		nvlinks:            d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
+		ports:              d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
+		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
+		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
+		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
 		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
 			[]string{"server", "op"}, nil),
 	}
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed} {
 		ch <- d
 	}
 }
@@ -112,6 +113,7 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.agents, float64(s.sessions.count()), id)
 	g(c.skipped, float64(s.node.SkippedEntries()), id)
 	g(c.plans, float64(len(s.store.Plans())), id)
+	ch <- prometheus.MustNewConstMetric(c.agentLogSuppressed, prometheus.CounterValue, float64(s.agentLog.Suppressed()), id)
 	for _, e := range s.node.LogStoreErrors() {
 		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)
 	}

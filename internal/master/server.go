@@ -24,6 +24,7 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
+	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
 )
 
@@ -34,6 +35,13 @@ const DefaultHelloTimeout = 10 * time.Second
 // holds one stream, ginctl a few at most; gRPC's own default (2^32-1)
 // let one connection open 80,000 Hello-less streams (issue #11).
 const DefaultMaxStreamsPerConn = 256
+
+// DefaultAgentLogRate and DefaultAgentLogBurst are Config.AgentLogRate's
+// and Config.AgentLogBurst's defaults.
+const (
+	DefaultAgentLogRate  = 10
+	DefaultAgentLogBurst = 100
+)
 
 // MaxMessageBytes bounds every gRPC message the master receives.
 const MaxMessageBytes = 8 << 20
@@ -85,6 +93,15 @@ type Config struct {
 	// that asks for more waits for one to end (grpc-go queues the call)
 	// or, if it ignores the setting, gets its stream refused.
 	MaxStreamsPerConn uint32
+	// AgentLogRate and AgentLogBurst bound the agent attach/detach log
+	// lines of this master (a token bucket; default
+	// DefaultAgentLogRate/s, burst DefaultAgentLogBurst): a cluster-wide
+	// reconnect logs the first lines, then one line now and then that says
+	// how many were left out (gin_master_agent_log_lines_suppressed_total).
+	AgentLogRate  float64
+	AgentLogBurst int
+	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
+	AgentLogClock func() time.Time
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own
@@ -113,6 +130,7 @@ type Server struct {
 	planPush planPush // pinned plans to the agent sessions of their nodes
 	metrics  *metrics
 	httpLis  net.Listener
+	agentLog *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -136,6 +154,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.HelloTimeout <= 0 {
 		cfg.HelloTimeout = DefaultHelloTimeout
+	}
+	if cfg.AgentLogRate <= 0 {
+		cfg.AgentLogRate = DefaultAgentLogRate
+	}
+	if cfg.AgentLogBurst <= 0 {
+		cfg.AgentLogBurst = DefaultAgentLogBurst
 	}
 	if cfg.MaxStreamsPerConn == 0 {
 		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
@@ -167,7 +191,8 @@ func New(cfg Config) (*Server, error) {
 		_ = node.Shutdown()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis}
+	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
+		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock)}
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
