@@ -51,6 +51,7 @@ type options struct {
 	maxStreamsPerConn                          uint
 	agentLogRate                               float64
 	agentLogBurst                              int
+	maxNodes, maxPlans                         int
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -162,6 +163,8 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
 	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
+	f.IntVar(&o.maxNodes, "max-nodes", master.DefaultMaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
+	f.IntVar(&o.maxPlans, "max-plans", master.DefaultMaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
 	f.Float64Var(&o.agentLogRate, "agent-log-rate", master.DefaultAgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
 	f.IntVar(&o.agentLogBurst, "agent-log-burst", master.DefaultAgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
@@ -227,6 +230,12 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := o.tuning.Validate(); err != nil {
 		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
 	}
+	if o.maxNodes < 1 || o.maxNodes > 10_000_000 {
+		return fmt.Errorf("--max-nodes %d: want 1..10000000", o.maxNodes)
+	}
+	if o.maxPlans < 1 || o.maxPlans > 10_000_000 {
+		return fmt.Errorf("--max-plans %d: want 1..10000000", o.maxPlans)
+	}
 	if o.agentLogRate < 1.0/60 || o.agentLogRate > 1e6 {
 		return fmt.Errorf("--agent-log-rate %g: want 0.0167..1000000 lines per second", o.agentLogRate)
 	}
@@ -286,6 +295,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
+		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans,
 	})
 	if err != nil {
 		return err

@@ -162,6 +162,8 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"--tls-ca alone", append(append([]string{}, base...), "--tls-ca", "ca.pem"), 1, "missing [--tls-cert --tls-key]"},
 		{"missing files", append(append([]string{}, base...), "--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"), 1, "--tls-ca"},
 		{"--hello-timeout too short", append(append([]string{}, base...), "--hello-timeout", "1ms"), 1, "--hello-timeout 1ms"},
+		{"--max-nodes 0", append(append([]string{}, base...), "--max-nodes", "0"), 1, "--max-nodes 0"},
+		{"--max-plans -1", append(append([]string{}, base...), "--max-plans", "-1"), 1, "--max-plans -1"},
 		{"--agent-log-rate 0", append(append([]string{}, base...), "--agent-log-rate", "0"), 1, "--agent-log-rate 0"},
 		{"--agent-log-burst 0", append(append([]string{}, base...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
 		{"--max-streams-per-conn 0", append(append([]string{}, base...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},

@@ -213,6 +213,9 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 		if dup {
 			return resultWithGen{Index: rec.GetUpdatedIndex(), Generation: rec.GetInventory().GetGeneration()}, nil
 		}
+	} else if n, _ := s.store.Counts(); n >= s.cfg.MaxNodes {
+		return resultWithGen{}, fmt.Errorf("%w: node %q not registered: %d nodes are, the most gin-master --max-nodes allows (%d); raise it on every master",
+			errResourceExhausted, inv.GetNodeName(), n, s.cfg.MaxNodes)
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
 		Inventory: inv, ContentHash: hash, At: timestamppb.Now(),

@@ -44,6 +44,7 @@ type masterCollector struct {
 	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
+	nodesLimit, plansLimit                                *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -62,6 +63,8 @@ func newMasterCollector(s *Server) *masterCollector {
 		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
 		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
+		plansLimit:         d("gin_master_pinned_plans_limit", "The most plans this master pins (--max-plans); compare with gin_master_pinned_plans.", id, nil),
 		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
 		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
 			[]string{"server", "op"}, nil),
@@ -69,7 +72,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit} {
 		ch <- d
 	}
 }
@@ -112,7 +115,10 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.ports, float64(pTotal-pUp), id, "down")
 	g(c.agents, float64(s.sessions.count()), id)
 	g(c.skipped, float64(s.node.SkippedEntries()), id)
-	g(c.plans, float64(len(s.store.Plans())), id)
+	_, nplans := s.store.Counts()
+	g(c.plans, float64(nplans), id)
+	g(c.nodesLimit, float64(s.cfg.MaxNodes), id)
+	g(c.plansLimit, float64(s.cfg.MaxPlans), id)
 	ch <- prometheus.MustNewConstMetric(c.agentLogSuppressed, prometheus.CounterValue, float64(s.agentLog.Suppressed()), id)
 	for _, e := range s.node.LogStoreErrors() {
 		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)

@@ -108,6 +108,10 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	if req.GetNodes() == "" {
 		return nil, &notFound{msg: fmt.Sprintf("job %q has no plan", req.GetJobId())}
 	}
+	if _, n := p.s.store.Counts(); n >= p.s.cfg.MaxPlans {
+		return nil, fmt.Errorf("%w: plan for job %q not pinned: %d plans are, the most gin-master --max-plans allows (%d); raise it or delete plans (ginctl plan delete --job ID)",
+			errResourceExhausted, req.GetJobId(), n, p.s.cfg.MaxPlans)
+	}
 	nodes, err := hostlist.Expand(req.GetNodes())
 	if err != nil {
 		return nil, invalidf("nodes", "%v", err)

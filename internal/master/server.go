@@ -36,6 +36,14 @@ const DefaultHelloTimeout = 10 * time.Second
 // let one connection open 80,000 Hello-less streams (issue #11).
 const DefaultMaxStreamsPerConn = 256
 
+// DefaultMaxNodes and DefaultMaxPlans are Config.MaxNodes's and
+// Config.MaxPlans's defaults: far above a real cluster, far below what
+// would exhaust a master's memory.
+const (
+	DefaultMaxNodes = 50000
+	DefaultMaxPlans = 100000
+)
+
 // DefaultAgentLogRate and DefaultAgentLogBurst are Config.AgentLogRate's
 // and Config.AgentLogBurst's defaults.
 const (
@@ -98,7 +106,15 @@ type Config struct {
 	// DefaultAgentLogRate/s, burst DefaultAgentLogBurst): a cluster-wide
 	// reconnect logs the first lines, then one line now and then that says
 	// how many were left out (gin_master_agent_log_lines_suppressed_total).
-	AgentLogRate  float64
+	AgentLogRate float64
+	// MaxNodes and MaxPlans cap the registered nodes and the pinned plans
+	// (defaults DefaultMaxNodes, DefaultMaxPlans): a new node's inventory
+	// or a new job's plan past the cap is refused at the edge with
+	// RESOURCE_EXHAUSTED naming the flag; existing ones are still updated
+	// and read. gin_master_nodes_limit and gin_master_pinned_plans_limit
+	// export them next to the counts.
+	MaxNodes      int
+	MaxPlans      int
 	AgentLogBurst int
 	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
 	AgentLogClock func() time.Time
@@ -154,6 +170,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.HelloTimeout <= 0 {
 		cfg.HelloTimeout = DefaultHelloTimeout
+	}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = DefaultMaxNodes
+	}
+	if cfg.MaxPlans <= 0 {
+		cfg.MaxPlans = DefaultMaxPlans
 	}
 	if cfg.AgentLogRate <= 0 {
 		cfg.AgentLogRate = DefaultAgentLogRate

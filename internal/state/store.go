@@ -102,6 +102,14 @@ func (s *Store) View() View {
 	return View{Index: s.index, Graph: s.graph, Fabric: s.fabric, nodes: m}
 }
 
+// Counts returns how many nodes are registered and how many plans are
+// pinned, without copying anything (for the caps at the edge and metrics).
+func (s *Store) Counts() (nodes, plans int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.nodes), len(s.plans)
+}
+
 // Node returns a node's record; callers must not modify it.
 func (s *Store) Node(name string) (*statev1.NodeRecord, bool) {
 	s.mu.RLock()
