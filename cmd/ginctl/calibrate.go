@@ -109,7 +109,7 @@ not parse changes nothing and the error names the line.`,
 				if !resp.GetChanged() {
 					state = "unchanged"
 				}
-				fmt.Fprintf(a.stdout, "%s %s: %s, %s\n", state, m.GetId(), summary(m), shapeLine(m.GetShape()))
+				fmt.Fprintln(a.stdout, escapeText(fmt.Sprintf("%s %s: %s, %s", state, m.GetId(), summary(m), shapeLine(m.GetShape()))))
 			}
 			return nil
 		},
@@ -293,7 +293,7 @@ func (a *app) calibrateShowCmd() *cobra.Command {
 			}
 			m := resp.GetMeasurement()
 			if !a.noHeaders {
-				fmt.Fprintf(a.stdout, "measurement %s: %s\n%s\nsource %s, stored at index %d\n", m.GetId(), summary(m), shapeLine(m.GetShape()), dash(m.GetSource()), m.GetCreatedIndex())
+				fmt.Fprintf(a.stdout, "measurement %s: %s\n%s\nsource %s, stored at index %d\n", m.GetId(), summary(m), shapeLine(m.GetShape()), escapeText(dash(m.GetSource())), m.GetCreatedIndex())
 			}
 			t := a.newTable("SIZE", "BYTES", "TIME_US", "BUSBW_GBPS", "NCCL_USED")
 			for _, p := range m.GetPoints() {

@@ -226,7 +226,7 @@ them (busbw = algbw × 2(n-1)/n for all_reduce).`,
 					jsonout.EnumWord(p.GetCollective().Descriptor(), p.GetCollective().Number()), p.GetSizeBytes(), p.GetNRanks(), p.GetNNodes(),
 					cell, p.GetTimeUs(), p.GetAlgbwGbps(), p.GetBusbwGbps(), dash(p.GetBasis()))
 				if p.GetEvidence() != "" {
-					fmt.Fprintf(a.stdout, "evidence: %s\n", p.GetEvidence())
+					fmt.Fprintf(a.stdout, "evidence: %s\n", escapeText(p.GetEvidence()))
 				}
 				return nil
 			}
@@ -286,7 +286,7 @@ func (a *app) orderCmd() *cobra.Command {
 				return a.printJSON(resp)
 			}
 			for _, n := range resp.GetNodes() {
-				fmt.Fprintln(a.stdout, n)
+				fmt.Fprintln(a.stdout, escapeText(n))
 			}
 			fmt.Fprintf(a.stderr, "ring crosses the spine %d times (given order: %d)\n", resp.GetSpineCrossings(), resp.GetGivenSpineCrossings())
 			return nil

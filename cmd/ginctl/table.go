@@ -40,10 +40,11 @@ func (t *table) row(cells ...any) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// summary writes a line below a table, unless --no-headers.
+// summary writes a line below a table, unless --no-headers; what a
+// terminal would interpret is escaped, as in cells.
 func (a *app) summary(format string, args ...any) {
 	if !a.noHeaders {
-		fmt.Fprintf(a.stdout, format+"\n", args...)
+		fmt.Fprintln(a.stdout, escapeText(fmt.Sprintf(format, args...)))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestTableEscapesControls plants names a hostile or old master could
@@ -52,4 +53,43 @@ func TestTableEscapesControls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSummaryEscapesControls: the line below a table (node models, state
+// reasons, server ids come from the master) is escaped like a cell.
+func TestSummaryEscapesControls(t *testing.T) {
+	var out bytes.Buffer
+	a := &app{stdout: &out}
+	a.summary("Node %s: %s", "node001", "DGX\x1b]0;owned\x07 H100\u202e")
+	if got, want := out.String(), `Node node001: DGX\x1b]0;owned\x07 H100\u202e`+"\n"; got != want {
+		t.Fatalf("summary = %q, want %q", got, want)
+	}
+}
+
+// FuzzEscapeText: whatever the input, the output holds no rune a terminal
+// interprets (nor invalid UTF-8), and text without one is left as it is.
+func FuzzEscapeText(f *testing.F) {
+	for _, s := range []string{"", "node001", "a\x1b[2Jb", "x\u202ey", "\xff\xfe", "ok\u2066", "\u009b", "nœud"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := escapeText(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("escapeText(%q) = %q: invalid UTF-8", s, got)
+		}
+		clean := true
+		for _, r := range s {
+			if mustEscape(r) {
+				clean = false
+			}
+		}
+		for _, r := range got {
+			if mustEscape(r) {
+				t.Fatalf("escapeText(%q) = %q holds %U", s, got, r)
+			}
+		}
+		if clean && got != s {
+			t.Fatalf("escapeText(%q) = %q: clean text changed", s, got)
+		}
+	})
 }

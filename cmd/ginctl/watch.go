@@ -87,7 +87,7 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 					if a.output == "json" {
 						err = a.printLine(ev)
 					} else {
-						_, err = fmt.Fprintln(a.stdout, watchLine(ev))
+						_, err = fmt.Fprintln(a.stdout, escapeText(watchLine(ev)))
 					}
 					if err != nil {
 						return err
