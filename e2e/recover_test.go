@@ -24,11 +24,41 @@ var contentHashRE = regexp.MustCompile(`"content_hash":\s*"([0-9a-f]{64})"`)
 // --recover and becomes leader alone with every acknowledged write; the
 // other two come back with wiped data dirs and the same --join line,
 // replicate, and keep the data when the recovered master is killed in turn.
+// It runs twice: plaintext, and with mTLS on every process.
 func TestRecoverLostQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
 	bin := binaries(t)
+	t.Run("plaintext", func(t *testing.T) { recoverLostQuorum(t, bin, false) })
+	t.Run("mTLS", func(t *testing.T) { recoverLostQuorum(t, bin, true) })
+}
+
+// recoverLostQuorum is TestRecoverLostQuorum, with mTLS on every process
+// (masters, agent, ginctl as admin) when useTLS is set.
+func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
+	tlsFlags := func(string) []string { return nil }
+	if useTLS {
+		tdir := filepath.Join(t.TempDir(), "tls")
+		certs := [][]string{{"ca", "create", "--dir", tdir}, {"cert", "create", "--dir", tdir, "--role", "admin"},
+			{"cert", "create", "--dir", tdir, "--role", "agent", "--name", "node001"}}
+		for i := range 3 {
+			certs = append(certs, []string{"cert", "create", "--dir", tdir, "--role", "master", "--name", fmt.Sprintf("m%d", i+1)})
+		}
+		for _, c := range certs {
+			if out, err := runTool(t, bin, "ginctl", append([]string{"tls"}, c...)...); err != nil {
+				t.Fatalf("ginctl tls %s: %v\n%s", strings.Join(c, " "), err, out)
+			}
+		}
+		tlsFlags = func(base string) []string {
+			return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
+		}
+		// ginctl (runTool) calls as admin; the masters and the agent name
+		// their own certificates, which win over the environment.
+		t.Setenv("GIN_TLS_CA", filepath.Join(tdir, "ca.pem"))
+		t.Setenv("GIN_TLS_CERT", filepath.Join(tdir, "admin.pem"))
+		t.Setenv("GIN_TLS_KEY", filepath.Join(tdir, "admin-key.pem"))
+	}
 	ports := distinctPorts(t, 6)
 	var clients []string
 	for i := range 3 {
@@ -41,6 +71,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 		argv := []string{filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 			"--bind", clients[i], "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3+i]), "--http-bind", "",
 			"--data-dir", dataDirs[i], "--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info"}
+		argv = append(argv, tlsFlags(fmt.Sprintf("master-m%d", i+1))...)
 		return append(argv, extra...)
 	}
 	procs := make([]*testproc.Proc, 3)
@@ -89,7 +120,8 @@ func TestRecoverLostQuorum(t *testing.T) {
 		return len(ms) == 3 && leaderOf(ms) >= 0
 	})
 	agent := &testproc.Proc{Name: "agent", Log: filepath.Join(logDir, "agent.log"), Argv: []string{filepath.Join(bin, "gin-agent"),
-		"--source", "sim:dgx-h100", "--master", join, "--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", ""}}
+		"--source", "sim:dgx-h100", "--master", join, "--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", "", "--plan-socket", ""}}
+	agent.Argv = append(agent.Argv, tlsFlags("agent-node001")...)
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
