@@ -217,9 +217,18 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "3 members again", 90*time.Second, func() bool {
-		ms := members(clients[survivor])
-		return len(ms) == 3 && leaderOf(ms) == survivor
+	// Every master's own view (GetClusterInfo answers from the master
+	// asked) has the three voters and the recovered leader: a rejoined
+	// master still holding an older configuration would refuse the other's
+	// vote below.
+	waitFor(t, "3 members again, in every master's view", 90*time.Second, func() bool {
+		for i := range 3 {
+			ms := members(clients[i])
+			if len(ms) != 3 || leaderOf(ms) != survivor {
+				return false
+			}
+		}
+		return true
 	})
 	// They replicated: kill the recovered master; the two rejoined ones
 	// are a quorum, elect a leader and serve every write.
