@@ -4,82 +4,39 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/planread"
+	"github.com/gin-topology/gin/internal/fakemaster"
 )
-
-// planMaster answers GetOrCreatePlan as a master does: a follower with
-// FAILED_PRECONDITION + NOT_LEADER and the leader hint in a trailer, the
-// leader with a verifiable plan, or a fixed refusal.
-type planMaster struct {
-	ginv1.UnimplementedPlanServiceServer
-	hint  string // set: a follower naming this leader
-	fail  error  // set: refuse with this
-	calls atomic.Int32
-}
-
-func (m *planMaster) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
-	m.calls.Add(1)
-	switch {
-	case m.fail != nil:
-		return nil, m.fail
-	case m.hint != "":
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, m.hint))
-		st, _ := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(apierr.NotLeaderInfo("m2"))
-		return nil, st.Err()
-	}
-	p := &ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: req.GetJobId()}
-	p.ContentHash = planread.Hash(p)
-	return &ginv1.GetOrCreatePlanResponse{Plan: p}, nil
-}
-
-func servePlans(t *testing.T, m *planMaster) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	ginv1.RegisterPlanServiceServer(s, m)
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String()
-}
 
 func TestFetchFollowsRedirectsAndStopsOnRefusals(t *testing.T) {
 	tests := []struct {
 		name    string
-		setup   func(t *testing.T) (addrs []string, leader *planMaster)
+		setup   func(t *testing.T) (addrs []string, leader *fakemaster.Plans)
 		wantErr string // "" = a plan from the leader
 	}{
-		{"a follower names a leader missing from the list", func(t *testing.T) ([]string, *planMaster) {
-			leader := &planMaster{}
-			return []string{servePlans(t, &planMaster{hint: servePlans(t, leader)})}, leader
+		{"a follower names a leader missing from the list", func(t *testing.T) ([]string, *fakemaster.Plans) {
+			leader := &fakemaster.Plans{}
+			return []string{fakemaster.Serve(t, &fakemaster.Plans{Hint: fakemaster.Serve(t, leader)})}, leader
 		}, ""},
-		{"an unreachable master, then the leader", func(t *testing.T) ([]string, *planMaster) {
+		{"an unreachable master, then the leader", func(t *testing.T) ([]string, *fakemaster.Plans) {
 			lis, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			dead := lis.Addr().String()
 			_ = lis.Close()
-			leader := &planMaster{}
-			return []string{dead, servePlans(t, leader)}, leader
+			leader := &fakemaster.Plans{}
+			return []string{dead, fakemaster.Serve(t, leader)}, leader
 		}, ""},
-		{"a refusal is final, the next master is not asked", func(t *testing.T) ([]string, *planMaster) {
-			other := &planMaster{}
-			refusing := &planMaster{fail: status.Error(codes.InvalidArgument, "nodes: unknown node n9")}
-			return []string{servePlans(t, refusing), servePlans(t, other)}, other
+		{"a refusal is final, the next master is not asked", func(t *testing.T) ([]string, *fakemaster.Plans) {
+			other := &fakemaster.Plans{}
+			refusing := &fakemaster.Plans{Fail: status.Error(codes.InvalidArgument, "nodes: unknown node n9")}
+			return []string{fakemaster.Serve(t, refusing), fakemaster.Serve(t, other)}, other
 		}, "InvalidArgument: nodes: unknown node n9"},
 	}
 	for _, tc := range tests {
@@ -93,7 +50,7 @@ func TestFetchFollowsRedirectsAndStopsOnRefusals(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("fetch = %v, %v; want an error with %q", got, err, tc.wantErr)
 				}
-				if n := leader.calls.Load(); n != 0 {
+				if n := leader.Calls.Load(); n != 0 {
 					t.Fatalf("the next master was asked %d times after a final refusal", n)
 				}
 				return
@@ -101,8 +58,8 @@ func TestFetchFollowsRedirectsAndStopsOnRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.plan.GetJobId() != "j1" || leader.calls.Load() != 1 {
-				t.Fatalf("plan %v from %s; leader asked %d times", got.plan, got.source, leader.calls.Load())
+			if got.plan.GetJobId() != "j1" || leader.Calls.Load() != 1 {
+				t.Fatalf("plan %v from %s; leader asked %d times", got.plan, got.source, leader.Calls.Load())
 			}
 		})
 	}

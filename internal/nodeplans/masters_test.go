@@ -3,67 +3,26 @@ package nodeplans
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/apierr"
+	"github.com/gin-topology/gin/internal/fakemaster"
 	"github.com/gin-topology/gin/internal/plansock"
 )
 
-// planMaster answers GetOrCreatePlan as a master does: a follower with
-// FAILED_PRECONDITION + NOT_LEADER and the leader hint in a trailer, the
-// leader with a verifiable plan, or a fixed refusal.
-type planMaster struct {
-	ginv1.UnimplementedPlanServiceServer
-	hint  string
-	fail  error
-	calls atomic.Int32
-}
-
-func (m *planMaster) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
-	m.calls.Add(1)
-	switch {
-	case m.fail != nil:
-		return nil, m.fail
-	case m.hint != "":
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, m.hint))
-		st, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m2"))
-		return nil, st.Err()
+// servePlans serves a fake master whose leader answers with planFor.
+func servePlans(t *testing.T, m *fakemaster.Plans) string {
+	if m.Plan == nil {
+		m.Plan = func(job string) *ginv1.Plan { return planFor(job, time.Time{}) }
 	}
-	return &ginv1.GetOrCreatePlanResponse{Plan: planFor(req.GetJobId(), time.Time{})}, nil
-}
-
-func servePlans(t *testing.T, m *planMaster) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	ginv1.RegisterPlanServiceServer(s, m)
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String()
-}
-
-func deadAddr(t *testing.T) string {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := lis.Addr().String()
-	_ = lis.Close()
-	return a
+	return fakemaster.Serve(t, m)
 }
 
 func TestMastersFetch(t *testing.T) {
@@ -74,17 +33,17 @@ func TestMastersFetch(t *testing.T) {
 		wantErr  string
 	}{
 		{"a follower's hint leads to the leader", func(t *testing.T) []string {
-			return []string{servePlans(t, &planMaster{hint: servePlans(t, &planMaster{})})}
+			return []string{servePlans(t, &fakemaster.Plans{Hint: servePlans(t, &fakemaster.Plans{})})}
 		}, false, ""},
 		{"a dead master, then the leader", func(t *testing.T) []string {
-			return []string{deadAddr(t), servePlans(t, &planMaster{})}
+			return []string{fakemaster.DeadAddr(t), servePlans(t, &fakemaster.Plans{})}
 		}, false, ""},
 		{"not found", func(t *testing.T) []string {
-			return []string{servePlans(t, &planMaster{fail: status.Error(codes.NotFound, "plan for job \"1\"")})}
+			return []string{servePlans(t, &fakemaster.Plans{Fail: status.Error(codes.NotFound, "plan for job \"1\"")})}
 		}, true, ""},
-		{"all down", func(t *testing.T) []string { return []string{deadAddr(t), deadAddr(t)} }, false, "Unavailable"},
+		{"all down", func(t *testing.T) []string { return []string{fakemaster.DeadAddr(t), fakemaster.DeadAddr(t)} }, false, "Unavailable"},
 		{"a refusal is final", func(t *testing.T) []string {
-			return []string{servePlans(t, &planMaster{fail: status.Error(codes.InvalidArgument, "nodes: bad")}), servePlans(t, &planMaster{})}
+			return []string{servePlans(t, &fakemaster.Plans{Fail: status.Error(codes.InvalidArgument, "nodes: bad")}), servePlans(t, &fakemaster.Plans{})}
 		}, false, "nodes: bad"},
 	}
 	for _, tc := range tests {

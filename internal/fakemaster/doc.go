@@ -1,0 +1,6 @@
+// Package fakemaster is a test double of a gin-master's PlanService on a
+// real gRPC listener: a follower that redirects with NOT_LEADER and the
+// leader hint (as internal/master answers), a leader that returns a
+// verifiable plan, or a fixed refusal. Clients of the masters (the plugin's
+// fallback, the agent's plan fetch) test their redirect handling against it.
+package fakemaster
