@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -493,15 +492,21 @@ func TestFaultCampaign(t *testing.T) {
 	t.Logf("network: namespaces gin-ft-%s-{1..%d,sw}, %s0/24; process logs in %s", tn.suffix, nMasters, tn.prefix, logDir)
 
 	c := &cluster{t: t, net: tn}
+	var ips []string
 	for i := range nMasters {
+		ips = append(ips, tn.IP(i))
 		c.addrs = append(c.addrs, tn.IP(i)+":5000")
 	}
+	nodeNames := []string{"ftn1", "ftn2"}
+	// mTLS on every process and every client of the campaign.
+	tp := newCampaignPKI(t, bin, filepath.Join(t.TempDir(), "tls"), ips, nodeNames)
+	creds := tp.scheduler(t)
 	join := strings.Join(c.addrs, ",")
 	for i := range nMasters {
 		dataDir := filepath.Join(t.TempDir(), fmt.Sprintf("m%d", i+1))
 		c.data = append(c.data, dataDir)
-		p := &testproc.Proc{Name: fmt.Sprintf("m%d", i+1), Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1)),
-			Argv: []string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
+		p := &testproc.Proc{Name: masterID(i), Log: filepath.Join(logDir, masterID(i)+".log"),
+			Argv: append([]string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", masterID(i),
 				"--bind", c.addrs[i], "--raft-bind", tn.IP(i) + ":5001", "--http-bind", "", "--data-dir", dataDir,
 				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info",
 				// Snapshots every few dozen entries, so that snapshots, log
@@ -509,11 +514,11 @@ func TestFaultCampaign(t *testing.T) {
 				"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "500ms",
 				// Dead-server cleanup inside the hold times: a cut-off master
 				// is removed and must join again once healed.
-				"--dead-server-timeout", "4s"}}
+				"--dead-server-timeout", "4s"}, tp.flags("master-"+masterID(i))...)}
 		c.masters = append(c.masters, p)
 		// Short reconnect backoff: "healed" is measured by this client, and
 		// gRPC's default backoff (up to 120 s) would measure the client.
-		conn, err := grpc.NewClient(c.addrs[i], grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.NewClient(c.addrs[i], grpc.WithTransportCredentials(creds),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 				MinConnectTimeout: time.Second}))
 		if err != nil {
@@ -539,11 +544,13 @@ func TestFaultCampaign(t *testing.T) {
 	if err := waitFor("3 masters to form a cluster", 90*time.Second, c.healthy); err != nil {
 		t.Fatal(err)
 	}
-	nodeNames := []string{"ftn1", "ftn2"}
+	if err := requireTLS(c); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range nodeNames {
 		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
-			Argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
-				"--heartbeat-interval", "1s", "--metrics-bind", ""}}
+			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
+				"--heartbeat-interval", "1s", "--metrics-bind", ""}, tp.flags("agent-"+n)...)}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -922,6 +929,9 @@ func TestFaultCampaign(t *testing.T) {
 		}
 	}
 	if err := waitFor("both agents' nodes up at the end", 60*time.Second, nodesUp); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := agentsUseTLS(c); err != nil {
 		problems = append(problems, err.Error())
 	}
 
