@@ -616,3 +616,66 @@ func TestHintToADeadMasterIsNotFollowedTwice(t *testing.T) {
 		t.Errorf("status master = %q, want the leader %q", s.Master, leader.addr)
 	}
 }
+
+// A master that answers RESOURCE_EXHAUSTED (caps on nodes or streams, data
+// dir full) cannot take the agent now: the agent moves to the next master
+// without sending an inventory that master holds, and logs the refusal once,
+// not once per attempt.
+func TestResourceExhaustedMovesToAnotherMaster(t *testing.T) {
+	const reason = "data dir /var/lib/gin-master is full: 1.0 MiB free"
+	tests := []struct {
+		name string
+		// second lists a second master (sharing the first's store, which
+		// holds the node's inventory).
+		second bool
+	}{
+		{"another master takes the agent without a re-send", true},
+		{"the only master keeps refusing: backoff, one log line", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStore()
+			inv := testInventory("H100")
+			inv.Generation = 1
+			st.put("node-a", storedInv{generation: 1, hash: hashOf(t, testInventory("H100")), inv: inv})
+			first, second := newFakeMaster(t, st), newFakeMaster(t, st)
+			first.change(func() { first.busy = reason })
+			masters := []string{first.addr}
+			if tc.second {
+				masters = append(masters, second.addr)
+			}
+			src := newFakeSource("H100")
+			var logs syncBuffer
+			r := runAgent(t, testConfig(src, &logs, masters...))
+
+			if tc.second {
+				second.waitFor(t, "a session with two heartbeats on the second master", func() bool {
+					return len(second.hellos) == 1 && second.heartbeatsBySes[1] >= 2
+				})
+				if _, inv, _ := second.counts(); inv != 0 {
+					t.Errorf("second master received %d inventories, want 0 (it holds the node's)", inv)
+				}
+				if s := r.a.Status(); s.Master != second.addr || s.AckedGeneration != 1 || s.InventoriesSent != 0 {
+					t.Errorf("status = %+v, want connected to %s at generation 1, no inventory sent", s, second.addr)
+				}
+				if fs, _, _ := first.counts(); fs != 1 {
+					t.Errorf("the exhausted master saw %d sessions, want 1", fs)
+				}
+			} else {
+				first.waitFor(t, "four refused attempts", func() bool { return len(first.hellos) >= 4 })
+				if _, inv, _ := first.counts(); inv != 0 {
+					t.Errorf("inventories = %d, want 0: a refused Hello sends none", inv)
+				}
+				if s := r.a.Status(); s.Connected || s.LastError == nil || !strings.Contains(s.LastError.Error(), reason) {
+					t.Errorf("status = %+v, want disconnected with the master's reason", s)
+				}
+			}
+			if n := strings.Count(logs.String(), "master cannot take this agent now"); n != 1 {
+				t.Errorf("%d log lines about the exhausted master, want 1 (rate limited):\n%s", n, logs.String())
+			}
+			if !strings.Contains(logs.String(), reason) {
+				t.Errorf("logs lack the master's reason %q", reason)
+			}
+		})
+	}
+}

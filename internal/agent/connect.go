@@ -9,6 +9,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/ratelog"
 )
 
 // connectLoop keeps a session open to some master until ctx is done:
@@ -29,6 +31,8 @@ func (a *Agent) connectLoop(ctx context.Context) {
 	attempts := uint64(0)
 	everConnected := false
 	reportedDown := false
+	// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
+	busyLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
 
 	for {
 		addr, i := a.candidate(idx)
@@ -66,13 +70,15 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			} else {
 				reportedDown = true
 				a.recordError(out.err)
-				if rejected(out.code) {
-					break // logged below, loudly
+				if rejected(out.code) || out.code == codes.ResourceExhausted {
+					break // logged below
 				}
 				log.Warn("disconnected from master; collection continues, reconnecting", slog.Uint64("generation", gen), slog.Any("err", out.err))
 			}
 		case out.hint != "":
 			log.Debug("master named another leader", slog.String("leader_hint", out.hint))
+		case out.code == codes.ResourceExhausted:
+			a.recordError(out.err) // logged below, rate limited
 		case !reportedDown:
 			reportedDown = true
 			a.recordError(out.err)
@@ -88,9 +94,10 @@ func (a *Agent) connectLoop(ctx context.Context) {
 
 		var wait time.Duration
 		switch {
-		case out.hint != "" && rc.isDown(out.hint):
+		case out.hint != "" && rc.avoid(out.hint):
 			// A follower still names the leader that just went away (until
-			// its own heartbeat timeout): try another master instead.
+			// its own heartbeat timeout), or one that just said it cannot
+			// take this agent: try another master instead.
 			log.Debug("not following a hint to a master that just failed", slog.String("leader_hint", out.hint))
 			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
 			wait = rc.pace(bo.next())
@@ -111,6 +118,22 @@ func (a *Agent) connectLoop(ctx context.Context) {
 				slog.Any("fields", badFields(out.err)),
 				slog.Uint64("generation", gen), slog.Duration("retry_in", wait), slog.Any("err", out.err))
 			// Stay with this master: it is the leader that judged the inventory.
+		case out.code == codes.ResourceExhausted:
+			// This master cannot take the agent now (its caps on nodes or
+			// streams, its data dir full): pass over it for busyMemory and
+			// try the next master after a jittered backoff that keeps
+			// growing (not capped by the live-cluster pace: the master is
+			// alive, and agents retrying every second would keep it
+			// exhausted). The next Hello carries the acknowledged generation
+			// and hash, so a master holding them gets no inventory again.
+			rc.exhausted(addr)
+			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
+			wait = bo.next()
+			if ok, skipped := busyLog.Allow(); ok {
+				log.Warn("master cannot take this agent now; trying another master after a backoff",
+					slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
+					slog.Uint64("suppressed", skipped))
+			}
 		default:
 			// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
 			// other failure: the next master that did not just fail, after
@@ -123,6 +146,10 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		}
 	}
 }
+
+// busyLogEvery is the most often the connect loop logs a master's
+// RESOURCE_EXHAUSTED (a cluster at its caps answers every agent so).
+const busyLogEvery = 30 * time.Second
 
 // masterAnswered reports whether the session's end came from the master
 // itself (a redirect, a refusal with a status) rather than from a

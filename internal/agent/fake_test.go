@@ -196,6 +196,7 @@ type fakeMaster struct {
 	advertise      string        // leader_hint on every response: the name this master gives itself
 	rejectCode     codes.Code    // code for reject (default INVALID_ARGUMENT)
 	reject         string        // reject inventories with INVALID_ARGUMENT and this message
+	busy           string        // refuse sessions at the Hello with RESOURCE_EXHAUSTED and this message
 	heartbeatEvery time.Duration // heartbeat_interval sent with the HelloAck
 	holdAcks       chan struct{} // when set, each inventory ack waits for a receive
 	kickCh         chan struct{} // closed by kick: live sessions end with UNAVAILABLE
@@ -245,6 +246,7 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 	var (
 		session               int
 		hint, reject, trailer string
+		busy                  string
 		advertise             string
 		rejectCode            codes.Code
 		notLeader             bool
@@ -259,7 +261,11 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 		hint, reject, notLeader, hbEvery = m.leaderHint, m.reject, m.notLeader, m.heartbeatEvery
 		trailer, advertise, rejectCode = m.trailerHint, m.advertise, m.rejectCode
 		kick, holdAcks = m.kickCh, m.holdAcks
+		busy = m.busy
 	})
+	if busy != "" {
+		return status.Error(codes.ResourceExhausted, busy)
+	}
 	if hint != "" {
 		if err := stream.Send(&ginv1.SessionResponse{LeaderHint: hint}); err != nil {
 			return err

@@ -26,6 +26,11 @@ const (
 	aliveMemory = 10 * time.Second
 	// liveRetryCap caps the wait between attempts while the cluster is alive.
 	liveRetryCap = time.Second
+	// busyMemory: how long a master that answered RESOURCE_EXHAUSTED (its
+	// caps on nodes or streams reached, its data dir full) is passed over,
+	// in rotation and as a leader hint, while another candidate may take
+	// the agent.
+	busyMemory = 10 * time.Second
 )
 
 // reach is the connect loop's memory of who answered; not safe for
@@ -33,11 +38,12 @@ const (
 type reach struct {
 	now        func() time.Time
 	down       map[string]time.Time // address → last failure without an answer
+	busy       map[string]time.Time // address → last RESOURCE_EXHAUSTED
 	lastAnswer time.Time
 }
 
 func newReach(now func() time.Time) *reach {
-	return &reach{now: now, down: map[string]time.Time{}}
+	return &reach{now: now, down: map[string]time.Time{}, busy: map[string]time.Time{}}
 }
 
 // answered records that the master at addr answered (any gRPC status from
@@ -56,6 +62,17 @@ func (r *reach) isDown(addr string) bool {
 	return ok && r.now().Sub(t) < downMemory
 }
 
+// exhausted records that addr answered RESOURCE_EXHAUSTED: it cannot take
+// this agent now.
+func (r *reach) exhausted(addr string) { r.busy[addr] = r.now() }
+
+// avoid reports whether addr failed without answering within downMemory
+// or was exhausted within busyMemory.
+func (r *reach) avoid(addr string) bool {
+	t, ok := r.busy[addr]
+	return r.isDown(addr) || ok && r.now().Sub(t) < busyMemory
+}
+
 // alive reports whether some master answered within aliveMemory.
 func (r *reach) alive() bool {
 	return !r.lastAnswer.IsZero() && r.now().Sub(r.lastAnswer) < aliveMemory
@@ -70,11 +87,11 @@ func (r *reach) pace(wait time.Duration) time.Duration {
 }
 
 // next returns the index after i in a list of n candidates, skipping those
-// that are down, unless every other one is.
+// that are down or exhausted, unless every other one is.
 func (r *reach) next(i, n int, addrAt func(int) string) int {
 	for k := 1; k <= n; k++ {
 		j := (i + k) % n
-		if !r.isDown(addrAt(j)) {
+		if !r.avoid(addrAt(j)) {
 			return j
 		}
 	}

@@ -67,3 +67,31 @@ func TestMasterAnswered(t *testing.T) {
 		})
 	}
 }
+
+func TestReachPassesOverExhaustedMasters(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := newReach(func() time.Time { return now })
+	addrs := []string{"m1", "m2", "m3"}
+	at := func(i int) string { return addrs[i%len(addrs)] }
+
+	r.answered("m1")
+	r.exhausted("m1") // m1 answered RESOURCE_EXHAUSTED
+	if !r.avoid("m1") || r.isDown("m1") || r.avoid("m2") {
+		t.Fatalf("avoid: m1=%v (down %v) m2=%v; want only m1 avoided, and not as down", r.avoid("m1"), r.isDown("m1"), r.avoid("m2"))
+	}
+	if got := r.next(2, 3, at); got != 1 {
+		t.Fatalf("next after m3 = %s, want m2 (m1 is exhausted)", at(got))
+	}
+	r.exhausted("m2")
+	r.exhausted("m3")
+	if got := r.next(0, 3, at); got != 1 {
+		t.Fatalf("next with every master exhausted = %s, want plain rotation to m2", at(got))
+	}
+	now = now.Add(busyMemory + time.Second)
+	if r.avoid("m1") || r.avoid("m2") {
+		t.Fatal("exhausted masters are tried again after busyMemory")
+	}
+	if got := r.next(2, 3, at); got != 0 {
+		t.Fatalf("next after m3 = %s, want m1 again", at(got))
+	}
+}
