@@ -52,7 +52,9 @@ WORKDIR /var/lib/gin-master
 # /healthz; gin-agent serves /metrics on 9410.
 EXPOSE 5000 5001 5002
 ENTRYPOINT ["/usr/local/bin/gin-master"]
-# A single master with its Raft on loopback (nobody else dials it); a
-# replicated master needs --raft-bind on an address its peers can reach:
-# see deploy/compose/docker-compose.yml.
-CMD ["--node-id", "m1", "--raft-bind", "127.0.0.1:5001", "--data-dir", "/var/lib/gin-master"]
+# A single master with its Raft on loopback (nobody else dials it), plaintext
+# by choice (--insecure: a try-out, warned at start; give it --tls-ca,
+# --tls-cert, --tls-key instead for real use); a replicated master needs
+# --raft-bind on an address its peers can reach and certificates: see
+# deploy/compose/docker-compose.yml.
+CMD ["--node-id", "m1", "--raft-bind", "127.0.0.1:5001", "--data-dir", "/var/lib/gin-master", "--insecure"]

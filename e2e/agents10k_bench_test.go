@@ -228,7 +228,7 @@ func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
 	l.master = &foProc{testproc.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
 		Argv: []string{filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", l.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
 			"--http-bind", l.httpAddr, "--data-dir", l.dataDir, "--heartbeat-interval", akHeartbeat.String(),
-			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}}}
+			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info", "--insecure"}}}
 	b.Cleanup(func() { l.master.kill() })
 	akStartWithEnv(b, l.master, os.Getenv(akMasterEnv))
 	l.snaps = watchAkSnapshots(b, filepath.Join(l.dataDir, "snapshots"), l.progress)

@@ -50,7 +50,7 @@ func TestThreeMasterProcesses(t *testing.T) {
 		logs[i] = &lockedBuffer{}
 		cmd := exec.Command(filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 			"--bind", clients[i], "--raft-bind", "127.0.0.1:"+strconv.Itoa(ports[3+i]), "--http-bind", "",
-			"--data-dir", t.TempDir(), "--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "warn")
+			"--data-dir", t.TempDir(), "--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "warn", "--insecure")
 		cmd.Stderr = logs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -83,6 +83,12 @@ func TestThreeMasterProcesses(t *testing.T) {
 		ms := members(clients[0])
 		return len(ms) == 3 && leaderIdx(clients[0]) >= 0
 	})
+	// Plaintext by choice: every master says so loudly at its start.
+	for i, l := range logs {
+		if !strings.Contains(l.String(), `level=WARN msg="INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated`) {
+			t.Errorf("m%d started with --insecure without the warning:\n%s", i+1, l.String())
+		}
+	}
 	agent := exec.Command(filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--master", join,
 		"--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", "")
 	var agentLog lockedBuffer

@@ -273,7 +273,7 @@ func startFailoverCluster(b *testing.B, bin string, n int, raftFlags []string) *
 		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.client, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
 				"--http-bind", m.http, "--data-dir", data, "--bootstrap-expect", "3", "--join", strings.Join(join, ","),
-				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info"}, raftFlags...)}}
+				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info", "--insecure"}, raftFlags...)}}
 		conn, err := grpc.NewClient(m.client, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithConnectParams(grpc.ConnectParams{
 				Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},

@@ -93,7 +93,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 
 	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: []string{
 		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-		"--http-bind", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s"}}
+		"--http-bind", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s", "--insecure"}}
 	if err := master.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ PATH="$GIN_BIN:$PATH"
 eval "exec $GIN_LINE" &
 pid=$!
 for _ in $(seq 1 600); do
-  if ginctl --timeout 2s members -o json >"$GIN_WORK/members.json" 2>/dev/null && grep -q '"leader": *true' "$GIN_WORK/members.json"; then break; fi
+  if ginctl $GIN_CTL_TLS --timeout 2s members -o json >"$GIN_WORK/members.json" 2>/dev/null && grep -q '"leader": *true' "$GIN_WORK/members.json"; then break; fi
   kill -0 "$pid" 2>/dev/null || { echo "GIN-MASTER EXITED"; wait "$pid" || echo "exit=$?"; exit 3; }
   sleep 0.1
 done
@@ -60,9 +61,11 @@ echo "STOPPED exit=$rc"
 // TestREADMESingleMasterStarts runs the README's single-master line
 // (`gin-master --node-id m1 --data-dir /var/lib/gin-master`) exactly as
 // written on a fresh host: default binds (:5000, :5001, :5002), no
-// --raft-advertise. It used to die with "local bind address is not
-// advertisable" after writing a 64 MiB WAL segment, and the packaged unit
-// restart-looped.
+// --raft-advertise, its certificates in GIN_TLS_CA/GIN_TLS_CERT/GIN_TLS_KEY
+// as the README's export line says (made by ginctl tls as the Security
+// section says; ginctl asks as admin). It used to die with "local bind
+// address is not advertisable" after writing a 64 MiB WAL segment, and the
+// packaged unit restart-looped.
 func TestREADMESingleMasterStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
@@ -80,11 +83,27 @@ func TestREADMESingleMasterStarts(t *testing.T) {
 		t.Fatalf("README single-master line %q does not start with gin-master", line)
 	}
 	bin := binaries(t)
+	work := t.TempDir()
+	tdir := filepath.Join(work, "tls")
+	for _, c := range [][]string{{"ca", "create", "--dir", tdir}, {"cert", "create", "--dir", tdir, "--role", "admin"},
+		{"cert", "create", "--dir", tdir, "--role", "master", "--name", "m1", "--ip", "10.77.0.2"}} {
+		if out, err := runTool(t, bin, "ginctl", append([]string{"tls"}, c...)...); err != nil {
+			t.Fatalf("ginctl tls %s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	export := readmeLine(t, "certificates (README, Security), in the environment or as --tls-ca, --tls-cert, --tls-key")
+	for _, v := range []string{"GIN_TLS_CA=/etc/gin/ca.pem", "GIN_TLS_CERT=/etc/gin/master-m1.pem", "GIN_TLS_KEY=/etc/gin/master-m1-key.pem"} {
+		if !strings.Contains(export, v) {
+			t.Fatalf("README export line %q lacks %s", export, v)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "--net", "--mount", "--pid", "--fork", "bash", "-c", newHostScript)
-	work := t.TempDir()
-	cmd.Env = append(os.Environ(), "GIN_BIN="+bin, "GIN_LINE="+line, "GIN_WORK="+work)
+	cmd.Env = append(os.Environ(), "GIN_BIN="+bin, "GIN_LINE="+line, "GIN_WORK="+work,
+		// the README's files, here in a temporary directory instead of /etc/gin
+		"GIN_TLS_CA="+filepath.Join(tdir, "ca.pem"), "GIN_TLS_CERT="+filepath.Join(tdir, "master-m1.pem"), "GIN_TLS_KEY="+filepath.Join(tdir, "master-m1-key.pem"),
+		"GIN_CTL_TLS=--tls-ca "+filepath.Join(tdir, "ca.pem")+" --tls-cert "+filepath.Join(tdir, "admin.pem")+" --tls-key "+filepath.Join(tdir, "admin-key.pem"))
 	cmd.Dir = work
 	// Everything runs in its own PID namespace: when the script ends (or is
 	// killed) the master dies with it and cannot hold the output open.
@@ -120,6 +139,9 @@ func TestREADMESingleMasterStarts(t *testing.T) {
 	}
 	if stopped != "STOPPED exit=0" {
 		t.Errorf("SIGTERM: %q, want exit 0\n%s", stopped, out)
+	}
+	if !strings.Contains(string(out), "gRPC with mTLS") {
+		t.Errorf("the master did not serve mutual TLS\n%s", out)
 	}
 	if !strings.Contains(string(out), "raft advertise address derived") {
 		t.Errorf("the derived address is not logged\n%s", out)

@@ -71,7 +71,11 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 		argv := []string{filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 			"--bind", clients[i], "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3+i]), "--http-bind", "",
 			"--data-dir", dataDirs[i], "--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info"}
-		argv = append(argv, tlsFlags(fmt.Sprintf("master-m%d", i+1))...)
+		if useTLS {
+			argv = append(argv, tlsFlags(fmt.Sprintf("master-m%d", i+1))...)
+		} else {
+			argv = append(argv, "--insecure")
+		}
 		return append(argv, extra...)
 	}
 	procs := make([]*testproc.Proc, 3)
@@ -284,7 +288,7 @@ func TestRecoverRefusesEmptyDataDir(t *testing.T) {
 			dataDir := tc.setup(root)
 			before := listTree(t, root)
 			out, err := runTool(t, bin, "gin-master", "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-				"--http-bind", "", "--data-dir", dataDir, "--recover")
+				"--http-bind", "", "--data-dir", dataDir, "--recover", "--insecure")
 			if err == nil {
 				t.Fatalf("--recover on %s succeeded:\n%s", tc.name, out)
 			}

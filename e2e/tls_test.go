@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,16 @@ func TestTLSCluster(t *testing.T) {
 		"--metrics-bind", "", "--plan-socket", ""}, flags("agent-node002")...)...)
 	if err == nil || !strings.Contains(out, "spiffe://gin/agent/node002") {
 		t.Fatalf("gin-agent with node002's certificate as node001: %v\n%s", err, out)
+	}
+	// A master without certificates refuses to start unless --insecure is
+	// given, naming both ways, with the configuration exit code the
+	// systemd unit does not restart on; nothing is created.
+	out, err = runTool(t, bin, "gin-master", "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
+		"--http-bind", "", "--data-dir", filepath.Join(dir, "m-bad"))
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 78 || !strings.Contains(out, "--tls-ca, --tls-cert and --tls-key") ||
+		!strings.Contains(out, "ginctl tls ca create") || !strings.Contains(out, "--insecure") {
+		t.Fatalf("gin-master without TLS: %v\n%s\nwant exit 78 naming the --tls-* flags, ginctl tls and --insecure", err, out)
 	}
 	// The master, given an agent's certificate, refuses to start.
 	out, err = runTool(t, bin, "gin-master", append([]string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",

@@ -93,7 +93,7 @@ ip addr add 10.78.0.2/24 dev eth0
 ip link set uplink0 up
 ip link set eth0 up
 ip route add default via 10.78.0.1
-set -a; . /etc/default/gin-master; set +a
+set -a; . /etc/default/gin-master; GIN_MASTER_OPTS="\$GIN_MASTER_OPTS --insecure"; set +a
 eval "exec setpriv --reuid gin-master --regid gin-master --init-groups $execstart" >"$work/master.log" 2>&1 &
 pid=\$!
 for _ in \$(seq 1 600); do

@@ -58,6 +58,7 @@ type options struct {
 	devProfile, devFabric, devNodes            string
 	devFaults                                  []string
 	tls                                        pki.Files // --tls-* (else GIN_TLS_*)
+	insecure                                   bool      // plaintext without TLS, by choice
 	recover                                    bool
 	recoverPeers                               string
 	recoverMembers                             []ginraft.Member // parsed --recover-peers
@@ -88,8 +89,41 @@ func checkRecoverFlags(o *options) error {
 	return nil
 }
 
-// exitUsage is the exit code for bad flags.
-const exitUsage = 2
+// Exit codes besides 0 and 1 (any other error, which a restart may cure).
+const (
+	exitUsage = 2 // bad flags
+	// exitConfig (EX_CONFIG of sysexits.h) is a configuration that cannot
+	// serve as it is: no TLS and no --insecure, TLS files that do not load
+	// or name another master. A restart cannot cure it; the systemd unit
+	// lists it in RestartPreventExitStatus so it fails instead of looping.
+	exitConfig = 78
+)
+
+// configError is an error the operator must fix before the master can
+// start (exit exitConfig).
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
+// checkTLSChoice is the gate of a real (non --dev) master: it serves mutual
+// TLS, or plaintext only when --insecure says so.
+func checkTLSChoice(o options, fromEnv bool) error {
+	if o.insecure && o.tls.Given() {
+		where := "--tls-*"
+		if fromEnv {
+			where = "GIN_TLS_CA/GIN_TLS_CERT/GIN_TLS_KEY in the environment"
+		}
+		return fmt.Errorf("--insecure and %s exclude each other: leave out --insecure to serve mutual TLS, or the TLS files to serve plaintext", where)
+	}
+	if !o.insecure && !o.tls.Given() {
+		name := o.nodeID
+		if name == "" {
+			name = "ID"
+		}
+		return configError{fmt.Errorf("no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name %s --dns HOST` (README, Security); or give --insecure to serve plaintext gRPC and Raft that anyone who reaches the ports can read and rewrite", name)}
+	}
+	return nil
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
@@ -104,14 +138,23 @@ builds the cluster's topology graph and answers ginctl and the NCCL tuner plugin
 
 A fresh --data-dir is bootstrapped as a single-voter cluster (--bootstrap).
 
+A master serves mutual TLS (TLS 1.3, client certificates of the cluster CA,
+roles checked): --tls-ca, --tls-cert, --tls-key (or GIN_TLS_CA, GIN_TLS_CERT,
+GIN_TLS_KEY), made with ginctl tls ca create and ginctl tls cert create. Without
+them it refuses to start (exit 78) unless --insecure is given: plaintext, open to
+anyone who reaches the ports, warned at every start. Clients (gin-agent, ginctl)
+dial plaintext when they are given no certificates; the master is the gate.
+
 --dev starts a complete cluster in this process on loopback instead: a master on
 127.0.0.1:5000 (or --bind) with its data in a temporary directory, and
 --dev-agents simulated nodes of --dev-profile on a simulated leaf/spine fabric.
 Then try: ginctl nodes; ginctl topo -m`,
-		Example: `  gin-master --node-id m1 --bootstrap-expect 3 --join m1,m2,m3   # on m1, m2 and m3 alike
+		Example: `  export GIN_TLS_CA=/etc/gin/ca.pem GIN_TLS_CERT=/etc/gin/master-m1.pem GIN_TLS_KEY=/etc/gin/master-m1-key.pem
+  gin-master --node-id m1 --bootstrap-expect 3 --join m1,m2,m3   # on m1, m2 and m3 alike
+  gin-master --node-id m1 --data-dir /var/lib/gin-master          # a single master
+  gin-master --node-id m1 --insecure                              # plaintext: a lab, never a cluster
   gin-master --dev
-  gin-master --dev --dev-agents 18 --dev-profile gb200-nvl72
-  gin-master --node-id m1 --bind :5000 --raft-bind :5001 --data-dir /var/lib/gin-master`,
+  gin-master --dev --dev-agents 18 --dev-profile gb200-nvl72`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -138,7 +181,14 @@ Then try: ginctl nodes; ginctl topo -m`,
 				}
 				return runDev(ctx, cmd, o, log, stdout)
 			}
+			flagsGiven := o.tls.Given()
 			o.tls = pki.FilesFromEnv(o.tls, os.Getenv)
+			if err := checkTLSChoice(o, !flagsGiven && o.tls.Given()); err != nil {
+				if !errors.As(err, new(configError)) {
+					code = exitUsage
+				}
+				return err
+			}
 			return runServer(ctx, o, log)
 		},
 	}
@@ -171,6 +221,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
+	f.BoolVar(&o.insecure, "insecure", false, "serve plaintext gRPC and Raft without authentication (anyone who reaches the ports can read and rewrite the cluster; warned at every start); without it a master needs --tls-ca, --tls-cert and --tls-key")
 	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (README, Recovering from lost quorum)")
 	f.StringVar(&o.recoverPeers, "recover-peers", "", "with --recover: other survivors in the recovered configuration, id=raft-host:port,... (each recovered with the same list)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -197,6 +248,9 @@ Then try: ginctl nodes; ginctl topo -m`,
 			err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)
 		}
 		fmt.Fprintf(stderr, "gin-master: %v\n", err)
+		if errors.As(err, new(configError)) {
+			code = exitConfig
+		}
 		if code == 0 {
 			code = 1
 		}
@@ -254,20 +308,24 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
 		return err
 	}
+	if o.insecure {
+		log.Warn("INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated; anyone who reaches these ports can read, rewrite or stop the cluster (README, Security: turn mutual TLS on with --tls-ca, --tls-cert, --tls-key)",
+			"grpc", firstNonEmpty(o.advertise, o.bind), "raft", firstNonEmpty(o.raftAdvertise, o.raftBind))
+	}
 	var tlsSrc *pki.Source
 	if o.tls.Given() {
 		src, err := pki.NewSource(o.tls, log)
 		if err != nil {
-			return err
+			return configError{err}
 		}
 		if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.nodeID {
-			return fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)
+			return configError{fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)}
 		}
 		tlsSrc = src
 	}
 	if tlsSrc != nil {
 		if err := certCoversAdvertised(tlsSrc, o); err != nil {
-			return err
+			return configError{err}
 		}
 	}
 	if o.recover {
@@ -300,9 +358,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if tlsSrc == nil {
-		log.Warn("gRPC is not encrypted (mTLS is not configured: --tls-ca, --tls-cert, --tls-key)")
-	} else {
+	if tlsSrc != nil {
 		log.Info("gRPC with mTLS (TLS 1.3, client certificates required, roles checked)", "identity", tlsSrc.Identity().String())
 		log.Info("Raft over TLS: only master certificates of the cluster CA may connect to --raft-bind")
 	}

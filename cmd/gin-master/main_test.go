@@ -138,7 +138,7 @@ func TestDeriveAdvertise(t *testing.T) {
 func TestRunRefusesUnadvertisableRaftBindBeforeDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	var stderr bytes.Buffer
-	code := run([]string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--http-bind", "", "--raft-bind", "0.0.0.0:0", "--data-dir", dir}, io.Discard, &stderr)
+	code := run([]string{"--node-id", "m1", "--insecure", "--bind", "127.0.0.1:0", "--http-bind", "", "--raft-bind", "0.0.0.0:0", "--data-dir", dir}, io.Discard, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "--raft-advertise") {
 		t.Fatalf("exit %d, stderr %q; want a failure naming --raft-advertise", code, stderr.String())
 	}
@@ -152,6 +152,7 @@ func TestRunRefusesUnadvertisableRaftBindBeforeDataDir(t *testing.T) {
 func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	base := []string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0", "--http-bind", "", "--data-dir", dir}
+	insecure := append(append([]string{}, base...), "--insecure")
 	tests := []struct {
 		name     string
 		args     []string
@@ -159,15 +160,17 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 		want     string
 	}{
 		{"--tls-* with --dev", []string{"--dev", "--tls-ca", "ca.pem", "--data-dir", dir}, exitUsage, "do not apply to --dev"},
-		{"--tls-ca alone", append(append([]string{}, base...), "--tls-ca", "ca.pem"), 1, "missing [--tls-cert --tls-key]"},
-		{"missing files", append(append([]string{}, base...), "--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"), 1, "--tls-ca"},
-		{"--hello-timeout too short", append(append([]string{}, base...), "--hello-timeout", "1ms"), 1, "--hello-timeout 1ms"},
-		{"--max-nodes 0", append(append([]string{}, base...), "--max-nodes", "0"), 1, "--max-nodes 0"},
-		{"--max-plans -1", append(append([]string{}, base...), "--max-plans", "-1"), 1, "--max-plans -1"},
-		{"--agent-log-rate 0", append(append([]string{}, base...), "--agent-log-rate", "0"), 1, "--agent-log-rate 0"},
-		{"--agent-log-burst 0", append(append([]string{}, base...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
-		{"--max-streams-per-conn 0", append(append([]string{}, base...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},
-		{"--max-streams-per-conn too many", append(append([]string{}, base...), "--max-streams-per-conn", "70000"), 1, "--max-streams-per-conn 70000"},
+		{"--tls-ca alone", append(append([]string{}, base...), "--tls-ca", "ca.pem"), exitConfig, "missing [--tls-cert --tls-key]"},
+		{"missing files", append(append([]string{}, base...), "--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"), exitConfig, "--tls-ca"},
+		{"no TLS and no --insecure", base, exitConfig, "no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name m1 --dns HOST` (README, Security); or give --insecure"},
+		{"--insecure with --tls-*", append(append([]string{}, insecure...), "--tls-ca", "ca.pem"), exitUsage, "--insecure and --tls-* exclude each other"},
+		{"--hello-timeout too short", append(append([]string{}, insecure...), "--hello-timeout", "1ms"), 1, "--hello-timeout 1ms"},
+		{"--max-nodes 0", append(append([]string{}, insecure...), "--max-nodes", "0"), 1, "--max-nodes 0"},
+		{"--max-plans -1", append(append([]string{}, insecure...), "--max-plans", "-1"), 1, "--max-plans -1"},
+		{"--agent-log-rate 0", append(append([]string{}, insecure...), "--agent-log-rate", "0"), 1, "--agent-log-rate 0"},
+		{"--agent-log-burst 0", append(append([]string{}, insecure...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
+		{"--max-streams-per-conn 0", append(append([]string{}, insecure...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},
+		{"--max-streams-per-conn too many", append(append([]string{}, insecure...), "--max-streams-per-conn", "70000"), 1, "--max-streams-per-conn 70000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,5 +183,21 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 				t.Fatalf("--data-dir %s was created by a refused command line", dir)
 			}
 		})
+	}
+}
+
+// TestInsecureConflictsWithTLSEnvironment: GIN_TLS_* in the environment
+// turn TLS on as the flags do, so --insecure next to them is refused, naming
+// the environment; nothing is created.
+func TestInsecureConflictsWithTLSEnvironment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	t.Setenv("GIN_TLS_CA", "/etc/gin/ca.pem")
+	var out, errb bytes.Buffer
+	code := run([]string{"--node-id", "m1", "--insecure", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0", "--http-bind", "", "--data-dir", dir}, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "--insecure and GIN_TLS_CA/GIN_TLS_CERT/GIN_TLS_KEY in the environment exclude each other") {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming the environment", code, errb.String(), exitUsage)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("--data-dir %s was created by a refused command line", dir)
 	}
 }
