@@ -29,6 +29,7 @@ type calPoint struct {
 	metric    string // "busbw" (GB/s) or "time" (µs)
 	published float64
 	tol       float64 // relative tolerance asserted; 0: reported, not asserted
+	role      string  // "fit", "held out" or "rule"; "" lets roleOf decide by source
 }
 
 var (
@@ -58,41 +59,62 @@ const (
 	big  = uint64(8) << 30
 )
 
-func calPoints() []calPoint {
+func calPoints(t *testing.T) []calPoint {
 	pts := []calPoint{
-		{"DGX H100, 8 GPUs, all_reduce busbw, ring", "nccl-tests#212", dgxH100, ar, big, ring, simp, "busbw", 370, 0.25},
-		{"DGX H100, 8 GPUs, all_reduce busbw, NVLS", "nccl-tests#212", dgxH100, ar, big, nvls, simp, "busbw", 480, 0.25},
-		{"DGX H100, 8 GPUs, all_reduce busbw, best", "nccl-tests#212", dgxH100, ar, big, 0, 0, "busbw", 480, 0.25},
-		{"DGX A100, 8 GPUs, all_reduce busbw, best", "calibration.md", dgxA100, ar, big, 0, 0, "busbw", 230, 0.25},
-		{"DGX A100 ×2, 8×HDR, all_reduce busbw, ring", "nccl#812", multi(dgxA100, 2, 8, 200), ar, big, ring, simp, "busbw", 192, 0.25},
-		{"DGX A100 ×4, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 4, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25},
-		{"DGX A100 ×16, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 16, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25},
-		{"2 nodes × 1 GPU, 1×100G NIC, all_reduce busbw", "nccl-tests#119", onePerNode(2, 100), ar, big, 0, 0, "busbw", 12, 0.25},
-		{"2 nodes × 1 GPU, 1×200G NIC, all_reduce busbw", "nccl-tests#29", onePerNode(2, 200), ar, big, 0, 0, "busbw", 24, 0.25},
-		{"8 nodes × 1 GPU, 1×400G NIC, all_reduce busbw", "calibration.md (by extension)", onePerNode(8, 400), ar, big, 0, 0, "busbw", 48, 0.25},
+		{"DGX H100, 8 GPUs, all_reduce busbw, ring", "nccl-tests#212", dgxH100, ar, big, ring, simp, "busbw", 370, 0.25, ""},
+		{"DGX H100, 8 GPUs, all_reduce busbw, NVLS", "nccl-tests#212", dgxH100, ar, big, nvls, simp, "busbw", 480, 0.25, ""},
+		{"DGX H100, 8 GPUs, all_reduce busbw, best", "nccl-tests#212", dgxH100, ar, big, 0, 0, "busbw", 480, 0.25, ""},
+		{"DGX A100, 8 GPUs, all_reduce busbw, best", "calibration.md", dgxA100, ar, big, 0, 0, "busbw", 230, 0.25, ""},
+		{"DGX A100 ×2, 8×HDR, all_reduce busbw, ring", "nccl#812", multi(dgxA100, 2, 8, 200), ar, big, ring, simp, "busbw", 192, 0.25, ""},
+		{"DGX A100 ×4, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 4, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25, ""},
+		{"DGX A100 ×16, 8×HDR, all_reduce busbw, best", "nccl#812", multi(dgxA100, 16, 8, 200), ar, big, 0, 0, "busbw", 192, 0.25, ""},
+		{"2 nodes × 1 GPU, 1×100G NIC, all_reduce busbw", "nccl-tests#119", onePerNode(2, 100), ar, big, 0, 0, "busbw", 12, 0.25, ""},
+		{"2 nodes × 1 GPU, 1×200G NIC, all_reduce busbw", "nccl-tests#29", onePerNode(2, 200), ar, big, 0, 0, "busbw", 24, 0.25, ""},
+		{"8 nodes × 1 GPU, 1×400G NIC, all_reduce busbw", "calibration.md (by extension)", onePerNode(8, 400), ar, big, 0, 0, "busbw", 48, 0.25, ""},
 	}
 	for i, us := range []float64{10.0, 13.8, 16.9, 20.8, 25.2, 29.5, 33.7} {
 		n := i + 2
 		pts = append(pts, calPoint{fmt.Sprintf("DGX A100, %d GPUs, 8 B all_reduce, ring/LL", n), "nccl-tests#123",
-			ranks(dgxA100, n), ar, 8, ring, ll, "time", us, 0.25})
+			ranks(dgxA100, n), ar, 8, ring, ll, "time", us, 0.25, ""})
 	}
 	pts = append(pts,
-		calPoint{"DGX A100 ×2, 8×HDR, 8 B all_reduce, best", "calibration.md (30-48 µs)", multi(dgxA100, 2, 8, 200), ar, 8, 0, 0, "time", 39, 0.25},
-		calPoint{"DGX H100 ×2, 8×NDR, 8 B all_reduce, best (not asserted)", "calibration.md (30-48 µs)", multi(dgxH100, 2, 8, 400), ar, 8, 0, 0, "time", 39, 0},
+		calPoint{"DGX A100 ×2, 8×HDR, 8 B all_reduce, best", "calibration.md (30-48 µs)", multi(dgxA100, 2, 8, 200), ar, 8, 0, 0, "time", 39, 0.25, ""},
+		calPoint{"DGX H100 ×2, 8×NDR, 8 B all_reduce, best (not asserted)", "calibration.md (30-48 µs)", multi(dgxH100, 2, 8, 400), ar, 8, 0, 0, "time", 39, 0, ""},
 	)
-	// Held out of every fit: published nccl-tests logs of NCCL's default
-	// choice (testdata of internal/nccltests; coreweave/nccl-tests#43).
-	gb200 := Shape{NRanks: 72, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, MNNVL: true}
+	// The NVLS constants are fitted on every other size of the published
+	// 1 × 8 H100 curve (TestNVLSFit); the sizes between are held out.
 	const xr = "xxrjun/nccl-tests-cluster"
+	fit, _ := nvlsFitSet(nvlsCurve(t, nvlsFitLog))
+	fitted := map[uint64]bool{}
+	for _, p := range fit {
+		fitted[p.Bytes] = true
+	}
+	for _, p := range nvlsCurve(t, nvlsFitLog) {
+		role, tol := "held out", 0.15
+		if fitted[p.Bytes] {
+			role, tol = "fit", 0.25
+		}
+		pts = append(pts, calPoint{fmt.Sprintf("DGX H100, 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, %s", sizeName(p.Bytes)),
+			xr + " N1_G8", dgxH100, ar, p.Bytes, 0, 0, "busbw", p.BusBW, tol, role})
+	}
+	// Held out of every fit: the published 72-GPU GB200 NVL72 all_reduce
+	// (coreweave/nccl-tests#43, out-of-place busbw) and the multi-node logs
+	// of internal/nccltests/testdata.
+	gb200 := Shape{NRanks: 72, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, MNNVL: true}
+	for _, m := range []struct {
+		bytes uint64
+		busbw float64
+		tol   float64
+	}{{512 << 20, 586.06, 0}, {1 << 30, 681.17, 0.15}, {2 << 30, 757.78, 0.15}, {4 << 30, 839.16, 0.15}, {8 << 30, 834.57, 0.15}} {
+		// 512 MiB is not asserted: +28%, the one held-out point over the
+		// goal (docs/CALIBRATION.md says so).
+		pts = append(pts, calPoint{"GB200 NVL72, 72 GPUs, all_reduce busbw, NCCL default, " + sizeName(m.bytes), "coreweave/nccl-tests#43",
+			gb200, ar, m.bytes, 0, 0, "busbw", m.busbw, m.tol, "held out"})
+	}
 	pts = append(pts,
-		calPoint{"DGX H100, 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, 8 GiB", xr + " N1_G8", dgxH100, ar, 8 << 30, 0, 0, "busbw", 481.39, 0.15},
-		calPoint{"DGX H100, 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, 512 MiB", xr + " N1_G8", dgxH100, ar, 512 << 20, 0, 0, "busbw", 444.16, 0},
-		calPoint{"DGX H100, 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, 32 MiB", xr + " N1_G8", dgxH100, ar, 32 << 20, 0, 0, "busbw", 321.10, 0},
-		calPoint{"GB200 NVL72, 72 GPUs, all_reduce busbw, NCCL default, 8 GiB", "coreweave/nccl-tests#43", gb200, ar, 8 << 30, 0, 0, "busbw", 834.57, 0.15},
-		calPoint{"GB200 NVL72, 72 GPUs, all_reduce busbw, NCCL default, 512 MiB", "coreweave/nccl-tests#43", gb200, ar, 512 << 20, 0, 0, "busbw", 586.06, 0},
-		calPoint{"H100 ×10 × 8 GPUs (8×400G assumed), all_reduce busbw, 8 GiB", xr + " N10_G8", multi(dgxH100, 10, 8, 400), ar, 8 << 30, 0, 0, "busbw", 316.32, 0.15},
-		calPoint{"H100 ×10 × 8 GPUs (8×400G assumed), all_reduce busbw, 512 MiB", xr + " N10_G8", multi(dgxH100, 10, 8, 400), ar, 512 << 20, 0, 0, "busbw", 318.68, 0},
-		calPoint{"H100 ×2 × 1 GPU (400G assumed), all_reduce busbw, 512 MiB", xr + " smoke N2_G1", onePerNode(2, 400), ar, 512 << 20, 0, 0, "busbw", 46.46, 0.15},
+		calPoint{"H100 ×10 × 8 GPUs (8×400G assumed), all_reduce busbw, 8 GiB", xr + " N10_G8", multi(dgxH100, 10, 8, 400), ar, 8 << 30, 0, 0, "busbw", 316.32, 0.15, ""},
+		calPoint{"H100 ×10 × 8 GPUs (8×400G assumed), all_reduce busbw, 512 MiB", xr + " N10_G8", multi(dgxH100, 10, 8, 400), ar, 512 << 20, 0, 0, "busbw", 318.68, 0.15, ""},
+		calPoint{"H100 ×2 × 1 GPU (400G assumed), all_reduce busbw, 512 MiB", xr + " smoke N2_G1", onePerNode(2, 400), ar, 512 << 20, 0, 0, "busbw", 46.46, 0.15, ""},
 	)
 	return pts
 }
@@ -102,8 +124,12 @@ func calPoints() []calPoint {
 // maintainer's rule of thumb the physics must reproduce).
 func roleOf(c calPoint) string {
 	switch {
-	case strings.HasPrefix(c.source, "nccl-tests#123"), c.source == "nccl-tests#212" && c.algo != ring:
+	case c.role != "":
+		return c.role
+	case strings.HasPrefix(c.source, "nccl-tests#123"):
 		return "fit"
+	case c.source == "nccl-tests#212" && c.algo != ring:
+		return "held out"
 	case strings.Contains(c.source, "xxrjun"), strings.Contains(c.source, "coreweave"):
 		return "held out"
 	}
@@ -142,6 +168,17 @@ func cellLabel(a ginv1.Algorithm, p ginv1.Protocol) string {
 	return strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_") + "/" + strings.TrimPrefix(p.String(), "PROTOCOL_"))
 }
 
+// sizeName prints a power-of-two size as nccl-tests users name it.
+func sizeName(b uint64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
 // medianMax returns the median and the largest of xs (0, 0 when empty).
 func medianMax(xs []float64) (float64, float64) {
 	if len(xs) == 0 {
@@ -156,15 +193,22 @@ func medianMax(xs []float64) (float64, float64) {
 	return med, s[len(s)-1]
 }
 
+// heldOutGoal is issue #13's bound on a held-out point's error.
+const heldOutGoal = 0.15
+
 func TestCalibration(t *testing.T) {
 	var rows []string
 	var heldPeak, heldAll []float64
-	for _, c := range calPoints() {
+	var over []string
+	for _, c := range calPoints(t) {
 		gin, nccl, cell := c.evaluate(t)
 		rel := (gin - c.published) / c.published
 		relN := (nccl - c.published) / c.published
 		if roleOf(c) == "held out" {
 			heldAll = append(heldAll, math.Abs(rel))
+			if math.Abs(rel) > heldOutGoal {
+				over = append(over, fmt.Sprintf("%s (%+.1f%%)", c.name, rel*100))
+			}
 			if c.tol > 0 {
 				heldPeak = append(heldPeak, math.Abs(rel))
 			}
@@ -189,12 +233,21 @@ func TestCalibration(t *testing.T) {
 	}, rows...), "\n")
 	medPeak, worstPeak := medianMax(heldPeak)
 	medAll, worstAll := medianMax(heldAll)
-	if medPeak > 0.07 || worstPeak > 0.15 {
-		t.Errorf("held-out peak points: median |error| %.1f%%, worst %.1f%% (goal 7%%, 15%%)", medPeak*100, worstPeak*100)
+	if medPeak > 0.07 || worstPeak > heldOutGoal {
+		t.Errorf("asserted held-out points: median |error| %.1f%%, worst %.1f%% (goal 7%%, 15%%)", medPeak*100, worstPeak*100)
 	}
-	summary := fmt.Sprintf("Held-out points (no constant fitted on them): at the peak sizes asserted above (%d points) the "+
-		"median absolute error is %.1f%% and the worst %.1f%%; over every held-out point, mid sizes included (%d points), "+
-		"median %.1f%% and worst %.1f%%.", len(heldPeak), medPeak*100, worstPeak*100, len(heldAll), medAll*100, worstAll*100)
+	// Every held-out point, the unasserted ones included: the median must
+	// meet the goal; the worst is bounded where it stands (not met, named
+	// in the doc) so that it cannot grow unnoticed.
+	if medAll > 0.07 || worstAll > 0.30 {
+		t.Errorf("every held-out point: median |error| %.1f%%, worst %.1f%% (bounds 7%%, 30%%)", medAll*100, worstAll*100)
+	}
+	summary := fmt.Sprintf("Held-out points (no constant fitted on them): asserted above (%d points), median absolute error %.1f%% "+
+		"and worst %.1f%%; every held-out point (%d points), median %.1f%% and worst %.1f%%.",
+		len(heldPeak), medPeak*100, worstPeak*100, len(heldAll), medAll*100, worstAll*100)
+	if len(over) > 0 {
+		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
+	}
 	doc := renderDoc(table, summary)
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {

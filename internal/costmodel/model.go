@@ -9,8 +9,9 @@ import (
 // GIN's additions to NCCL's model. Each is a physical constant, documented
 // in docs/CALIBRATION.md; none is fitted to a single calibration point
 // except NVLinkLLStepUs, which is the slope of a 7-point series, and
-// NVLSSwitchFactor, fitted on one H100 point and checked on held-out
-// H100 and GB200 NVL72 runs.
+// NVLSSwitchFactor and NVLSLoopUs, fitted on half of one published H100
+// curve and checked on the other half and on held-out H100 and GB200 NVL72
+// runs.
 const (
 	// NICGBpsPerGbps is the effective busbw a NIC delivers per Gb/s of
 	// line rate: 12 GB/s per 100 Gb/s (NCCL maintainers, nccl-tests#119,
@@ -35,11 +36,17 @@ const (
 	// NVLSSwitchFactor scales NCCL's NVLS efficiency (0.85 on SM90, 0.74
 	// on SM100) in GIN's model: NVLink SHARP all_reduce is limited by the
 	// NVSwitch's multimem load-reduce/store path, which NCCL's model prices
-	// as 0.85 of the ring graph's channels. Fitted on the one published
-	// 8×H100 NVLS all_reduce peak (480 GB/s busbw, nccl-tests#212: NCCL's
-	// model says 560.5); held out: an 8×H100 NCCL 2.29.2 run (481.4 GB/s)
-	// and a 72-GPU GB200 NVL72 run (834.6 GB/s), docs/CALIBRATION.md.
-	NVLSSwitchFactor = 480.0 / 560.5
+	// as 0.85 of the ring graph's channels. With NVLSLoopUs it is fitted
+	// (linear least squares, TestNVLSFit) on every other size of the
+	// published 1 × 8 H100 NCCL 2.29.2 all_reduce curve; held out: the
+	// sizes between, nccl-tests#212's 8×H100 peak and the 72-GPU GB200
+	// NVL72 curve (coreweave/nccl-tests#43), docs/CALIBRATION.md.
+	NVLSSwitchFactor = 0.8604
+	// NVLSLoopUs is the cost of one NVLS loop (nvlsChannels × nHeads
+	// chunks) beyond those of the full 128 KiB chunk: the per-loop
+	// synchronisation that makes NCCL's smaller chunks for mid-size
+	// messages slower per byte (see nvls.go). Fitted with NVLSSwitchFactor.
+	NVLSLoopUs = 3.500
 )
 
 // params is a Shape translated into NCCL's model inputs.
@@ -323,7 +330,11 @@ func (p *params) cell(coll, a, pr int, bytes uint64) (us float64, ch int, ok boo
 	if bw <= 0 {
 		return 0, 0, false
 	}
-	return p.latency(coll, a, pr, bytes, ch)*numPipeOpsLat + float64(bytes)/(1000*bw), ch, true
+	us = p.latency(coll, a, pr, bytes, ch)*numPipeOpsLat + float64(bytes)/(1000*bw)
+	if p.gin && a == algoNVLS {
+		us += p.nvlsRampUs(bytes, bw)
+	}
+	return us, ch, true
 }
 
 // numPipeOpsLat is latCount for a lone collective (numPipeOps = 1) for

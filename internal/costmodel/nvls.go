@@ -1,0 +1,64 @@
+package costmodel
+
+// NVLS chunking (NCCL's calcCollChunking for NCCL_ALGO_NVLS, 2.19-2.30):
+// the NVLS kernels move data in loops of nvlsChannels × nHeads chunks. The
+// chunk starts at NCCL_NVLS_CHUNKSIZE (128 KiB) and drops to 64, 32 and
+// 16 KiB for messages under 64, 8 and 2 loops of the larger chunk. Smaller
+// chunks mean more loops per byte; each loop pays a fixed synchronisation
+// cost (NVLSLoopUs), and the first loop fills the pipeline before data
+// flows at the switch rate. That is the mid-size NVLS ramp the published
+// curves show (H100: 321 GB/s busbw at 32 MiB, 444 at 512 MiB, 481 at
+// 8 GiB), which NCCL's α-β model (one latency + size / bandwidth) has no
+// term for.
+const (
+	nvlsMaxChunk = 128 << 10
+	// NCCL's NVLS channel counts (src/transport/nvls.cc): 16 on SM90; on
+	// SM100 24 inside one NVLink domain (one node or one MNNVL clique), 32
+	// across nodes.
+	nvlsChannelsSM90      = 16
+	nvlsChannelsSM100     = 24
+	nvlsChannelsSM100Node = 32
+)
+
+// nvlsChannels is NCCL's nvlsChannels for p.
+func (p *params) nvlsChannels() int {
+	switch {
+	case p.cc >= 100 && p.nNodes > 1:
+		return nvlsChannelsSM100Node
+	case p.cc >= 100:
+		return nvlsChannelsSM100
+	}
+	return nvlsChannelsSM90
+}
+
+// nvlsChunk is the chunk NCCL picks for an NVLS operation of bytes with
+// ops = nvlsChannels × nHeads concurrent chunks per loop.
+func nvlsChunk(bytes uint64, ops int) uint64 {
+	c := uint64(nvlsMaxChunk)
+	o := uint64(ops)
+	if bytes < 64*o*c && c > 64<<10 {
+		c = 64 << 10
+	}
+	if bytes < 8*o*c && c > 32<<10 {
+		c = 32 << 10
+	}
+	if bytes < 2*o*c && c > 16<<10 {
+		c = 16 << 10
+	}
+	return c
+}
+
+// nvlsRampUs is what GIN adds to an NVLS cell of bytes at algorithm
+// bandwidth algbw (GB/s, the switch-limited peak): one loop of pipeline
+// fill, and NVLSLoopUs for every loop beyond those a message of the same
+// size would need at the full 128 KiB chunk (the peak already prices
+// those). nHeads is the GPUs of the NVLink domain (every rank is a head
+// on one node or one MNNVL clique).
+func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
+	ops := p.nvlsChannels() * p.ppn
+	c := nvlsChunk(bytes, ops)
+	loop := float64(uint64(ops) * c)
+	fill := loop / (1000 * algbw)
+	extraLoops := float64(bytes)/loop - float64(bytes)/float64(uint64(ops)*nvlsMaxChunk)
+	return fill + NVLSLoopUs*extraLoops
+}
