@@ -28,6 +28,7 @@ import (
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/memlimit"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
@@ -52,6 +53,8 @@ type options struct {
 	agentLogRate                               float64
 	agentLogBurst                              int
 	maxNodes, maxPlans                         int
+	maxHandshakes, handshakeQueue              int
+	memoryLimit                                string
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -125,6 +128,15 @@ func checkTLSChoice(o options, fromEnv bool) error {
 	return nil
 }
 
+// handshakeQueue maps --handshake-queue (0: none waits) to
+// master.Config.HandshakeQueue (0: the default, negative: none waits).
+func handshakeQueue(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	hostname, _ := os.Hostname()
@@ -172,6 +184,16 @@ Then try: ginctl nodes; ginctl topo -m`,
 				code = exitUsage
 				return err
 			}
+			ml, err := memlimit.Parse(o.memoryLimit)
+			if err != nil {
+				code = exitUsage
+				return fmt.Errorf("--memory-limit: %w", err)
+			}
+			res, err := ml.Apply(memlimit.Host())
+			if err != nil {
+				log.Warn("memory limit not derived from the cgroup", "err", err)
+			}
+			log.Info("memory limit", "limit", memlimit.String(res.Bytes), "bytes", res.Bytes, "from", res.Source)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if o.dev {
@@ -214,9 +236,12 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
 	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
 	f.IntVar(&o.maxNodes, "max-nodes", master.DefaultMaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
+	f.IntVar(&o.maxHandshakes, "max-handshakes", master.DefaultMaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
+	f.IntVar(&o.handshakeQueue, "handshake-queue", master.DefaultHandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
 	f.IntVar(&o.maxPlans, "max-plans", master.DefaultMaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
 	f.Float64Var(&o.agentLogRate, "agent-log-rate", master.DefaultAgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
 	f.IntVar(&o.agentLogBurst, "agent-log-burst", master.DefaultAgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
+	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go heap (900MiB, 2GiB, off): the garbage collector runs more often near it; auto: 90% of the cgroup's memory limit (container, systemd MemoryMax=) if any, else GOMEMLIMIT or none")
 	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
@@ -296,6 +321,12 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if o.agentLogBurst < 1 || o.agentLogBurst > 1e6 {
 		return fmt.Errorf("--agent-log-burst %d: want 1..1000000", o.agentLogBurst)
 	}
+	if o.maxHandshakes < 1 || o.maxHandshakes > 1_000_000 {
+		return fmt.Errorf("--max-handshakes %d: want 1..1000000", o.maxHandshakes)
+	}
+	if o.handshakeQueue < 0 || o.handshakeQueue > 10_000_000 {
+		return fmt.Errorf("--handshake-queue %d: want 0..10000000", o.handshakeQueue)
+	}
 	if o.maxStreamsPerConn < 1 || o.maxStreamsPerConn > 1<<16 {
 		return fmt.Errorf("--max-streams-per-conn %d: want 1..65536", o.maxStreamsPerConn)
 	}
@@ -354,6 +385,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
 		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans,
+		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue),
 	})
 	if err != nil {
 		return err

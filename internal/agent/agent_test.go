@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -564,6 +567,45 @@ func TestBackoff(t *testing.T) {
 		if a1[i] != a2[i] {
 			t.Fatalf("seeded backoff differs: %v vs %v", a1, a2)
 		}
+	}
+}
+
+func TestRetryHint(t *testing.T) {
+	withHint := func(d time.Duration) error {
+		st, err := status.New(codes.ResourceExhausted, "busy").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Errorf("session: %w", st.Err())
+	}
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"hint", withHint(2 * time.Second), 2 * time.Second},
+		{"negative", withHint(-time.Second), 0},
+		{"capped", withHint(time.Hour), maxRetryHint},
+		{"no details", status.Error(codes.ResourceExhausted, "busy"), 0},
+		{"not a status", errors.New("broken pipe"), 0},
+		{"nil", nil, 0},
+	}
+	for _, tc := range tests {
+		if got := retryHint(tc.err); got != tc.want {
+			t.Errorf("%s: retryHint = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	b := newBackoff(100*time.Millisecond, time.Second, rand.New(rand.NewPCG(3, 4)))
+	for range 50 {
+		if d := b.atLeast(10*time.Millisecond, 2*time.Second); d < 2*time.Second || d > 4*time.Second {
+			t.Fatalf("atLeast(10ms, 2s) = %s, want in [2s, 4s]", d)
+		}
+	}
+	if d := b.atLeast(5*time.Second, 2*time.Second); d != 5*time.Second {
+		t.Fatalf("atLeast(5s, 2s) = %s, want the longer wait kept", d)
+	}
+	if d := b.atLeast(10*time.Millisecond, 0); d != 10*time.Millisecond {
+		t.Fatalf("atLeast without a hint = %s", d)
 	}
 }
 

@@ -141,6 +141,9 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
 			wait = rc.pace(bo.next())
 		}
+		// A master that is busy (RESOURCE_EXHAUSTED with a retry hint:
+		// too many handshakes at once) is not asked again sooner.
+		wait = bo.atLeast(wait, retryHint(out.err))
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}

@@ -69,6 +69,15 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		_ = stream.Send(a.s.response(name))
 		return a.s.notLeaderErr()
 	}
+	// A whole-cluster restart sends every Hello at once: at most
+	// --max-handshakes are served together (admission.go).
+	release, err := a.s.admission.acquire(ctx, a.s.cfg.HelloTimeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	holdLimit := time.AfterFunc(a.s.cfg.HelloTimeout, release)
+	defer holdLimit.Stop()
 	rec, known := a.s.store.Node(name)
 	if known {
 		held := rec.GetInventory().GetHost().GetMachineId()
@@ -91,6 +100,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	if err := stream.Send(resp); err != nil {
 		return err
 	}
+	if ack.InSync {
+		release()
+	}
 	if ok, skipped := a.s.agentLog.Allow(); ok {
 		log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
 	}
@@ -99,11 +111,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	// Plans pinned while the session is open are pushed on it; its own
 	// answers and the pushes share one sender.
 	send := &sessionSender{stream: stream}
-	pushes, unsubscribe := a.s.planPush.subscribe(name)
-	defer unsubscribe()
-	pctx, stopPush := context.WithCancel(ctx)
-	defer stopPush()
-	go a.pushPlans(pctx, send, name, pushes, log)
+	defer a.s.planPush.subscribe(name, func(pl *ginv1.Plan) error { return a.pushPlan(send, name, pl, log) })()
 	a.s.live.seen(ctx, name)
 
 	for {
@@ -152,7 +160,20 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		default:
 			return invalidf("msg", "empty or unknown session message")
 		}
+		release() // the first message after the HelloAck is answered
 	}
+}
+
+// pushPlan sends one plan pinned for node on its session.
+func (a *agentService) pushPlan(send responder, node string, pl *ginv1.Plan, log *slog.Logger) error {
+	r := a.s.response(node)
+	r.Plans = []*ginv1.Plan{pl}
+	if err := send.Send(r); err != nil {
+		log.Warn("plan not pushed: the stream failed", "job", pl.GetJobId(), "err", err)
+		return err
+	}
+	log.Info("plan pushed", "job", pl.GetJobId(), "hash", pl.GetContentHash())
+	return nil
 }
 
 func (a *agentService) putInventory(ctx context.Context, stream responder, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory) error {

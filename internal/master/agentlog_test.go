@@ -10,8 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gin-topology/gin/internal/testlog"
 	"github.com/gin-topology/gin/internal/testwait"
@@ -46,11 +44,7 @@ func TestAgentAttachLogIsRateLimited(t *testing.T) {
 		c.HeartbeatInterval, c.Logger = time.Minute, slog.New(slog.NewTextHandler(logs, nil))
 		c.AgentLogRate, c.AgentLogBurst, c.AgentLogClock = 1, 2, clk.now
 	})
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := dialPlain(t, s.Addr())
 	attached := func() int { return strings.Count(logs.String(), `msg="agent attached"`) }
 	const sessions = 6
 	for i := 1; i <= sessions; i++ {

@@ -8,9 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -22,11 +20,7 @@ import (
 // updated and served; the limits are exported next to the counts.
 func TestNodeAndPlanCaps(t *testing.T) {
 	s := startServerWith(t, func(c *Config) { c.HeartbeatInterval, c.MaxNodes, c.MaxPlans = time.Minute, 2, 1 })
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := dialPlain(t, s.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	registerNodes(t, s, "dgx-h100", "node001", "node002")

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
@@ -76,6 +77,7 @@ func toStatus(err error) error {
 		nf *notFound
 		nl *ginraft.NotLeaderError
 		fb *forbidden
+		hb *errHandshakeBusy
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -114,6 +116,12 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, state.ErrWatchTooOld):
 		return status.Error(codes.OutOfRange, err.Error())
+	case errors.As(err, &hb):
+		st := status.New(codes.ResourceExhausted, err.Error())
+		if wd, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(hb.retryAfter)}); derr == nil {
+			st = wd
+		}
+		return st.Err()
 	case errors.Is(err, errResourceExhausted):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

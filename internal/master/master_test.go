@@ -59,12 +59,18 @@ func startServerLogging(t *testing.T, hb time.Duration, log *slog.Logger) (*Serv
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return s, dialPlain(t, s.Addr())
+}
+
+// dialPlain is a plaintext client connection to addr, closed with the test.
+func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return s, conn
+	return conn
 }
 
 func simInventory(t testing.TB, profile, node string) *ginv1.NodeInventory {

@@ -45,6 +45,7 @@ type masterCollector struct {
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
 	nodesLimit, plansLimit                                *prometheus.Desc
+	handshakes, handshakesRefused                         *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -65,6 +66,8 @@ func newMasterCollector(s *Server) *masterCollector {
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
 		plansLimit:         d("gin_master_pinned_plans_limit", "The most plans this master pins (--max-plans); compare with gin_master_pinned_plans.", id, nil),
+		handshakes:         d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
+		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, or no slot within --hello-timeout.", id, nil),
 		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
 		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
 			[]string{"server", "op"}, nil),
@@ -72,7 +75,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.handshakes, c.handshakesRefused} {
 		ch <- d
 	}
 }
@@ -119,6 +122,9 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.plans, float64(nplans), id)
 	g(c.nodesLimit, float64(s.cfg.MaxNodes), id)
 	g(c.plansLimit, float64(s.cfg.MaxPlans), id)
+	g(c.handshakes, float64(s.admission.inFlight()), id, "in_flight")
+	g(c.handshakes, float64(s.admission.waiting.Load()), id, "waiting")
+	ch <- prometheus.MustNewConstMetric(c.handshakesRefused, prometheus.CounterValue, float64(s.admission.refused.Load()), id)
 	ch <- prometheus.MustNewConstMetric(c.agentLogSuppressed, prometheus.CounterValue, float64(s.agentLog.Suppressed()), id)
 	for _, e := range s.node.LogStoreErrors() {
 		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)

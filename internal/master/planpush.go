@@ -1,8 +1,6 @@
 package master
 
 import (
-	"context"
-	"log/slog"
 	"sync"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -14,30 +12,46 @@ const planPushBuffer = 16
 
 // planPush hands plans pinned on this leader to the agent sessions of the
 // plans' nodes, which push them on their streams (SessionResponse.plans).
+// An idle session holds no goroutine for it: a pusher runs only while a
+// session has plans queued (issue #16: goroutine stacks were a third of a
+// master's memory per agent).
 type planPush struct {
 	mu   sync.Mutex
-	subs map[string]map[chan *ginv1.Plan]struct{} // node → its sessions' queues
+	subs map[string]map[*planQueue]struct{} // node → its sessions' queues
 }
 
-// subscribe registers a session of node; cancel unregisters it.
-func (p *planPush) subscribe(node string) (<-chan *ginv1.Plan, func()) {
-	ch := make(chan *ginv1.Plan, planPushBuffer)
+// planQueue is one session's pending plans and its pusher.
+type planQueue struct {
+	push func(*ginv1.Plan) error // sends one plan on the session's stream
+
+	mu      sync.Mutex
+	plans   []*ginv1.Plan
+	running bool // a pusher goroutine is draining plans
+	closed  bool // the session ended or its stream failed
+}
+
+// subscribe registers a session of node whose plans are sent by push
+// (from a pusher goroutine, one plan at a time); cancel unregisters it.
+// push must be safe to call concurrently with the session's own sends.
+func (p *planPush) subscribe(node string, push func(*ginv1.Plan) error) (cancel func()) {
+	q := &planQueue{push: push}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.subs == nil {
-		p.subs = map[string]map[chan *ginv1.Plan]struct{}{}
+		p.subs = map[string]map[*planQueue]struct{}{}
 	}
 	if p.subs[node] == nil {
-		p.subs[node] = map[chan *ginv1.Plan]struct{}{}
+		p.subs[node] = map[*planQueue]struct{}{}
 	}
-	p.subs[node][ch] = struct{}{}
-	return ch, func() {
+	p.subs[node][q] = struct{}{}
+	return func() {
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		delete(p.subs[node], ch)
+		delete(p.subs[node], q)
 		if len(p.subs[node]) == 0 {
 			delete(p.subs, node)
 		}
+		p.mu.Unlock()
+		q.close()
 	}
 }
 
@@ -47,11 +61,10 @@ func (p *planPush) publish(pl *ginv1.Plan) (queued, full int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range pl.GetNodes() {
-		for ch := range p.subs[n] {
-			select {
-			case ch <- pl:
+		for q := range p.subs[n] {
+			if q.offer(pl) {
 				queued++
-			default:
+			} else {
 				full++
 			}
 		}
@@ -59,8 +72,51 @@ func (p *planPush) publish(pl *ginv1.Plan) (queued, full int) {
 	return queued, full
 }
 
+// offer queues pl and starts the pusher if none runs; false when the
+// queue is full or closed.
+func (q *planQueue) offer(pl *ginv1.Plan) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || len(q.plans) >= planPushBuffer {
+		return false
+	}
+	q.plans = append(q.plans, pl)
+	if !q.running {
+		q.running = true
+		go q.drain()
+	}
+	return true
+}
+
+// drain pushes the queued plans in order and returns when none is left,
+// the session ended, or a send failed (then nothing more is pushed).
+func (q *planQueue) drain() {
+	for {
+		q.mu.Lock()
+		if q.closed || len(q.plans) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		pl := q.plans[0]
+		q.plans[0] = nil
+		q.plans = q.plans[1:]
+		q.mu.Unlock()
+		if err := q.push(pl); err != nil {
+			q.close()
+		}
+	}
+}
+
+// close drops what is queued; a push in progress completes or fails.
+func (q *planQueue) close() {
+	q.mu.Lock()
+	q.closed, q.plans = true, nil
+	q.mu.Unlock()
+}
+
 // sessionSender serialises the sends of one agent stream: the session loop
-// answers the agent while the plan pusher sends pinned plans.
+// answers the agent while a plan pusher sends pinned plans.
 type sessionSender struct {
 	mu     sync.Mutex
 	stream responder
@@ -75,22 +131,4 @@ func (s *sessionSender) Send(r *ginv1.SessionResponse) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stream.Send(r)
-}
-
-// pushPlans sends the plans queued for node's session until ctx ends.
-func (a *agentService) pushPlans(ctx context.Context, send responder, node string, plans <-chan *ginv1.Plan, log *slog.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case pl := <-plans:
-			r := a.s.response(node)
-			r.Plans = []*ginv1.Plan{pl}
-			if err := send.Send(r); err != nil {
-				log.Warn("plan not pushed: the stream failed", "job", pl.GetJobId(), "err", err)
-				return
-			}
-			log.Info("plan pushed", "job", pl.GetJobId(), "hash", pl.GetContentHash())
-		}
-	}
 }

@@ -2,10 +2,13 @@ package master
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // A plan pinned on the leader is pushed on the open sessions of its nodes'
@@ -49,26 +52,91 @@ func TestPinnedPlanIsPushedToItsNodesAgents(t *testing.T) {
 
 func TestPlanPushQueues(t *testing.T) {
 	var p planPush
-	a, cancelA := p.subscribe("n1")
-	b, cancelB := p.subscribe("n1")
-	c, cancelC := p.subscribe("n2")
+	got := map[string]chan string{"a": make(chan string, 4), "b": make(chan string, 4), "c": make(chan string, 4)}
+	sub := func(node, who string) func() {
+		return p.subscribe(node, func(pl *ginv1.Plan) error {
+			got[who] <- pl.GetJobId()
+			return nil
+		})
+	}
+	cancelA, cancelB, cancelC := sub("n1", "a"), sub("n1", "b"), sub("n2", "c")
 	defer cancelC()
 	pl := &ginv1.Plan{JobId: "j", Nodes: []string{"n1", "n3"}}
 	if q, full := p.publish(pl); q != 2 || full != 0 {
 		t.Fatalf("queued %d, full %d; want n1's two sessions", q, full)
 	}
-	if (<-a).GetJobId() != "j" || (<-b).GetJobId() != "j" || len(c) != 0 {
+	if <-got["a"] != "j" || <-got["b"] != "j" || len(got["c"]) != 0 {
 		t.Fatal("wrong queues")
 	}
 	cancelA()
 	cancelB()
-	for range planPushBuffer + 3 {
-		p.publish(&ginv1.Plan{JobId: "k", Nodes: []string{"n2"}})
-	}
-	if len(c) != planPushBuffer {
-		t.Fatalf("queue holds %d, bound %d", len(c), planPushBuffer)
-	}
 	if q, _ := p.publish(pl); q != 0 {
 		t.Fatalf("cancelled sessions still queued %d", q)
+	}
+}
+
+// A session's queue is bounded while its pusher is blocked on the stream;
+// the plans go out in order once it is free, and an idle session holds
+// no pusher goroutine; a failed send closes the queue.
+func TestPlanPushBoundAndIdle(t *testing.T) {
+	var p planPush
+	entered, unblock := make(chan string), make(chan struct{})
+	var sent []string
+	fail := false
+	var q *planQueue
+	cancel := p.subscribe("n", func(pl *ginv1.Plan) error {
+		entered <- pl.GetJobId()
+		<-unblock
+		sent = append(sent, pl.GetJobId())
+		if fail {
+			return errors.New("stream broken")
+		}
+		return nil
+	})
+	defer cancel()
+	for q0 := range p.subs["n"] {
+		q = q0
+	}
+	running := func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.running
+	}
+	if running() {
+		t.Fatal("a pusher runs for a session with nothing queued")
+	}
+	p.publish(&ginv1.Plan{JobId: "first", Nodes: []string{"n"}})
+	if j := <-entered; j != "first" {
+		t.Fatalf("pushed %q first", j)
+	}
+	queued, full := 0, 0
+	for i := range planPushBuffer + 3 {
+		q, f := p.publish(&ginv1.Plan{JobId: fmt.Sprint(i), Nodes: []string{"n"}})
+		queued, full = queued+q, full+f
+	}
+	if queued != planPushBuffer || full != 3 {
+		t.Fatalf("queued %d, full %d while the pusher is blocked; want %d and 3", queued, full, planPushBuffer)
+	}
+	go func() {
+		for range planPushBuffer + 1 {
+			unblock <- struct{}{}
+		}
+	}()
+	for i := range planPushBuffer {
+		if j := <-entered; j != fmt.Sprint(i) {
+			t.Fatalf("push %d is %q, want in order", i, j)
+		}
+	}
+	testwait.For(t, 10*time.Second, "the pusher to end once the queue is empty", func() bool { return !running() })
+	if len(sent) != planPushBuffer+1 {
+		t.Fatalf("sent %d plans, want %d", len(sent), planPushBuffer+1)
+	}
+	fail = true
+	p.publish(&ginv1.Plan{JobId: "broken", Nodes: []string{"n"}})
+	<-entered
+	unblock <- struct{}{}
+	testwait.For(t, 10*time.Second, "the pusher to end after a failed send", func() bool { return !running() })
+	if q, full := p.publish(&ginv1.Plan{JobId: "after", Nodes: []string{"n"}}); q != 0 || full != 1 {
+		t.Fatalf("after a failed send: queued %d, full %d; want the queue closed", q, full)
 	}
 }

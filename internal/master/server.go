@@ -113,9 +113,16 @@ type Config struct {
 	// RESOURCE_EXHAUSTED naming the flag; existing ones are still updated
 	// and read. gin_master_nodes_limit and gin_master_pinned_plans_limit
 	// export them next to the counts.
-	MaxNodes      int
-	MaxPlans      int
-	AgentLogBurst int
+	MaxNodes int
+	MaxPlans int
+	// MaxHandshakes bounds the agent handshakes (Hello until the agent is
+	// in sync) served at once, HandshakeQueue the Hellos waiting for one
+	// (defaults DefaultMaxHandshakes, DefaultHandshakeQueue; a negative
+	// HandshakeQueue: none waits); a Hello past both is refused with
+	// RESOURCE_EXHAUSTED and a retry hint (admission.go).
+	MaxHandshakes  int
+	HandshakeQueue int
+	AgentLogBurst  int
 	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
 	AgentLogClock func() time.Time
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
@@ -133,20 +140,21 @@ type Config struct {
 
 // Server is one gin-master: Raft node, state and gRPC services.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	store    *state.Store
-	node     *ginraft.Node
-	grpc     *grpc.Server
-	health   *health.Server
-	lis      net.Listener
-	live     *liveness
-	lead     leadership
-	sessions sessions
-	planPush planPush // pinned plans to the agent sessions of their nodes
-	metrics  *metrics
-	httpLis  net.Listener
-	agentLog *ratelog.Bucket // attach/detach lines
+	cfg       Config
+	log       *slog.Logger
+	store     *state.Store
+	node      *ginraft.Node
+	grpc      *grpc.Server
+	health    *health.Server
+	lis       net.Listener
+	live      *liveness
+	lead      leadership
+	sessions  sessions
+	planPush  planPush   // pinned plans to the agent sessions of their nodes
+	admission *admission // agent handshakes at once
+	metrics   *metrics
+	httpLis   net.Listener
+	agentLog  *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -176,6 +184,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxPlans <= 0 {
 		cfg.MaxPlans = DefaultMaxPlans
+	}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if cfg.HandshakeQueue < 0 {
+		cfg.HandshakeQueue = 0
+	} else if cfg.HandshakeQueue == 0 {
+		cfg.HandshakeQueue = DefaultHandshakeQueue
 	}
 	if cfg.AgentLogRate <= 0 {
 		cfg.AgentLogRate = DefaultAgentLogRate
@@ -214,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
-		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock)}
+		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue)}
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
