@@ -248,7 +248,7 @@ func TestCalibration(t *testing.T) {
 	if len(over) > 0 {
 		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
 	}
-	doc := renderDoc(table, summary)
+	doc := renderDoc(table, summary, pairsTable(t))
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)

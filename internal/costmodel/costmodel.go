@@ -109,7 +109,7 @@ func Predict(s Shape, coll ginv1.Collective, bytes uint64) (Prediction, error) {
 // PredictNCCL returns what NCCL's own model (no tuner) picks for coll of
 // bytes on s, with NCCL's predicted time: the same formulas without GIN's
 // fabric adjustments (oversubscription, switch hops, Ethernet latency,
-// 2-node tree NIC bytes, measured NVLink step latency).
+// 2- and 3-node tree NIC bytes, measured NVLink step latency).
 func PredictNCCL(s Shape, coll ginv1.Collective, bytes uint64) (Prediction, error) {
 	return predict(s, coll, bytes, false)
 }

@@ -3,7 +3,7 @@
 // NCCL 2.30's default constants, reference nccl-plugin.md §6) plus what
 // NCCL cannot see from one node: leaf/spine hops and oversubscription,
 // degraded links (through the shape's NIC rate), Ethernet latency, and the
-// per-node NIC bytes of a 2-node tree. Plans, estimates and host ordering
+// per-node NIC bytes of a 2- or 3-node tree. Plans, estimates and host ordering
 // all use it.
 //
 // Two models share the code:

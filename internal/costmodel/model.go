@@ -56,6 +56,7 @@ type params struct {
 	ppn            int
 	cc, ccIdx      int
 	scale          int
+	treeScale      int // the scale of the tree caps (GIN: 3 nodes as 2)
 	intraHW        int
 	nCh            int     // ring (and NVLS) graph channels
 	bw             float64 // ring graph per-channel GB/s
@@ -87,6 +88,13 @@ func derive(s Shape, gin bool) (params, error) {
 		p.nNodes, p.ppn = 1, s.NRanks
 	}
 	p.scale = min(p.nNodes-1, 2)
+	p.treeScale = p.scale
+	if gin && p.nNodes == 3 {
+		// A 3-node double binary tree is one level deep, as a 2-node one
+		// is: GIN prices its channels with NCCL's 2-node tree caps, not
+		// the caps NCCL tuned for deep (4+ node) trees.
+		p.treeScale = 1
+	}
 	p.intraHW = hwPCI
 	intraTotal := s.IntraGBps * pciFactor
 	if s.IntraNVLink {
@@ -114,11 +122,11 @@ func derive(s Shape, gin bool) (params, error) {
 		}
 		p.nCh, p.bw = search(p.cc, true, lims...)
 		p.treeCh, p.treeBw = p.nCh, p.bw
-		if gin && p.nNodes == 2 {
-			// A 2-node (double binary) tree sends S per node over the NICs
-			// where a ring sends 2(n-1)/n·S: the tree graph's channels may
-			// carry twice the NIC rate before the NICs bind.
-			lims[0].bw *= 2
+		if k := treeNICFactor(p.nNodes, p.nRanks); gin && k > 1 {
+			// A double binary tree over 2 or 3 nodes sends fewer bytes per
+			// node over the NICs than a ring: the tree graph's channels may
+			// carry k times the NIC rate before the NICs bind.
+			lims[0].bw *= k
 			p.treeCh, p.treeBw = search(p.cc, true, lims...)
 		}
 		if gin {
@@ -143,6 +151,35 @@ func derive(s Shape, gin bool) (params, error) {
 	}
 	return p, nil
 }
+
+// treeNICFactor is how many times the NIC rate a tree graph's channels
+// may carry in GIN's model, from the bytes per node a double binary tree
+// all_reduce sends over the NICs against a ring of nRanks (2(n-1)/n·S per
+// node). Each tree carries half the data, S/2 up and S/2 down an edge; a
+// node's NICs carry its edges of both trees: on 2 nodes one edge in each
+// tree (S per node), on 3 nodes the root of one tree (2 edges) is a leaf
+// of the other (1 edge), 1.5·S; from 4 nodes on some node has a parent and
+// two children in one tree and is a leaf in the other, 2·S: no gain (1,
+// NCCL's own tree bandwidth stands). The ratio is divided by NCCL's tree
+// efficiency (0.92), which prices the tree's intra-node chain, not its
+// NICs: NIC-bound trees measure the NIC rate over their bytes
+// (nccl-tests#22: 2 nodes × 8 GPUs, tree 2.0× ring; nccl#1801: 3 nodes,
+// tree 1.19-1.23× ring).
+func treeNICFactor(nNodes, nRanks int) float64 {
+	var treeBytes float64
+	switch nNodes {
+	case 2:
+		treeBytes = 1
+	case 3:
+		treeBytes = 1.5
+	default:
+		return 1
+	}
+	return 2 * float64(nRanks-1) / float64(nRanks) / treeBytes / treeEfficiency
+}
+
+// treeEfficiency is NCCL's tree bandwidth factor (busBw × 0.92).
+const treeEfficiency = 0.92
 
 func nsteps(coll, n int) int {
 	switch coll {
@@ -187,7 +224,7 @@ func (p *params) algBW(coll, a, pr int, bytes uint64) (float64, int) {
 		if !ar {
 			return 0, 0
 		}
-		busBw = min(busBw*0.92, float64(nCh)*perChMaxTree[p.ccIdx][p.scale])
+		busBw = min(busBw*treeEfficiency, float64(nCh)*perChMaxTree[p.ccIdx][p.treeScale])
 		switch pr {
 		case protoLL:
 			busBw = min(busBw/3.8, llMax)
@@ -199,7 +236,7 @@ func (p *params) algBW(coll, a, pr int, bytes uint64) (float64, int) {
 			if p.nNodes == 1 {
 				f = 7.0 / 9
 			}
-			busBw = min(busBw*f, float64(nCh)*perChMaxTreeLL128[p.ccIdx][p.scale])
+			busBw = min(busBw*f, float64(nCh)*perChMaxTreeLL128[p.ccIdx][p.treeScale])
 		}
 		if ls := log2i(bytes >> 6); ls >= 0 && ls < len(treeCorrection[pr]) {
 			busBw *= treeCorrection[pr][ls]

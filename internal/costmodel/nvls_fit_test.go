@@ -124,14 +124,14 @@ func TestNVLSChunk(t *testing.T) {
 		want  uint64
 	}{
 		{8 << 30, h100Ops, 128 << 10},
-		{1 << 30, h100Ops, 128 << 10},    // 64 loops of 128 KiB exactly: kept
-		{1<<30 - 1, h100Ops, 64 << 10},   // under 64 loops
-		{64 << 20, h100Ops, 64 << 10},    // 8 loops of 64 KiB exactly: kept
-		{32 << 20, h100Ops, 32 << 10},    // under 8 loops of 64 KiB
-		{8 << 20, h100Ops, 32 << 10},     // 2 loops of 32 KiB exactly
-		{1 << 20, h100Ops, 16 << 10},     // under 2 loops
-		{8 << 30, 24 * 72, 64 << 10},     // NVL72: 1728 chunks a loop
-		{512 << 20, 24 * 72, 32 << 10},   // NVL72 at 512 MiB
+		{1 << 30, h100Ops, 128 << 10},  // 64 loops of 128 KiB exactly: kept
+		{1<<30 - 1, h100Ops, 64 << 10}, // under 64 loops
+		{64 << 20, h100Ops, 64 << 10},  // 8 loops of 64 KiB exactly: kept
+		{32 << 20, h100Ops, 32 << 10},  // under 8 loops of 64 KiB
+		{8 << 20, h100Ops, 32 << 10},   // 2 loops of 32 KiB exactly
+		{1 << 20, h100Ops, 16 << 10},   // under 2 loops
+		{8 << 30, 24 * 72, 64 << 10},   // NVL72: 1728 chunks a loop
+		{512 << 20, 24 * 72, 32 << 10}, // NVL72 at 512 MiB
 	} {
 		if got := nvlsChunk(tc.bytes, tc.ops); got != tc.want {
 			t.Errorf("nvlsChunk(%d, %d) = %d, want %d", tc.bytes, tc.ops, got, tc.want)
