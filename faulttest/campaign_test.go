@@ -499,8 +499,8 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	nodeNames := []string{"ftn1", "ftn2"}
 	// mTLS on every process and every client of the campaign.
-	tp := newCampaignPKI(t, bin, filepath.Join(t.TempDir(), "tls"), ips, nodeNames)
-	creds := tp.scheduler(t)
+	certs := campaignCerts(t, bin, filepath.Join(t.TempDir(), "tls"), ips, nodeNames)
+	creds := schedulerCreds(t, certs)
 	join := strings.Join(c.addrs, ",")
 	for i := range nMasters {
 		dataDir := filepath.Join(t.TempDir(), fmt.Sprintf("m%d", i+1))
@@ -514,7 +514,7 @@ func TestFaultCampaign(t *testing.T) {
 				"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "500ms",
 				// Dead-server cleanup inside the hold times: a cut-off master
 				// is removed and must join again once healed.
-				"--dead-server-timeout", "4s"}, tp.flags("master-"+masterID(i))...)}
+				"--dead-server-timeout", "4s"}, certs.Flags("master-"+masterID(i))...)}
 		c.masters = append(c.masters, p)
 		// Short reconnect backoff: "healed" is measured by this client, and
 		// gRPC's default backoff (up to 120 s) would measure the client.
@@ -550,7 +550,7 @@ func TestFaultCampaign(t *testing.T) {
 	for _, n := range nodeNames {
 		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
-				"--heartbeat-interval", "1s", "--metrics-bind", ""}, tp.flags("agent-"+n)...)}
+				"--heartbeat-interval", "1s", "--metrics-bind", ""}, certs.Flags("agent-"+n)...)}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}

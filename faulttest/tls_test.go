@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,55 +15,34 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/testcerts"
 )
 
-// campaignPKI is the campaign's cluster CA and certificates, made with the
-// real `ginctl tls` commands as the README tells an operator to: one
+// campaignCerts makes the campaign's cluster CA and certificates with the
+// real `ginctl tls` commands, as the README tells an operator to: one
 // master certificate per master naming the address it advertises inside
 // its namespace, one agent certificate per node, and a scheduler
 // certificate for the workload and the checks (it may pin plans and read
 // everything the checks read, nothing more).
-type campaignPKI struct {
-	dir string
-}
-
-// newCampaignPKI runs `ginctl tls ca create` and `ginctl tls cert create`
-// for masters m1..mN (with --ip masterIPs[i]), the agents named nodes and
-// the scheduler.
-func newCampaignPKI(t *testing.T, bin, dir string, masterIPs, nodes []string) *campaignPKI {
+func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) testcerts.Dir {
 	t.Helper()
-	ctl := func(args ...string) {
-		t.Helper()
-		out, err := exec.Command(filepath.Join(bin, "ginctl"), append([]string{"tls"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ginctl tls %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ctl("ca", "create", "--dir", dir)
+	var certs []testcerts.Cert
 	for i, ip := range masterIPs {
-		ctl("cert", "create", "--dir", dir, "--role", "master", "--name", masterID(i), "--ip", ip)
+		certs = append(certs, testcerts.Cert{Role: "master", Name: masterID(i), IPs: []string{ip}})
 	}
 	for _, n := range nodes {
-		ctl("cert", "create", "--dir", dir, "--role", "agent", "--name", n)
+		certs = append(certs, testcerts.Cert{Role: "agent", Name: n})
 	}
-	ctl("cert", "create", "--dir", dir, "--role", "scheduler")
-	return &campaignPKI{dir: dir}
+	certs = append(certs, testcerts.Cert{Role: "scheduler"})
+	return testcerts.Make(t, filepath.Join(bin, "ginctl"), dir, certs...)
 }
 
 func masterID(i int) string { return fmt.Sprintf("m%d", i+1) }
 
-// flags are the --tls-ca/--tls-cert/--tls-key of the certificate
-// base.pem ("master-m1", "agent-ftn1").
-func (p *campaignPKI) flags(base string) []string {
-	return []string{"--tls-ca", filepath.Join(p.dir, pki.CAFile), "--tls-cert", filepath.Join(p.dir, base+".pem"),
-		"--tls-key", filepath.Join(p.dir, base+"-key.pem")}
-}
-
-// scheduler is the workload's and the checks' dial credentials.
-func (p *campaignPKI) scheduler(t *testing.T) credentials.TransportCredentials {
+// schedulerCreds are the workload's and the checks' dial credentials.
+func schedulerCreds(t *testing.T, d testcerts.Dir) credentials.TransportCredentials {
 	t.Helper()
-	creds, err := pki.ClientCredentials(pki.Files{CA: filepath.Join(p.dir, pki.CAFile),
-		Cert: filepath.Join(p.dir, "scheduler.pem"), Key: filepath.Join(p.dir, "scheduler-key.pem")}, nil)
+	creds, err := pki.ClientCredentials(d.Files("scheduler"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
