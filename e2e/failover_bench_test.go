@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/testcerts"
 	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -64,6 +66,39 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkFailover -benchtime=5x -timeout 20m ./e2e/
 func BenchmarkFailover(b *testing.B) {
+	n := failoverAgents(b)
+	bin := binaries(b)
+	for _, tm := range failoverTimings {
+		b.Run(tm.name, func(b *testing.B) {
+			benchFailover(b, bin, n, tm.flags(), false)
+		})
+	}
+}
+
+// BenchmarkFailoverTLS is BenchmarkFailover with the tuned timings twice in
+// the same run: "plaintext" (--insecure) as the baseline and "mtls", every
+// process with a certificate made by `ginctl tls` (masters: their own, Raft
+// over the TLS transport; agents: their node's; the benchmark's clients: a
+// reader's). After a failover every agent opens a new TLS connection and
+// session to the new leader, and the restarted master's Raft connections
+// are TLS handshakes too.
+//
+//	go test -run '^$' -bench BenchmarkFailoverTLS -benchtime=5x -timeout 20m ./e2e/
+func BenchmarkFailoverTLS(b *testing.B) {
+	n := failoverAgents(b)
+	bin := binaries(b)
+	for _, mode := range []struct {
+		name string
+		tls  bool
+	}{{"plaintext", false}, {"mtls", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			benchFailover(b, bin, n, failoverTimings[0].flags(), mode.tls)
+		})
+	}
+}
+
+// failoverAgents is GIN_FAILOVER_AGENTS, else defaultFailoverAgents.
+func failoverAgents(b *testing.B) int {
 	n := defaultFailoverAgents
 	if v := os.Getenv(failoverAgentsEnv); v != "" {
 		var err error
@@ -71,16 +106,7 @@ func BenchmarkFailover(b *testing.B) {
 			b.Fatalf("%s=%q: want 1..64 agents", failoverAgentsEnv, v)
 		}
 	}
-	bin := binaries(b)
-	for _, tm := range failoverTimings {
-		b.Run(tm.name, func(b *testing.B) {
-			benchFailover(b, bin, n, []string{
-				"--raft-heartbeat-timeout", tm.heartbeat,
-				"--raft-election-timeout", tm.election,
-				"--raft-leader-lease-timeout", tm.lease,
-			})
-		})
-	}
+	return n
 }
 
 // failoverAgentsEnv sets the number of agent processes of BenchmarkFailover.
@@ -95,9 +121,16 @@ const (
 // ~10 heartbeat periods (a GC pause, an fsync on a shared disk) before a
 // follower starts an election; the lease (150 ms) must not exceed the
 // heartbeat timeout.
-var failoverTimings = []struct{ name, heartbeat, election, lease string }{
+var failoverTimings = []failoverTiming{
 	{"tuned", "300ms", "300ms", "150ms"},
 	{"default", "1s", "1s", "500ms"},
+}
+
+type failoverTiming struct{ name, heartbeat, election, lease string }
+
+// flags are gin-master's Raft timeout flags for tm.
+func (tm failoverTiming) flags() []string {
+	return []string{"--raft-heartbeat-timeout", tm.heartbeat, "--raft-election-timeout", tm.election, "--raft-leader-lease-timeout", tm.lease}
 }
 
 // Poll intervals and bounds of the waits.
@@ -156,8 +189,8 @@ type foWhole struct {
 	reconnects uint64 // sum of the agents' gin_agent_master_reconnects_total
 }
 
-func benchFailover(b *testing.B, bin string, n int, raftFlags []string) {
-	c := startFailoverCluster(b, bin, n, raftFlags)
+func benchFailover(b *testing.B, bin string, n int, raftFlags []string, useTLS bool) {
+	c := startFailoverClusterTLS(b, bin, n, raftFlags, useTLS)
 	w := c.waitWhole("the cluster to form with every agent attached")
 	b.Logf("%d masters, %d agents; leader %s (term %d)", len(c.masters), n, c.masters[w.leader].id, w.term)
 
@@ -258,23 +291,51 @@ func benchFailover(b *testing.B, bin string, n int, raftFlags []string) {
 	b.ReportMetric(float64(termsMax), "terms_max")
 }
 
-// startFailoverCluster starts three masters (bootstrap-expect 3) and n agents.
+// startFailoverCluster starts three masters (bootstrap-expect 3) and n
+// agents, plaintext (--insecure).
 func startFailoverCluster(b *testing.B, bin string, n int, raftFlags []string) *foCluster {
+	return startFailoverClusterTLS(b, bin, n, raftFlags, false)
+}
+
+// startFailoverClusterTLS is startFailoverCluster with mTLS on every process
+// and client when useTLS is set.
+func startFailoverClusterTLS(b *testing.B, bin string, n int, raftFlags []string, useTLS bool) *foCluster {
 	ports := foPorts(b, 9+n)
 	dir := b.TempDir()
 	c := &foCluster{tb: b, n: n, web: &http.Client{Timeout: failoverRPCLimit}}
+	masterID := func(i int) string { return fmt.Sprintf("m%d", i+1) }
+	agentName := func(i int) string { return fmt.Sprintf("fo%02d", i+1) }
+	// tlsFlags are a process's --tls-* flags for its certificate, or
+	// --insecure; creds are the benchmark clients'.
+	tlsFlags := func(string) []string { return []string{"--insecure"} }
+	creds := insecure.NewCredentials()
+	if useTLS {
+		certs := []testcerts.Cert{{Role: "reader"}}
+		for i := range 3 {
+			certs = append(certs, testcerts.Cert{Role: "master", Name: masterID(i)})
+		}
+		for i := range n {
+			certs = append(certs, testcerts.Cert{Role: "agent", Name: agentName(i)})
+		}
+		d := testcerts.Make(b, filepath.Join(bin, "ginctl"), filepath.Join(dir, "tls"), certs...)
+		tlsFlags = d.Flags
+		var err error
+		if creds, err = pki.ClientCredentials(d.Files("reader"), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var join []string
 	for i := range 3 {
 		join = append(join, "127.0.0.1:"+strconv.Itoa(ports[3*i]))
 	}
 	for i := range 3 {
-		m := &foMaster{id: fmt.Sprintf("m%d", i+1), client: join[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
+		m := &foMaster{id: masterID(i), client: join[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
 		data := filepath.Join(dir, m.id)
 		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.client, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
 				"--http-bind", m.http, "--data-dir", data, "--bootstrap-expect", "3", "--join", strings.Join(join, ","),
-				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info", "--insecure"}, raftFlags...)}}
-		conn, err := grpc.NewClient(m.client, grpc.WithTransportCredentials(insecure.NewCredentials()),
+				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info"}, append(tlsFlags("master-"+m.id), raftFlags...)...)}}
+		conn, err := grpc.NewClient(m.client, grpc.WithTransportCredentials(creds),
 			grpc.WithConnectParams(grpc.ConnectParams{
 				Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
 				MinConnectTimeout: failoverRPCLimit,
@@ -289,10 +350,14 @@ func startFailoverCluster(b *testing.B, bin string, n int, raftFlags []string) *
 	}
 	for i := range n {
 		a := &foAgent{metrics: "127.0.0.1:" + strconv.Itoa(ports[9+i])}
-		name := fmt.Sprintf("fo%02d", i+1)
+		name := agentName(i)
+		agentTLS := tlsFlags("agent-" + name)
+		if !useTLS {
+			agentTLS = nil // an agent has no --insecure: plaintext without certificates
+		}
 		a.foProc = foProc{testproc.Proc{Name: name, Log: filepath.Join(dir, name+".log"),
-			Argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", name, "--master", strings.Join(join, ","),
-				"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info"}}}
+			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", name, "--master", strings.Join(join, ","),
+				"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info"}, agentTLS...)}}
 		c.agents = append(c.agents, a)
 		b.Cleanup(func() { a.kill() }) // cleanups run last-in first-out: agents before masters
 		a.start(b)
