@@ -197,8 +197,8 @@ type Cell struct {
 	Default   bool
 	TimeUs    float64
 	// How: "measured" (a measured size), "interpolated" (between two
-	// measured sizes), "extrapolated" (above the largest, at its
-	// bandwidth).
+	// measured sizes), "extrapolated" (above the largest), "scaled" (from
+	// a ring run of a nearby node count, NearbyForRing).
 	How string
 	// Evidence names the measurement ("measurement 3f2a… (all_reduce,
 	// nccl-tests on node[001-002], NCCL 2.21.5)").
@@ -207,15 +207,24 @@ type Cell struct {
 }
 
 // ExtrapolateFrom is the smallest largest-measured size from which times
-// are extrapolated at constant bandwidth above the measured range.
+// are extrapolated above the measured range.
 const ExtrapolateFrom = 64 << 20
 
-// At returns m's time at bytes: measured, interpolated linearly between
-// the two nearest sizes (time is affine in size between them), or
-// extrapolated at the largest size's bandwidth when that size is at least
-// ExtrapolateFrom; ok is false otherwise (below the smallest size, or above
-// a largest size that is still latency-bound).
-func At(m *ginv1.Measurement, bytes uint64) (us float64, how string, ok bool) {
+// Curve is the model's time (µs) of a measurement's cell on its shape at a
+// size; 0 or less where the model has none. At calibrates it with the
+// measured points.
+type Curve func(bytes uint64) float64
+
+// At returns m's time at bytes: measured at a measured size; between the
+// two nearest sizes, the model's time calibrated by the measured/model
+// ratio of those two, interpolated in log-size (the model carries the
+// curve's shape, the measurements its level), or linearly in size when
+// model is nil or has no time there; above the largest size, when that is
+// at least ExtrapolateFrom, the model calibrated by the largest size's
+// ratio (without a model: that size's bandwidth). ok is false otherwise
+// (below the smallest size, or above a largest size that is still
+// latency-bound).
+func At(m *ginv1.Measurement, bytes uint64, model Curve) (us float64, how string, ok bool) {
 	pts := m.GetPoints()
 	if len(pts) == 0 {
 		return 0, "", false
@@ -231,26 +240,59 @@ func At(m *ginv1.Measurement, bytes uint64) (us float64, how string, ok bool) {
 		if last.GetBytes() < ExtrapolateFrom {
 			return 0, "", false
 		}
+		if r, mb, ok := ratio(model, last, bytes); ok {
+			return mb * r, "extrapolated", true
+		}
 		return last.GetTimeUs() * float64(bytes) / float64(last.GetBytes()), "extrapolated", true
 	}
 	a, b := pts[i-1], pts[i]
+	if ra, mb, ok := ratio(model, a, bytes); ok {
+		if rb, _, ok := ratio(model, b, bytes); ok {
+			f := math.Log(float64(bytes)/float64(a.GetBytes())) / math.Log(float64(b.GetBytes())/float64(a.GetBytes()))
+			return mb * ra * math.Pow(rb/ra, f), "interpolated", true
+		}
+	}
 	f := float64(bytes-a.GetBytes()) / float64(b.GetBytes()-a.GetBytes())
 	return a.GetTimeUs() + f*(b.GetTimeUs()-a.GetTimeUs()), "interpolated", true
+}
+
+// ratio is p's measured/model ratio and the model's time at bytes; ok is
+// false without a model or a positive model time at either size.
+func ratio(model Curve, p *ginv1.MeasuredPoint, bytes uint64) (r, atBytes float64, ok bool) {
+	if model == nil || p.GetTimeUs() <= 0 {
+		return 0, 0, false
+	}
+	mp, mb := model(p.GetBytes()), model(bytes)
+	if mp <= 0 || mb <= 0 || math.IsNaN(mp) || math.IsNaN(mb) {
+		return 0, 0, false
+	}
+	return p.GetTimeUs() / mp, mb, true
 }
 
 // SameShape says whether two keys describe the same placement, ignoring the
 // NCCL version (a job's NCCL version is not known when its plan is built).
 func SameShape(a, b *ginv1.PlacementShape) bool {
+	return a.GetNodeCount() == b.GetNodeCount() && sameButNodes(a, b)
+}
+
+// sameButNodes is SameShape without the node count.
+func sameButNodes(a, b *ginv1.PlacementShape) bool {
 	return a.GetGpuModel() == b.GetGpuModel() && a.GetNvlinkDomainSize() == b.GetNvlinkDomainSize() &&
 		a.GetGpusPerNode() == b.GetGpusPerNode() && a.GetNicsPerNode() == b.GetNicsPerNode() &&
-		math.Abs(a.GetNicGbps()-b.GetNicGbps()) < 0.05 && a.GetNodeCount() == b.GetNodeCount() &&
-		a.GetFabricTiers() == b.GetFabricTiers()
+		math.Abs(a.GetNicGbps()-b.GetNicGbps()) < 0.05 && a.GetFabricTiers() == b.GetFabricTiers()
 }
 
 // Lookup returns the measured cells of coll at bytes among ms whose shape
 // is key's: for each (algorithm, protocol) the newest measurement (highest
-// created index) that covers bytes.
-func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Collective, bytes uint64) []Cell {
+// created index) that covers bytes. curve gives the model's curve of a
+// measurement's cell (nil: no model, interpolation linear in size).
+func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Collective, bytes uint64, curve func(*ginv1.Measurement) Curve) []Cell {
+	model := func(m *ginv1.Measurement) Curve {
+		if curve == nil {
+			return nil
+		}
+		return curve(m)
+	}
 	type ap struct {
 		a ginv1.Algorithm
 		p ginv1.Protocol
@@ -260,7 +302,7 @@ func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Colle
 		if m.GetCollective() != coll || !SameShape(m.GetShape(), key) {
 			continue
 		}
-		if _, _, ok := At(m, bytes); !ok {
+		if _, _, ok := At(m, bytes, model(m)); !ok {
 			continue
 		}
 		k := ap{m.GetAlgorithm(), m.GetProtocol()}
@@ -270,7 +312,7 @@ func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Colle
 	}
 	out := make([]Cell, 0, len(best))
 	for k, m := range best {
-		us, how, _ := At(m, bytes)
+		us, how, _ := At(m, bytes, model(m))
 		out = append(out, Cell{Algorithm: k.a, Protocol: k.p, Default: k.a == 0 && k.p == 0, TimeUs: us, How: how, Evidence: Describe(m), ID: m.GetId()})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -297,47 +339,95 @@ func Describe(m *ginv1.Measurement) string {
 }
 
 // Index answers measured cells for communicators of one graph: it derives
-// each communicator's key once and keeps the measurements of that shape.
+// each communicator's key and model shape once and keeps the measurements
+// of that shape, and those of nearby shapes it may scale (scale.go).
 // Not safe for concurrent use.
 type Index struct {
 	g     *graph.Graph
 	model GPUModel
 	ms    []*ginv1.Measurement
-	byKey map[string][]*ginv1.Measurement
+	byKey map[string]*commEvidence
+}
+
+// commEvidence is what an Index knows of one communicator.
+type commEvidence struct {
+	shape costmodel.Shape
+	same  []*ginv1.Measurement // of the communicator's key
+	near  []*ginv1.Measurement // ring runs of a nearby node count (scale.go)
 }
 
 // NewIndex returns an Index over ms for graph g.
 func NewIndex(g *graph.Graph, model GPUModel, ms []*ginv1.Measurement) *Index {
-	return &Index{g: g, model: model, ms: ms, byKey: map[string][]*ginv1.Measurement{}}
+	return &Index{g: g, model: model, ms: ms, byKey: map[string]*commEvidence{}}
 }
 
 // Len is how many measurements the index holds.
 func (x *Index) Len() int { return len(x.ms) }
 
 // Measured returns the measured cells of coll at bytes for the
-// communicator over gpusPerNode GPUs of each of nodes (nil when none, or
-// when the shape cannot be derived).
+// communicator over gpusPerNode GPUs of each of nodes: those of its own
+// shape, calibrated in size against the model; when its shape has no
+// measurement at all, ring runs of a nearby node count scaled to it (How
+// "scaled"); nil when none, or
+// when the shape cannot be derived.
 func (x *Index) Measured(nodes []string, gpusPerNode int, coll ginv1.Collective, bytes uint64) []Cell {
 	if x == nil || len(x.ms) == 0 || len(nodes) == 0 {
 		return nil
 	}
 	k := fmt.Sprintf("%d\x00%s", gpusPerNode, strings.Join(nodes, "\x00"))
-	ms, ok := x.byKey[k]
+	ev, ok := x.byKey[k]
 	if !ok {
+		ev = &commEvidence{}
 		key, err := KeyOf(x.g, x.model, nodes, gpusPerNode, "")
 		if err == nil {
+			ev.shape, err = costmodel.ShapeOf(x.g, nodes, gpusPerNode)
+		}
+		if err == nil {
 			for _, m := range x.ms {
-				if SameShape(m.GetShape(), key) {
-					ms = append(ms, m)
+				switch {
+				case SameShape(m.GetShape(), key):
+					ev.same = append(ev.same, m)
+				case NearbyForRing(m, key):
+					ev.near = append(ev.near, m)
 				}
 			}
 		}
-		x.byKey[k] = ms
+		x.byKey[k] = ev
 	}
-	if len(ms) == 0 {
-		return nil
+	if len(ev.same) > 0 {
+		return Lookup(ev.same, ev.same[0].GetShape(), coll, bytes, func(m *ginv1.Measurement) Curve { return CellCurve(ev.shape, m) })
 	}
-	return Lookup(ms, ms[0].GetShape(), coll, bytes)
+	return scaled(ev.near, ev.shape, coll, bytes)
+}
+
+// CellCurve is GIN's model of a measurement's cell on shape s: the forced
+// algorithm and protocol (a forced algorithm alone: its fastest protocol),
+// or for NCCL's default the cell NCCL's own model picks, each priced by
+// GIN's model.
+func CellCurve(s costmodel.Shape, m *ginv1.Measurement) Curve {
+	coll, algo, proto := m.GetCollective(), m.GetAlgorithm(), m.GetProtocol()
+	return func(bytes uint64) float64 {
+		if algo == ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+			n, err := costmodel.PredictNCCL(s, coll, bytes)
+			if err != nil {
+				return 0
+			}
+			algo, proto := n.Algorithm, n.Protocol
+			us, _ := costmodel.Cost(s, coll, algo, proto, bytes)
+			return us
+		}
+		if proto != ginv1.Protocol_PROTOCOL_UNSPECIFIED {
+			us, _ := costmodel.Cost(s, coll, algo, proto, bytes)
+			return us
+		}
+		best := 0.0
+		for _, p := range costmodel.Protocols {
+			if us, ok := costmodel.Cost(s, coll, algo, p, bytes); ok && (best == 0 || us < best) {
+				best = us
+			}
+		}
+		return best
+	}
 }
 
 // Basis values of an estimate.

@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestAt(t *testing.T) {
 		{small, 1 << 20, 0, "", false}, // above a latency-bound largest size: not extrapolated
 	}
 	for _, tc := range tests {
-		us, how, ok := At(tc.m, tc.bytes)
+		us, how, ok := At(tc.m, tc.bytes, nil)
 		if us != tc.us || how != tc.how || ok != tc.ok {
 			t.Errorf("At(%s, %d) = %v %q %v, want %v %q %v", tc.m.Id, tc.bytes, us, how, ok, tc.us, tc.how, tc.ok)
 		}
@@ -56,7 +57,7 @@ func TestLookupTakesNewestPerCellAndMatchingShape(t *testing.T) {
 	other.Shape.NodeCount = 4
 	gather := meas("gather", 9, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 1})
 	gather.Collective = ginv1.Collective_COLLECTIVE_ALL_GATHER
-	cells := Lookup([]*ginv1.Measurement{old, newer, ring, def, other, gather}, newer.Shape, ginv1.Collective_COLLECTIVE_ALL_REDUCE, 1<<20)
+	cells := Lookup([]*ginv1.Measurement{old, newer, ring, def, other, gather}, newer.Shape, ginv1.Collective_COLLECTIVE_ALL_REDUCE, 1<<20, nil)
 	var got []string
 	for _, c := range cells {
 		got = append(got, fmt.Sprintf("%s:%v:%v", c.ID, c.TimeUs, c.Default))
@@ -183,6 +184,41 @@ func TestModelInputsNICPath(t *testing.T) {
 			got := ModelInputs(s)
 			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.notWant) {
 				t.Errorf("evidence %q: want %q, not %q", got, tc.want, tc.notWant)
+			}
+		})
+	}
+}
+
+// TestAtWithModel: between two measured sizes At returns the model's time
+// calibrated by the measured/model ratio interpolated in log-size, above
+// the largest (≥ ExtrapolateFrom) the model times the largest size's
+// ratio, and linear in size where the model has no time.
+func TestAtWithModel(t *testing.T) {
+	model := Curve(func(b uint64) float64 { return 10 + float64(b)/1e4 })
+	none := Curve(func(uint64) float64 { return 0 })
+	at := func(b uint64, ratio float64) [2]float64 { return [2]float64{float64(b), model(b) * ratio} }
+	flat := meas("flat", 1, 0, at(1<<20, 1.2), at(4<<20, 1.2))
+	ramp := meas("ramp", 1, 0, at(1<<20, 1.0), at(4<<20, 1.21))
+	big := meas("big", 1, 0, at(32<<20, 1.0), at(64<<20, 0.9))
+	tests := []struct {
+		name  string
+		m     *ginv1.Measurement
+		model Curve
+		bytes uint64
+		want  float64
+		how   string
+	}{
+		{"constant ratio", flat, model, 2 << 20, model(2<<20) * 1.2, "interpolated"},
+		{"ratio halfway in log-size", ramp, model, 2 << 20, model(2<<20) * 1.1, "interpolated"},
+		{"measured size", ramp, model, 4 << 20, model(4<<20) * 1.21, "measured"},
+		{"above the largest", big, model, 256 << 20, model(256<<20) * 0.9, "extrapolated"},
+		{"no model time: linear", flat, none, 2 << 20, model(1<<20)*1.2 + (model(4<<20)-model(1<<20))*1.2/3, "interpolated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			us, how, ok := At(tc.m, tc.bytes, tc.model)
+			if !ok || how != tc.how || math.Abs(us-tc.want) > 1e-9*tc.want {
+				t.Errorf("At = %v %q %v, want %v %q", us, how, ok, tc.want, tc.how)
 			}
 		})
 	}

@@ -7,9 +7,12 @@
 //   - FromRun turns one parsed nccl-tests run (internal/nccltests) into an
 //     import request: the collective, the forced algorithm and protocol
 //     (flags, else the log's NCCL_ALGO/NCCL_PROTO, else NCCL's default).
-//   - Lookup finds the measurements of a shape and interpolates their
-//     points in size (log-log between measured sizes; no extrapolation
-//     beyond the measured range except bandwidth-bound above it).
+//   - Lookup finds the measurements of a shape; At reads one at a size:
+//     between measured sizes GIN's model of the cell (CellCurve) calibrated
+//     by the measured/model ratio interpolated in log-size, above the
+//     largest only from 64 MiB on, never below the smallest.
+//   - Index answers a communicator: its own shape's measurements, else
+//     forced ring runs of a nearby node count scaled to it (scale.go).
 //
 // Storage is the replicated state (internal/state: PutMeasurement, one
 // validation rule CheckMeasurement for the edge and the FSM).

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/nccltests"
 )
 
 // TestInterpolationAlternatives measures other ways to interpolate between
@@ -22,64 +21,39 @@ import (
 // numbers are quoted in docs/CALIBRATION.md, which this test checks; At is
 // kept linear (see the doc for why).
 func TestInterpolationAlternatives(t *testing.T) {
-	type split struct{ train, held []*ginv1.MeasuredPoint }
-	var splits []split
-	for _, file := range []string{"xxrjun_N1_G8.log", "xxrjun_N10_G8.log", "xxrjun_smoke_N2_G1.log"} {
-		f, err := os.Open("../nccltests/testdata/" + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := nccltests.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range l.Runs {
-			if _, ok := Collective(l.Runs[i].Collective); !ok {
-				continue
-			}
-			pts, err := Points(&l.Runs[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var s split
-			for j, p := range pts {
-				if j%2 == 0 {
-					s.train = append(s.train, p)
-				} else {
-					s.held = append(s.held, p)
-				}
-			}
-			splits = append(splits, s)
-		}
-	}
+	splits := heldOutSplits(t)
 	methods := []struct {
 		name string
-		at   func(train []*ginv1.MeasuredPoint, k int, bytes uint64) float64
+		at   func(sp heldOutSplit, k int, bytes uint64) float64
 	}{
-		{"linear in size (used)", func(train []*ginv1.MeasuredPoint, k int, bytes uint64) float64 {
-			us, _, _ := At(&ginv1.Measurement{Points: train}, bytes)
+		{"the model calibrated by the measured ratio, in log-size (used)", func(sp heldOutSplit, k int, bytes uint64) float64 {
+			us, _, _ := At(sp.train, bytes, CellCurve(sp.shape, sp.train))
 			return us
 		}},
-		{"linear in log-size/log-time", func(train []*ginv1.MeasuredPoint, k int, bytes uint64) float64 {
-			a, b := train[k-1], train[k]
+		{"linear in size", func(sp heldOutSplit, k int, bytes uint64) float64 {
+			us, _, _ := At(sp.train, bytes, nil)
+			return us
+		}},
+		{"linear in log-size/log-time", func(sp heldOutSplit, k int, bytes uint64) float64 {
+			a, b := sp.train.Points[k-1], sp.train.Points[k]
 			f := math.Log(float64(bytes)/float64(a.GetBytes())) / math.Log(float64(b.GetBytes())/float64(a.GetBytes()))
 			return a.GetTimeUs() * math.Pow(b.GetTimeUs()/a.GetTimeUs(), f)
 		}},
-		{"monotone cubic in log-log", func(train []*ginv1.MeasuredPoint, k int, bytes uint64) float64 {
-			return pchipLogLog(train, k, bytes)
+		{"monotone cubic in log-log", func(sp heldOutSplit, k int, bytes uint64) float64 {
+			return pchipLogLog(sp.train.Points, k, bytes)
 		}},
 	}
 	var quotes []string
 	for _, m := range methods {
 		var errs []float64
-		for _, s := range splits {
-			for _, h := range s.held {
-				k := sort.Search(len(s.train), func(i int) bool { return s.train[i].GetBytes() >= h.GetBytes() })
-				if k == 0 || k == len(s.train) {
+		for _, sp := range splits {
+			train := sp.train.Points
+			for _, h := range sp.held {
+				k := sort.Search(len(train), func(i int) bool { return train[i].GetBytes() >= h.GetBytes() })
+				if k == 0 || k == len(train) {
 					continue
 				}
-				us := m.at(s.train, k, h.GetBytes())
+				us := m.at(sp, k, h.GetBytes())
 				if us <= 0 || math.IsNaN(us) {
 					t.Fatalf("%s at %d B: %v", m.name, h.GetBytes(), us)
 				}

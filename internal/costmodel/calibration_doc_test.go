@@ -42,7 +42,7 @@ GIN's model adds what NCCL cannot see, each a physical constant, none tuned to a
 | NVLink LL step | max(NCCL's, %.1f µs) per LL/LL128 step on SM < 90 | one-channel DGX-A100 series (nccl-tests#123): the slope of 7 points, so those 7 points check a 1-parameter fit, not an independent prediction |
 | MNNVL | an NVLink clique is one NVLink domain (nNodes = 1, all ranks local) | both models: NCCL ≥ 2.21 detects MNNVL itself |
 | NVLS switch limit | NCCL's NVLS efficiency × %.4f (NVLS and NVLSTree, intra-node part) | NVLink SHARP all_reduce is bound by the NVSwitch's multimem load-reduce/store path, not by the ring graph's channels |
-| NVLS chunk ramp | NVLS only: + one loop of pipeline fill (nvlsChannels × nHeads chunks at the peak rate) + %.3f µs per loop beyond those of the 128 KiB chunk | NCCL shrinks the NVLS chunk to 64, 32, 16 KiB under 64, 8, 2 loops of the larger one (calcCollChunking; 16 NVLS channels on SM90, 24 in one SM100 NVLink domain, 32 across nodes; every rank a head): smaller chunks, more loops per byte, each with a fixed synchronisation cost |
+| NVLS chunk ramp | NVLS only: + one loop of pipeline fill (nvlsChannels × nHeads chunks at the peak rate) + %.3f µs per loop beyond those of the 128 KiB chunk | NCCL shrinks the NVLS chunk to 64, 32, 16 KiB under 64, 8, 2 loops of the larger one (calcCollChunking; 16 NVLS channels on SM90, 24 in one SM100 NVLink domain, 32 across nodes; every rank a head): smaller chunks, more loops per byte, each with a fixed synchronisation cost; applied to chunks of 32 KiB and up, the range the fit saw (messages small enough for 16 KiB chunks, under 8 MiB on 8 H100, keep NCCL's form) |
 
 The two NVLS constants are one linear least-squares fit (TestNVLSFit re-derives them and fails if the
 code's constants drift from it) on every other size of one published curve, the 1 × 8 H100 NCCL
@@ -165,42 +165,53 @@ replaces the old one. Lookups ignore the NCCL version (a job's version is not kn
 is built) and take the newest measurement per cell.
 
 **Use.** Per communicator of a plan (the world, one node, one GPU per node) and per size bucket:
-- a measured size is used as measured; between two measured sizes the time is interpolated
-  linearly in size (time is affine in size between neighbours); above the largest size it is
-  extrapolated at that size's bandwidth only when that size is at least 64 MiB; below the smallest
-  size the model decides. Nothing is scaled to other shapes: a measurement applies only to
-  placements with the same key.
+- a measured size is used as measured; between two measured sizes GIN's model of the measured cell
+  (the forced algorithm and protocol, or for NCCL's default the cell NCCL's own model picks, priced
+  by GIN's model) is calibrated by the measured/model ratio of the two, interpolated in log-size:
+  the model carries the curve's shape (latency, NVLS chunk steps), the measurements its level;
+  above the largest size the model is calibrated by that size's ratio, only when that size is at
+  least 64 MiB; below the smallest size the model decides.
+- a communicator whose shape has no measurement at all gets the forced ring runs of a nearby shape
+  scaled to it: the same GPU model, NVLink domain, GPUs and NICs per node, NIC rate and fabric
+  tiers, at most 2× more or fewer nodes (both multi-node): GIN's model on the communicator's shape
+  times the measured/model ratio on the measured one. A ring's bandwidth per NIC does not depend on
+  the node count and the model carries the longer ring's latency, so that is sound; nothing else is
+  scaled (NCCL's default may change algorithm with the node count, and a tree's bytes per node
+  differ between 2, 3 and 4+ nodes). The cell says "scaled from N to M nodes" with the ratio and
+  the measurement, and `+"`estimate`"+`'s basis is "calibrated".
 - NCCL's cost is its measured default run, else a forced run of the cell NCCL's own model picks.
 - The plan overrides NCCL when a forced run is at least %.0f%% faster (above nccl-tests' run-to-run
   spread); the rule's reason names the cell, the margin, the size, both times and both
   measurements. Otherwise the reason says NCCL's measured default stands. A forced run without
   a protocol gets the protocol GIN's model finds fastest for that algorithm, and says so.
-- `+"`estimate`"+` answers the fastest measured cell and says "measured", "calibrated" (interpolated or
-  extrapolated) or "modelled", with the evidence.
+- `+"`estimate`"+` answers the fastest measured cell and says "measured", "calibrated" (interpolated,
+  extrapolated or scaled) or "modelled", with the evidence.
 - Where the model alone decides (sizes outside the measured range), it overrides NCCL only when its
   choice beats NCCL's by more than the model's own error on that shape: the median of |model −
   measured| / measured over the measured NCCL-default sizes of the communicator (at least 3%%, at
   most 50%%); the reason then says "within N%% (the model's measured error on this shape)".
 
 **Out-of-sample error of measured calibration.** Importing every other size of the published
-all_reduce, all_gather and reduce_scatter tables (1×8 H100, 10×8 H100, 2×1 H100) and predicting
-the sizes between (internal/calib TestHeldOutInterpolation): 32 held-out sizes: median absolute error 1.1%%, worst 23.6%%.
+all_reduce, all_gather and reduce_scatter tables (1×8 H100, 10×8 H100, 2×1 H100; the multi-node
+NICs assumed 8 × and 1 × 400 Gb/s) and predicting the sizes between and above (internal/calib
+TestHeldOutInterpolation): 32 held-out sizes: median absolute error 0.8%%, worst 19.9%%.
 The worst cases are the 10-node all_gather and reduce_scatter between 64 MiB and 256 MiB, whose
 measured busbw is not monotonic in size; the issue's goal (worst ≤ 15%%) is not met there.
 
 Other interpolations, measured on the same split (internal/calib TestInterpolationAlternatives;
-sizes above the largest imported one are extrapolated alike by every method and left out):
-26 interior held-out sizes, linear in size (used): median 1.1%%, worst 23.6%%; linear in
-log-size/log-time: median 1.6%%, worst 21.0%%; monotone cubic in log-log: median 1.5%%, worst 26.7%%.
+sizes above the largest imported one are left out):
+26 interior held-out sizes, the model calibrated by the measured ratio, in log-size (used): median
+0.8%%, worst 19.9%%; linear in size: median 1.1%%, worst 23.6%%; linear in log-size/log-time: median
+1.6%%, worst 21.0%%; monotone cubic in log-log: median 1.5%%, worst 26.7%%.
 None meets the 15%% goal. The worst point is the 10-node all_gather at 256 MiB: measured 1765.7 µs
 (busbw 150.1 GB/s), while its imported neighbours are 840.9 µs at 128 MiB (157.6 GB/s) and 2363.1 µs
-at 512 MiB (224.4 GB/s; each size's faster of out-of-place and in-place), a dip in busbw that a
-smooth curve through the neighbours does not follow (the log-log power law predicts ~1410 µs
-there, linear in size 1348 µs). Linear in size is kept: it is exact where time is affine in size (latency plus
-bytes over a constant bandwidth, the α-β form of NCCL's own model), has the lowest median, and the
-log-log form would trade 2.6 points of worst case for a higher median on this one published log.
-The test bound on the worst case stays at 25%% (not loosened, not met at 15%%).
-
+at 512 MiB (224.4 GB/s; each size's faster of out-of-place and in-place), a dip in busbw that no
+curve through the neighbours follows; the same size's other cell (in-place, 1939.1 µs) is 10%%
+slower still, and at 64 MiB the 10-node reduce_scatter's two cells differ by 36%% (885.8 against
+650.0 µs): the run-to-run spread of that log at those sizes is larger than the goal. The calibrated
+model is used: it has the lowest median and the lowest worst case of the four, and it is the form
+that also scales ring runs to nearby node counts. The test bound on the worst case stays at 25%%
+(not loosened, not met at 15%%).
 
 **When GIN overrides NCCL, and by how much.** From the model alone, on the dev cluster's shapes
 (4 × DGX H100 on a non-blocking fat tree, 1-2 nodes) no rule overrides NCCL: GIN's model and
@@ -214,8 +225,11 @@ at the measured sizes (32 MiB up), "measured 20%% faster than NCCL's default", n
 published ring and tree runs of one system exist, GIN's model picks the measured faster one
 (section "Ring vs tree measured on the same system").
 
-**Not done.** The model is not scaled to nearby shapes from measurements (a measurement of 2 nodes
-says nothing to a 4-node plan).
+**Not scaled.** Measurements of NCCL's default, tree, NVLS or NVLSTree apply only to their own
+shape, and ring runs only to node counts within 2×; nothing is scaled across GPU models, GPUs or
+NICs per node, NIC rates or fabric tiers. No published log pair (one system, two node counts,
+forced ring) was found to check the scaling's error: TestScaledRing checks it against the model
+only.
 
 ## Fabric faults on the dev cluster
 

@@ -12,6 +12,11 @@ package costmodel
 // term for.
 const (
 	nvlsMaxChunk = 128 << 10
+	// nvlsMinFitChunk is the smallest chunk the fit saw (the H100 curve
+	// from 32 MiB: 32, 64 and 128 KiB chunks). Messages small enough for
+	// 16 KiB chunks (under 2 loops of 32 KiB: 8 MiB on 8 H100) keep NCCL's
+	// α-β form: the ramp is not extrapolated below what was measured.
+	nvlsMinFitChunk = 32 << 10
 	// NCCL's NVLS channel counts (src/transport/nvls.cc): 16 on SM90; on
 	// SM100 24 inside one NVLink domain (one node or one MNNVL clique), 32
 	// across nodes.
@@ -57,6 +62,9 @@ func nvlsChunk(bytes uint64, ops int) uint64 {
 func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
 	ops := p.nvlsChannels() * p.ppn
 	c := nvlsChunk(bytes, ops)
+	if c < nvlsMinFitChunk {
+		return 0
+	}
 	loop := float64(uint64(ops) * c)
 	fill := loop / (1000 * algbw)
 	extraLoops := float64(bytes)/loop - float64(bytes)/float64(uint64(ops)*nvlsMaxChunk)
