@@ -17,7 +17,9 @@ FROM ${GO_BASE} AS build
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOPROXY=off GOWORK=off \
     GOCACHE=/tmp/gocache GOPATH=/tmp/gopath HOME=/tmp \
     GOFLAGS="-mod=vendor -buildvcs=false -trimpath"
-# The runtime stage's data directory (WORKDIR creates it: there is no mkdir).
+# The runtime stage's data directory and certificate directory (WORKDIR
+# creates them: there is no mkdir).
+WORKDIR /out/etc/gin
 WORKDIR /out/var/lib/gin-master
 WORKDIR /src
 # Standard library and modules first, in their own layer: it is rebuilt only
@@ -46,6 +48,9 @@ LABEL org.opencontainers.image.title="gin" \
 COPY --from=build /out/usr/local/bin/ /usr/local/bin/
 # Owned by the runtime user; a new named volume mounted here copies the owner.
 COPY --from=build --chown=65532:65532 /out/var/lib/gin-master /var/lib/gin-master
+# Certificates (GIN_TLS_* name files here); a volume mounted here (compose's
+# certs) is writable by the runtime user.
+COPY --from=build --chown=65532:65532 /out/etc/gin /etc/gin
 USER 65532:65532
 WORKDIR /var/lib/gin-master
 # 5000 gRPC (agents, ginctl, other masters), 5001 Raft, 5002 /metrics and

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end check of the Docker deployment (deploy/compose): builds the image,
-# starts 3 masters and 4 simulated agents under a unique compose project, and
-# checks with ginctl inside the network:
+# starts 3 masters and 4 simulated agents under a unique compose project (with
+# mutual TLS: the certs service makes the CA and certificates at up), and
+# checks with ginctl (as admin) inside the network:
 #   1. 3 voters, exactly one leader, every master agrees on it, every member's
 #      client address registered and its Raft address = its container's IP;
 #   2. node01..node04 up (a consistent read through the leader) and the
@@ -9,7 +10,11 @@
 #      read from the host at the container's IP:5002/metrics);
 #   3. `docker kill` of the leader: a new leader among the other two, the
 #      nodes still there and up, the agents reconnected to the new leader;
-#   4. the killed master started again: 3 members agreeing again, nodes up.
+#   4. the killed master started again: 3 members agreeing again, nodes up;
+#   5. TLS is on: the certs service exited 0, every master says it serves
+#      mTLS, ginctl without a certificate is refused, an agent's certificate
+#      may not remove a master; a second `up` keeps the CA and every
+#      certificate (the certs service says "kept", ca.pem is unchanged).
 # Always tears the project down (containers, network, volumes), and prints
 # `docker-compose logs` when a check fails. Exit status 0 only if all passed.
 #
@@ -105,8 +110,9 @@ ctl_cid=$(compose ps -q node01)
 [ -n "$ctl_cid" ] || die "no node01 container"
 cid() { compose ps -q "$1"; }
 ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
-# ginctl inside the network (the agent container node01 is never killed).
-ctl() { docker exec "$ctl_cid" /usr/local/bin/ginctl --timeout 3s "$@"; }
+# ginctl inside the network (the agent container node01 is never killed), as
+# admin (node01's own GIN_TLS_* name its agent certificate).
+ctl() { docker exec "$ctl_cid" /usr/local/bin/ginctl --tls-ca /etc/gin/ca.pem --tls-cert /etc/gin/admin.pem --tls-key /etc/gin/admin-key.pem --timeout 3s "$@"; }
 
 v=$(ctl --version 2>&1) || die "ginctl --version: $v"
 # buildinfo.Line: "ginctl VERSION (goX linux/ARCH)", the same in all three binaries.
@@ -248,4 +254,35 @@ wait_until "3 live masters agreeing on one leader again" members_ok - "${masters
 wait_until "the nodes up" nodes_ok
 wait_until "the agents connected to the leader" agents_ok
 ctl --master "$leader:5000" cluster
+
+# --- 5: TLS is on, and a second up keeps the certificates ---------------------
+certs_cid=$(cid certs)
+[ -n "$certs_cid" ] || die "no certs container"
+[ "$(docker inspect -f '{{.State.ExitCode}}' "$certs_cid")" = 0 ] || die "the certs service failed: $(docker logs "$certs_cid" 2>&1 | tail -3)"
+for m in "${masters[@]}"; do
+  docker logs "$(cid "$m")" 2>&1 | grep -q 'gRPC with mTLS' || die "$m does not say it serves mTLS"
+done
+log "checked: the certs service made the certificates; every master serves mTLS"
+if out=$(docker exec -e GIN_TLS_CA= -e GIN_TLS_CERT= -e GIN_TLS_KEY= "$ctl_cid" /usr/local/bin/ginctl --timeout 3s --master m1:5000 cluster 2>&1); then
+  die "ginctl without a certificate was answered: $out"
+fi
+log "checked: ginctl without a certificate is refused ($(printf '%s' "$out" | tail -1))"
+if out=$(docker exec "$ctl_cid" /usr/local/bin/ginctl --timeout 3s members remove m3 2>&1); then
+  die "node01's agent certificate removed a master: $out"
+fi
+case "$out" in *PermissionDenied* | *"may not call"*) ;; *) die "members remove as agent: want a permission error, got: $out" ;; esac
+log "checked: an agent certificate may not remove a master ($(printf '%s' "$out" | tail -1))"
+docker cp "$ctl_cid:/etc/gin/ca.pem" "$work/ca-before.pem" || die "docker cp ca.pem"
+# A restarted container keeps its earlier log lines: read only the new ones.
+seen=$(docker logs "$certs_cid" 2>&1 | wc -l)
+compose up -d >"$work/up2.log" 2>&1 || { cat "$work/up2.log"; die "the second compose up -d failed"; }
+[ "$(cid certs)" = "$certs_cid" ] || { certs_cid=$(cid certs); seen=0; }
+[ "$(docker inspect -f '{{.State.ExitCode}}' "$certs_cid")" = 0 ] || die "the certs service failed at the second up: $(docker logs "$certs_cid" 2>&1 | tail -3)"
+docker logs "$certs_cid" 2>&1 | tail -n +"$((seen + 1))" >"$work/certs2.log"
+grep -q '^kept' "$work/certs2.log" || die "the certs service did not run again at the second up: $(cat "$work/certs2.log")"
+grep -q '^wrote' "$work/certs2.log" && die "the second up wrote certificates again: $(grep '^wrote' "$work/certs2.log")"
+docker cp "$ctl_cid:/etc/gin/ca.pem" "$work/ca-after.pem" || die "docker cp ca.pem"
+cmp -s "$work/ca-before.pem" "$work/ca-after.pem" || die "the second up replaced the CA"
+log "checked: a second up keeps the CA and every certificate ($(grep -c '^kept' "$work/certs2.log") kept)"
+wait_until "3 live masters agreeing on one leader after the second up" members_ok - "${masters[@]}"
 log "all checks passed"

@@ -39,6 +39,7 @@ func jsonOutputs() []jsonOutput {
 		{"calibrate delete", "ginctl-calibrate-delete", (*ginv1.DeleteMeasurementResponse)(nil), false},
 		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},
 		{"tls cert create", "ginctl-tls-cert-create", tlsCreated{}, false},
+		{"tls init", "ginctl-tls-init", []tlsInitResult(nil), false},
 	}
 }
 

@@ -116,7 +116,7 @@ Roles: master (NAME = its --node-id; the certificate also names localhost,
 	f.StringArrayVar(&ips, "ip", nil, "an IP address the holder serves as (masters), repeatable")
 	f.IntVar(&days, "days", pki.DefaultCertDays, "validity in days (capped at the CA's)")
 	cert.AddCommand(certCreate)
-	cmd.AddCommand(ca, cert)
+	cmd.AddCommand(ca, cert, a.tlsInitCmd())
 	return cmd
 }
 

@@ -103,3 +103,107 @@ func TestTLSFlagsIncomplete(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSInit: `ginctl tls init` makes the CA and every --cert once; run
+// again it keeps every file byte for byte (compose runs it at every up),
+// adds only what is new, and refuses what it cannot keep.
+func TestTLSInit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tls")
+	args := []string{"tls", "init", "--dir", dir, "--cert", "master/m1=m1,10.1.2.3", "--cert", "agent/node01", "--cert", "admin"}
+	out, errs, code := ctlOffline(t, args...)
+	if code != 0 || strings.Count(out, "wrote ") != 4 {
+		t.Fatalf("first init: code %d, %q, %q; want 4 pairs written", code, out, errs)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	caBefore, masterBefore := read("ca.pem"), read("master-m1-key.pem")
+	out, errs, code = ctlOffline(t, append(args, "--cert", "reader", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("second init: code %d, %q", code, errs)
+	}
+	var res []tlsInitResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	var created []string
+	for _, r := range res {
+		if r.Created {
+			created = append(created, r.Identity)
+		}
+	}
+	if len(res) != 5 || len(created) != 1 || created[0] != "spiffe://gin/reader" {
+		t.Fatalf("second init: %+v; want 5 pairs, only the reader new", res)
+	}
+	if read("ca.pem") != caBefore || read("master-m1-key.pem") != masterBefore {
+		t.Fatal("a second init replaced the CA or a key")
+	}
+	c, err := pki.NewSource(pki.Files{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "master-m1.pem"), Key: filepath.Join(dir, "master-m1-key.pem")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"m1", "10.1.2.3", "localhost"} {
+		if err := c.CoversHost(h); err != nil {
+			t.Errorf("master-m1.pem does not name %s: %v", h, err)
+		}
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	if _, errs, code := ctlOffline(t, "tls", "init", "--dir", other, "--cert", "admin"); code != 0 {
+		t.Fatalf("init other: %q", errs)
+	}
+	if err := os.Rename(filepath.Join(other, "admin.pem"), filepath.Join(dir, "scheduler.pem")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(other, "admin-key.pem"), filepath.Join(dir, "scheduler-key.pem")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "reader-key.pem")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"admin.pem", "admin-key.pem"} {
+		if err := os.WriteFile(filepath.Join(dir, strings.Replace(f, "admin", "admin-bob", 1)), []byte(read(f)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"a pair the CA did not issue", []string{"--cert", "scheduler"}, exitErr, "scheduler.pem was not issued by this CA"},
+		{"a pair of another identity", []string{"--cert", "admin/bob"}, exitErr, "admin-bob.pem is for spiffe://gin/admin, not spiffe://gin/admin/bob"},
+		{"half a pair", []string{"--cert", "reader"}, exitErr, "only one of"},
+		{"unknown role", []string{"--cert", "root"}, exitUsage, "want one of master"},
+		{"agent without a name", []string{"--cert", "agent"}, exitUsage, "needs a name"},
+		{"empty host", []string{"--cert", "master/m2=m2,"}, exitUsage, "empty HOST"},
+		{"control character", []string{"--cert", "agent/a\x1bb"}, exitUsage, "character"},
+		{"bad days", []string{"--days", "0"}, exitUsage, "want 1..3650"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs, code := ctlOffline(t, append([]string{"tls", "init", "--dir", dir}, tc.args...)...)
+			if code != tc.wantCode || !strings.Contains(errs, tc.wantErr) {
+				t.Fatalf("code %d, stderr %q; want %d and %q", code, errs, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+	half := filepath.Join(t.TempDir(), "half")
+	if _, errs, code := ctlOffline(t, "tls", "init", "--dir", half); code != 0 {
+		t.Fatalf("init of a CA alone: %q", errs)
+	}
+	if err := os.Remove(filepath.Join(half, "ca-key.pem")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := ctlOffline(t, "tls", "init", "--dir", half, "--cert", "admin"); code != exitErr || !strings.Contains(errs, "holds only one of ca.pem and ca-key.pem") {
+		t.Fatalf("init with half a CA: code %d, %q; want a refusal", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(half, "ca-key.pem")); err == nil {
+		t.Fatal("init with half a CA made a new key")
+	}
+}
