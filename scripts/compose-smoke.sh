@@ -260,7 +260,9 @@ certs_cid=$(cid certs)
 [ -n "$certs_cid" ] || die "no certs container"
 [ "$(docker inspect -f '{{.State.ExitCode}}' "$certs_cid")" = 0 ] || die "the certs service failed: $(docker logs "$certs_cid" 2>&1 | tail -3)"
 for m in "${masters[@]}"; do
-  docker logs "$(cid "$m")" 2>&1 | grep -q 'gRPC with mTLS' || die "$m does not say it serves mTLS"
+  # (into a file: grep -q would end the pipe early and pipefail fail it)
+  docker logs "$(cid "$m")" >"$work/$m.log" 2>&1
+  grep -q 'gRPC with mTLS' "$work/$m.log" || die "$m does not say it serves mTLS"
 done
 log "checked: the certs service made the certificates; every master serves mTLS"
 if out=$(docker exec -e GIN_TLS_CA= -e GIN_TLS_CERT= -e GIN_TLS_KEY= "$ctl_cid" /usr/local/bin/ginctl --timeout 3s --master m1:5000 cluster 2>&1); then

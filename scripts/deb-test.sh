@@ -3,8 +3,10 @@
 # with dpkg -i, checks the files, conffiles, the gin-master user and state
 # dir, the units (enabled, not started; systemd-analyze verify), lintian (no
 # errors or warnings), runs the installed binaries (the master as its user
-# on its data dir), then removes and purges them and checks what each step
-# leaves. Needs root, dpkg, lintian and systemd-analyze. It changes the
+# on its data dir: first as installed, which must refuse to start without
+# certificates, exit 78; then with certificates made by the installed ginctl
+# in /etc/gin, as its /etc/default file says), then removes and purges them
+# and checks what each step leaves. Needs root, dpkg, lintian and systemd-analyze. It changes the
 # machine (that is the point): run it on CI or a throw-away host; it refuses
 # when a gin package is already installed.
 set -euo pipefail
@@ -25,7 +27,11 @@ for p in gin-agent gin-master gin-tools; do
 done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 work=$(mktemp -d)
+# The certificates this test makes in /etc/gin (removed again before dpkg -r).
+tls_files() { ls /etc/gin/ca.pem /etc/gin/ca-key.pem /etc/gin/admin.pem /etc/gin/admin-key.pem /etc/gin/master-"$(hostname)".pem /etc/gin/master-"$(hostname)"-key.pem 2>/dev/null || true; }
+[[ -e /etc/gin/ca.pem ]] && fail "/etc/gin/ca.pem exists here; deb-test makes its own CA there, run it on a clean machine"
 cleanup() {
+  tls_files | xargs -r rm -f
   dpkg -P gin-agent gin-master gin-tools >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -41,7 +47,7 @@ DEBIAN_FRONTEND=noninteractive dpkg -i --force-confdef --force-confold "${debs[@
 echo "== files"
 for f in /usr/bin/gin-agent /usr/bin/gin-master /usr/bin/ginctl \
   /lib/systemd/system/gin-agent.service /lib/systemd/system/gin-master.service \
-  /etc/default/gin-agent /etc/default/gin-master \
+  /etc/default/gin-agent /etc/default/gin-master /etc/gin \
   "/usr/lib/$multiarch/libnccl-tuner-gin.so" "/usr/lib/$multiarch/libnccl-tuner-gin-go.so" \
   /usr/lib/gin/slurm/gin-prolog.sh /usr/lib/gin/slurm/gin-epilog.sh \
   /usr/share/man/man8/gin-master.8.gz /usr/share/man/man8/gin-agent.8.gz /usr/share/man/man1/ginctl.1.gz \
@@ -85,6 +91,24 @@ grep -q '"gpus"' "$work/agent.json" || fail "gin-agent --once -o json has no gpu
 command -v unshare >/dev/null && command -v ip >/dev/null || fail "unshare and ip are needed to run the unit's command line"
 execstart=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/gin-master.service)
 [[ $execstart == /usr/bin/gin-master* ]] || fail "unexpected ExecStart: $execstart"
+grep -q '^RestartPreventExitStatus=.*\b78\b' /lib/systemd/system/gin-master.service || fail "gin-master.service restarts on exit 78 (no certificates)"
+# As installed (no certificates, no --insecure): a clear refusal, exit 78,
+# which the unit does not restart on; nothing listens.
+rc=0
+unshare --net bash -c "set -a; . /etc/default/gin-master; set +a; exec setpriv --reuid gin-master --regid gin-master --init-groups $execstart" \
+  >"$work/refused.log" 2>&1 || rc=$?
+[[ $rc == 78 ]] || fail "the unit's ExecStart without certificates exited $rc, want 78: $(cat "$work/refused.log")"
+grep -q 'no TLS certificates.*ginctl tls ca create.*--insecure' "$work/refused.log" || fail "the refusal does not name the certificates, ginctl tls and --insecure: $(cat "$work/refused.log")"
+echo "without certificates the unit's command line refused to start (exit 78): $(head -c 160 "$work/refused.log")..."
+# Certificates as /etc/default/gin-master says: made with the installed
+# ginctl (the CA too, here), the key readable by group gin-master, the three
+# GIN_TLS_* lines uncommented with this master's name (its host name).
+host=$(hostname)
+/usr/bin/ginctl tls init --dir /etc/gin --cert "master/$host=10.78.0.2" --cert admin >/dev/null || fail "ginctl tls init"
+chgrp gin-master "/etc/gin/master-$host-key.pem" && chmod 0640 "/etc/gin/master-$host-key.pem"
+sed -i -e 's/^#\(GIN_TLS_[A-Z]*=\)/\1/' -e "s/master-NAME/master-$host/" /etc/default/gin-master
+[[ $(grep -c '^GIN_TLS_' /etc/default/gin-master) == 3 ]] || fail "/etc/default/gin-master has no three GIN_TLS_* lines to uncomment"
+admin="--tls-ca /etc/gin/ca.pem --tls-cert /etc/gin/admin.pem --tls-key /etc/gin/admin-key.pem"
 cat >"$work/unit.sh" <<SCRIPT
 set -eu
 ip link set lo up
@@ -93,11 +117,11 @@ ip addr add 10.78.0.2/24 dev eth0
 ip link set uplink0 up
 ip link set eth0 up
 ip route add default via 10.78.0.1
-set -a; . /etc/default/gin-master; GIN_MASTER_OPTS="\$GIN_MASTER_OPTS --insecure"; set +a
+set -a; . /etc/default/gin-master; set +a
 eval "exec setpriv --reuid gin-master --regid gin-master --init-groups $execstart" >"$work/master.log" 2>&1 &
 pid=\$!
 for _ in \$(seq 1 600); do
-  if /usr/bin/ginctl --timeout 2s members -o json >"$work/members" 2>&1 && grep -q '"leader": *true' "$work/members"; then break; fi
+  if /usr/bin/ginctl $admin --timeout 2s members -o json >"$work/members" 2>&1 && grep -q '"leader": *true' "$work/members"; then break; fi
   kill -0 "\$pid" 2>/dev/null || { echo "gin-master exited"; exit 3; }
   sleep 0.1
 done
@@ -108,7 +132,9 @@ SCRIPT
 unshare --net --pid --fork bash "$work/unit.sh" || { cat "$work/master.log"; fail "the unit's ExecStart did not start, lead and stop cleanly: $(cat "$work/members" 2>/dev/null)"; }
 grep -q '"address": *"10.78.0.2:5001"' "$work/members" || fail "the Raft address was not derived from the default route: $(cat "$work/members")"
 [[ $(stat -c %U /var/lib/gin-master/wal) == gin-master ]] || fail "the Raft log is not owned by gin-master"
-echo "the unit's command line ($execstart) started, led and stopped on SIGTERM as gin-master"
+grep -q 'gRPC with mTLS' "$work/master.log" || fail "the master did not serve mutual TLS: $(cat "$work/master.log")"
+echo "the unit's command line ($execstart) started with mTLS, led and stopped on SIGTERM as gin-master"
+tls_files | xargs -r rm -f
 
 echo "== dpkg -r (conffiles and data stay)"
 echo 'GIN_MASTER_OPTS="--log-level debug"' >> /etc/default/gin-master
@@ -123,7 +149,7 @@ echo "== dpkg -P (everything goes but the user)"
 dpkg -P gin-agent gin-master  # gin-tools has no conffiles: dpkg -r removed it fully
 st=$(dpkg-query -W -f='${Status}' gin-tools 2>/dev/null || true)
 [[ -z $st || $st == *not-installed ]] || fail "gin-tools after dpkg -r: $st"
-for f in /etc/default/gin-agent /etc/default/gin-master /var/lib/gin-master \
+for f in /etc/default/gin-agent /etc/default/gin-master /var/lib/gin-master /etc/gin \
   /etc/systemd/system/multi-user.target.wants/gin-agent.service /etc/systemd/system/multi-user.target.wants/gin-master.service; do
   [[ ! -e $f && ! -L $f ]] || fail "$f is still there after dpkg -P"
 done
