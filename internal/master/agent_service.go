@@ -78,9 +78,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	defer release()
 	holdLimit := time.AfterFunc(a.s.cfg.HelloTimeout, release)
 	defer holdLimit.Stop()
-	rec, known := a.s.store.Node(name)
+	head, known := a.s.store.Head(name)
 	if known {
-		held := rec.GetInventory().GetHost().GetMachineId()
+		held := head.MachineID
 		// An empty machine_id is a mismatch, never a skip: a name bound to
 		// a machine stays bound to it.
 		if held != "" && held != hello.GetMachineId() {
@@ -92,8 +92,8 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	}
 	ack := &ginv1.HelloAck{}
 	if known {
-		ack.HeldGeneration = rec.GetInventory().GetGeneration()
-		ack.InSync = rec.GetContentHash() == hello.GetInventoryHash()
+		ack.HeldGeneration = head.Generation
+		ack.InSync = head.Record.GetContentHash() == hello.GetInventoryHash()
 	}
 	resp := a.s.response(name)
 	resp.Msg = &ginv1.SessionResponse_HelloAck{HelloAck: ack}
@@ -221,18 +221,18 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 	// Answer what the FSM would answer without writing a log entry: a
 	// duplicate is already committed, a stale generation is refused. The FSM
 	// checks again, in log order.
-	if rec, ok := s.store.Node(inv.GetNodeName()); ok {
+	if head, ok := s.store.Head(inv.GetNodeName()); ok {
 		// The FSM skips the machine check when either id is empty (older
 		// log entries must replay the same); the edge does not.
-		if held := rec.GetInventory().GetHost().GetMachineId(); held != "" && held != inv.GetHost().GetMachineId() {
+		if held := head.MachineID; held != "" && held != inv.GetHost().GetMachineId() {
 			return resultWithGen{}, fmt.Errorf("%w: node %q is registered to machine %q; this inventory names machine %q", state.ErrIdentityConflict, inv.GetNodeName(), held, inv.GetHost().GetMachineId())
 		}
-		dup, err := state.CheckInventory(rec, inv, hash)
+		dup, err := state.CheckHead(head, inv, hash)
 		if err != nil {
 			return resultWithGen{}, err
 		}
 		if dup {
-			return resultWithGen{Index: rec.GetUpdatedIndex(), Generation: rec.GetInventory().GetGeneration()}, nil
+			return resultWithGen{Index: head.Record.GetUpdatedIndex(), Generation: head.Generation}, nil
 		}
 	} else if n, _ := s.store.Counts(); n >= s.cfg.MaxNodes {
 		return resultWithGen{}, fmt.Errorf("%w: node %q not registered: %d nodes are, the most gin-master --max-nodes allows (%d); raise it on every master",

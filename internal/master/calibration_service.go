@@ -26,16 +26,8 @@ type calibrationService struct {
 // gpuModel answers a node's GPU model from the stored inventory.
 func gpuModel(v state.View) calib.GPUModel {
 	return func(node string) string {
-		rec, ok := v.Node(node)
-		if !ok {
-			return ""
-		}
-		for _, g := range rec.GetInventory().GetGpus() {
-			if g.GetModel() != "" {
-				return g.GetModel()
-			}
-		}
-		return ""
+		h, _ := v.Head(node)
+		return h.GPUModel // the first model a GPU reports, "" for none
 	}
 }
 
@@ -76,7 +68,7 @@ func (s *Server) measurementOf(req *ginv1.ImportMeasurementRequest) (*ginv1.Meas
 	view := s.store.View()
 	var missing []string
 	for _, n := range nodes {
-		if _, ok := view.Node(n); !ok {
+		if _, ok := view.Head(n); !ok {
 			missing = append(missing, n)
 		}
 	}

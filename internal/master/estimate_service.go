@@ -83,7 +83,7 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 func busyNodes(v state.View, st *state.Store) map[string]bool {
 	busy := map[string]bool{}
 	for _, n := range v.NodeNames() {
-		if rec, _ := v.Node(n); rec.GetState() != ginv1.NodeState_NODE_STATE_UP {
+		if h, _ := v.Head(n); h.State() != ginv1.NodeState_NODE_STATE_UP {
 			busy[n] = true
 		}
 	}

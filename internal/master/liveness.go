@@ -73,8 +73,8 @@ func (l *liveness) rearm() {
 // seen records a sign of life and, when the node is recorded DOWN, brings it
 // back UP.
 func (l *liveness) seen(ctx context.Context, node string) {
-	rec, ok := l.store.Node(node)
-	down := ok && rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN
+	h, ok := l.store.Head(node)
+	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
 	l.mu.Lock()
 	l.lastSeen[node] = l.now()
 	n := 0
@@ -129,8 +129,8 @@ func (l *liveness) check(ctx context.Context) {
 	var down []string
 	l.mu.Lock()
 	for _, name := range view.NodeNames() {
-		rec, _ := view.Node(name)
-		if rec.GetState() != ginv1.NodeState_NODE_STATE_UP {
+		h, _ := view.Head(name)
+		if h.State() != ginv1.NodeState_NODE_STATE_UP {
 			continue
 		}
 		last, ok := l.lastSeen[name]

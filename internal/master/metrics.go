@@ -102,8 +102,8 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	byState := map[ginv1.NodeState]int{}
 	var nvUp, nvTotal, pUp, pTotal int
 	for _, n := range v.NodeNames() {
-		rec, _ := v.Node(n)
-		byState[rec.GetState()]++
+		h, _ := v.Head(n)
+		byState[h.State()]++
 		if info, ok := v.Graph.NodeInfo(n); ok {
 			nvUp, nvTotal = nvUp+info.NVLinksUp, nvTotal+info.NVLinksTotal
 			pUp, pTotal = pUp+info.ComputePortsUp, pTotal+info.ComputePortsTotal

@@ -129,11 +129,11 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	view := p.s.store.View()
 	var missing, down []string
 	for _, n := range nodes {
-		rec, ok := view.Node(n)
+		h, ok := view.Head(n)
 		switch {
 		case !ok:
 			missing = append(missing, n)
-		case rec.GetState() != ginv1.NodeState_NODE_STATE_UP:
+		case h.State() != ginv1.NodeState_NODE_STATE_UP:
 			down = append(down, n)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/hostlist"
@@ -69,7 +68,7 @@ func selectNodesInOrder(v state.View, expr string) ([]string, error) {
 	}
 	var missing []string
 	for _, n := range names {
-		if _, ok := v.Node(n); !ok {
+		if _, ok := v.Head(n); !ok {
 			missing = append(missing, n)
 		}
 	}
@@ -79,22 +78,21 @@ func selectNodesInOrder(v state.View, expr string) ([]string, error) {
 	return names, nil
 }
 
-func summary(g *graph.Graph, rec *statev1.NodeRecord) *ginv1.NodeSummary {
-	inv := rec.GetInventory()
+// summary answers a node's summary from its head (no inventory decoded).
+func summary(g *graph.Graph, h state.NodeHead) *ginv1.NodeSummary {
+	rec := h.Record
 	s := &ginv1.NodeSummary{
-		Name:           inv.GetNodeName(),
+		Name:           h.Name,
 		State:          rec.GetState(),
 		StateReason:    rec.GetStateReason(),
-		Generation:     inv.GetGeneration(),
-		SystemModel:    inv.GetHost().GetSystemModel(),
-		GpuCount:       uint32(len(inv.GetGpus())),
+		Generation:     h.Generation,
+		SystemModel:    h.SystemModel,
+		GpuCount:       uint32(h.GPUs),
+		GpuModel:       h.GPU0Model,
 		StateChangedAt: rec.GetStateChangedAt(),
 		UpdatedIndex:   rec.GetUpdatedIndex(),
 	}
-	if len(inv.GetGpus()) > 0 {
-		s.GpuModel = inv.GetGpus()[0].GetModel()
-	}
-	if info, ok := g.NodeInfo(inv.GetNodeName()); ok {
+	if info, ok := g.NodeInfo(h.Name); ok {
 		s.NvlinkDomain = info.NVLinkDomain
 		s.LeafSwitch = info.LeafSwitch
 		s.NvlinksUp, s.NvlinksTotal = uint32(info.NVLinksUp), uint32(info.NVLinksTotal)
@@ -114,8 +112,8 @@ func (t *topologyService) ListNodes(ctx context.Context, req *ginv1.ListNodesReq
 	}
 	resp := &ginv1.ListNodesResponse{Read: ri}
 	for _, n := range names {
-		rec, _ := v.Node(n)
-		resp.Nodes = append(resp.Nodes, summary(v.Graph, rec))
+		h, _ := v.Head(n)
+		resp.Nodes = append(resp.Nodes, summary(v.Graph, h))
 	}
 	return resp, nil
 }
@@ -129,7 +127,8 @@ func (t *topologyService) GetNode(ctx context.Context, req *ginv1.GetNodeRequest
 	if !ok {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", req.GetName())})
 	}
-	return &ginv1.GetNodeResponse{Summary: summary(v.Graph, rec), Inventory: forReaders(rec.GetInventory()), Read: ri}, nil
+	h, _ := v.Head(req.GetName())
+	return &ginv1.GetNodeResponse{Summary: summary(v.Graph, h), Inventory: forReaders(rec.GetInventory()), Read: ri}, nil
 }
 
 func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphRequest) (*ginv1.GetGraphResponse, error) {
@@ -144,8 +143,9 @@ func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphReque
 	resp := &ginv1.GetGraphResponse{Fabric: v.Fabric, Read: ri}
 	for _, n := range names {
 		rec, _ := v.Node(n)
+		h, _ := v.Head(n)
 		resp.Inventories = append(resp.Inventories, forReaders(rec.GetInventory()))
-		resp.Nodes = append(resp.Nodes, summary(v.Graph, rec))
+		resp.Nodes = append(resp.Nodes, summary(v.Graph, h))
 	}
 	return resp, nil
 }
@@ -227,8 +227,8 @@ func (t *topologyService) watchResponse(e state.Event) *ginv1.WatchResponse {
 		resp.At = timestamppb.New(e.At)
 	}
 	if e.Node != "" {
-		if rec, ok := t.s.store.Node(e.Node); ok {
-			resp.Node = summary(t.s.store.Graph(), rec)
+		if h, ok := t.s.store.Head(e.Node); ok {
+			resp.Node = summary(t.s.store.Graph(), h)
 		}
 	}
 	return resp

@@ -93,39 +93,44 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 	}
 }
 
-// Snapshot implements raft.FSM. It captures the state now (cheaply: records
-// are immutable) and serialises it in Persist, off the FSM goroutine.
+// Snapshot implements raft.FSM. It captures the state now (cheaply: entries
+// are immutable) and encodes it in Persist, off the FSM goroutine.
 func (f *FSM) Snapshot() (hraft.FSMSnapshot, error) {
-	return &fsmSnapshot{snap: f.store.Snapshot()}, nil
+	return &fsmSnapshot{snap: f.store.Capture()}, nil
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM. Node records are streamed from the snapshot
+// into the store's Restorer one at a time; the state changes only once the
+// whole snapshot has been read and verified.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	snap, err := ReadSnapshot(rc)
-	if err != nil {
-		f.log.Error("raft snapshot rejected", "err", err)
-		return err
-	}
+	r := f.store.Restorer()
 	// The index the snapshot was taken at is the largest node/fabric index it
 	// holds; raft sets the true one as entries after it are applied.
 	var idx uint64
-	for _, n := range snap.GetNodes() {
-		idx = max(idx, n.GetUpdatedIndex())
+	nodes := 0
+	snap, err := ReadSnapshot(rc, func(rec *statev1.NodeRecord) error {
+		idx = max(idx, rec.GetUpdatedIndex())
+		nodes++
+		return r.AddNode(rec)
+	})
+	if err != nil {
+		f.log.Error("raft snapshot rejected", "err", err)
+		return err
 	}
 	idx = max(idx, snap.GetFabricIndex())
 	for _, p := range snap.GetPlans() {
 		idx = max(idx, p.GetCreatedIndex())
 	}
-	if err := f.store.Restore(idx, snap); err != nil {
+	if err := r.Finish(idx, snap); err != nil {
 		return err
 	}
-	f.log.Info("restored state from a snapshot", "nodes", len(snap.GetNodes()), "plans", len(snap.GetPlans()), "index", idx)
+	f.log.Info("restored state from a snapshot", "nodes", nodes, "plans", len(snap.GetPlans()), "index", idx)
 	return nil
 }
 
 type fsmSnapshot struct {
-	snap *statev1.Snapshot
+	snap *state.Capture
 }
 
 func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {

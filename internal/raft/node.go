@@ -319,7 +319,7 @@ func checkSnapshotCoverage(logs hraft.LogStore, snaps hraft.SnapshotStore) error
 			tried = append(tried, fmt.Sprintf("%s: %v", m.ID, err))
 			continue
 		}
-		_, err = ReadSnapshot(rc)
+		_, err = ReadSnapshot(rc, nil)
 		_ = rc.Close()
 		if err == nil {
 			return nil

@@ -97,7 +97,7 @@ func TestSnapshotRoundTripAndCorruption(t *testing.T) {
 		f.Apply(entry(t, uint64(i+1), put(n, 1, "h-"+n)))
 	}
 	var buf bytes.Buffer
-	if err := WriteSnapshot(&buf, store.Snapshot()); err != nil {
+	if err := WriteSnapshot(&buf, store.Capture()); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"runtime"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
 )
 
@@ -20,21 +18,9 @@ const memNodes = 2000
 // them: PutInventory commands marshaled into Raft log entries.
 func memEntries(b testing.TB) [][]byte {
 	b.Helper()
-	fs, err := sim.ParseFabricSpec("leaf-groups=2,spines=4,oversub=2")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := sim.NewCluster("mem", &fs, sim.NodesOf("dgx-h100", "node", 0, memNodes))
-	if err != nil {
-		b.Fatal(err)
-	}
-	invs, err := c.Collect(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
+	invs, _ := simInventories(b, memNodes)
 	out := make([][]byte, len(invs))
 	for i, inv := range invs {
-		inv, _ = inventory.Canonical(inv)
 		h, err := inventory.ContentHash(inv)
 		if err != nil {
 			b.Fatal(err)

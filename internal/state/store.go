@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -40,8 +37,10 @@ type Result struct {
 type Store struct {
 	log *slog.Logger
 
+	codec *invCodec
+
 	mu          sync.RWMutex
-	nodes       map[string]*statev1.NodeRecord
+	nodes       map[string]*nodeEntry
 	fabric      *ginv1.FabricTopology
 	fabricIndex uint64
 	graph       *graph.Graph
@@ -63,7 +62,7 @@ func New(log *slog.Logger) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g, _ := graph.Build(nil, nil)
-	return &Store{log: log, nodes: map[string]*statev1.NodeRecord{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{}}
+	return &Store{log: log, codec: &invCodec{}, nodes: map[string]*nodeEntry{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{}}
 }
 
 // Index is the Raft index of the last applied entry.
@@ -88,18 +87,20 @@ type View struct {
 	Index  uint64
 	Graph  *graph.Graph
 	Fabric *ginv1.FabricTopology
-	nodes  map[string]*statev1.NodeRecord
+	nodes  map[string]*nodeEntry
+	codec  *invCodec
+	log    *slog.Logger
 }
 
 // View returns the current state. It copies only the node map.
 func (s *Store) View() View {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := make(map[string]*statev1.NodeRecord, len(s.nodes))
+	m := make(map[string]*nodeEntry, len(s.nodes))
 	for k, v := range s.nodes {
 		m[k] = v
 	}
-	return View{Index: s.index, Graph: s.graph, Fabric: s.fabric, nodes: m}
+	return View{Index: s.index, Graph: s.graph, Fabric: s.fabric, nodes: m, codec: s.codec, log: s.log}
 }
 
 // Counts returns how many nodes are registered and how many plans are
@@ -110,12 +111,41 @@ func (s *Store) Counts() (nodes, plans int) {
 	return len(s.nodes), len(s.plans)
 }
 
-// Node returns a node's record; callers must not modify it.
+// Node returns a node's record with its inventory, decoded for this call
+// (tens of microseconds and ~44 KB for a DGX H100): paths that need only
+// the state, generation, machine or models use Head.
 func (s *Store) Node(name string) (*statev1.NodeRecord, bool) {
 	s.mu.RLock()
+	e, ok := s.nodes[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return decodeEntry(s.codec, s.log, e), true
+}
+
+// Head returns a node's record without its inventory and the inventory
+// fields read often, without decoding anything.
+func (s *Store) Head(name string) (NodeHead, bool) {
+	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r, ok := s.nodes[name]
-	return r, ok
+	e, ok := s.nodes[name]
+	if !ok {
+		return NodeHead{}, false
+	}
+	return e.head, true
+}
+
+// decodeEntry is e's whole record. The store wrote the bytes it decodes,
+// so an error is a bug (or memory corruption): it is logged and the
+// record returned without its inventory rather than crash a reader.
+func decodeEntry(c *invCodec, log *slog.Logger, e *nodeEntry) *statev1.NodeRecord {
+	rec, err := c.record(e)
+	if err != nil {
+		log.Error("stored inventory unreadable", "node", e.head.Name, "err", err)
+		return withoutInventory(e.head.Record)
+	}
+	return rec
 }
 
 // Graph returns the current canonical graph (immutable).
@@ -125,10 +155,23 @@ func (s *Store) Graph() *graph.Graph {
 	return s.graph
 }
 
-// Node returns a node's record from the view.
+// Node returns a node's record from the view, its inventory decoded for
+// this call (see Store.Node; Head for what needs no inventory).
 func (v View) Node(name string) (*statev1.NodeRecord, bool) {
-	r, ok := v.nodes[name]
-	return r, ok
+	e, ok := v.nodes[name]
+	if !ok {
+		return nil, false
+	}
+	return decodeEntry(v.codec, v.log, e), true
+}
+
+// Head returns a node's head from the view (see Store.Head).
+func (v View) Head(name string) (NodeHead, bool) {
+	e, ok := v.nodes[name]
+	if !ok {
+		return NodeHead{}, false
+	}
+	return e.head, true
 }
 
 // NodeNames returns the names of all nodes, sorted.
@@ -152,11 +195,15 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	defer s.mu.Unlock()
 	s.bump(index)
 	prev := s.nodes[name]
-	if err != nil {
-		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, err
+	var prevHead *NodeHead
+	if prev != nil {
+		prevHead = &prev.head
 	}
-	if dup, err := CheckInventory(prev, inv, hash); err != nil || dup {
-		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, err
+	if err != nil {
+		return Result{Index: index, Generation: prevHead.generation()}, err
+	}
+	if dup, err := checkInventory(prevHead, inv, hash); err != nil || dup {
+		return Result{Index: index, Generation: prevHead.generation()}, err
 	}
 	g, err := s.graph.WithNode(inv)
 	if err != nil {
@@ -172,15 +219,22 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 		UpdatedIndex: index,
 	}
 	if prev != nil {
-		rec.State, rec.StateReason, rec.StateChangedAt = prev.GetState(), prev.GetStateReason(), prev.GetStateChangedAt()
+		p := prev.head.Record
+		rec.State, rec.StateReason, rec.StateChangedAt = p.GetState(), p.GetStateReason(), p.GetStateChangedAt()
 	} else {
 		rec.StateChangedAt = cmd.GetAt()
 		rec.StateReason = "registered"
 	}
-	s.nodes[name] = rec
+	e, err := s.codec.entry(rec, inv)
+	if err != nil {
+		// Marshalling an inventory that was just unmarshalled cannot fail;
+		// if it did, every replica fails alike and keeps the old record.
+		return Result{Index: index, Generation: prevHead.generation()}, err
+	}
+	s.nodes[name] = e
 	s.graph = g
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: name, At: eventTime(cmd.GetAt()),
-		OldGeneration: prev.GetInventory().GetGeneration(), NewGeneration: inv.GetGeneration()})
+		OldGeneration: prevHead.generation(), NewGeneration: inv.GetGeneration()})
 	return Result{Index: index, Changed: true, Generation: inv.GetGeneration()}, nil
 }
 
@@ -202,24 +256,29 @@ func canonicalInventory(inv *ginv1.NodeInventory, hash string) (*ginv1.NodeInven
 	return c, h, nil
 }
 
-// CheckInventory applies the rules for storing inv (with content hash
-// hash) over prev, the node's current record (nil for a new node): the
-// machine must be the same, the generation must not go back, and a held
-// generation may only be re-sent with the same content, which is a
-// duplicate (dup true: nothing to store). The FSM applies it in log order;
-// the master applies it at the edge to refuse or answer without a write.
-func CheckInventory(prev *statev1.NodeRecord, inv *ginv1.NodeInventory, hash string) (dup bool, err error) {
+// CheckHead applies the rules for storing inv (with content hash hash)
+// over prev, the head of the node's current record: the machine must be
+// the same, the generation must not go back, and a held generation may
+// only be re-sent with the same content, which is a duplicate (dup true:
+// nothing to store). The FSM applies them in log order; the master applies
+// them at the edge to refuse or answer without a write.
+func CheckHead(prev NodeHead, inv *ginv1.NodeInventory, hash string) (dup bool, err error) {
+	return checkInventory(&prev, inv, hash)
+}
+
+// checkInventory is CheckHead; prev nil is a new node.
+func checkInventory(prev *NodeHead, inv *ginv1.NodeInventory, hash string) (dup bool, err error) {
 	if prev == nil {
 		return false, nil
 	}
-	name, held := inv.GetNodeName(), prev.GetInventory().GetGeneration()
-	if pm, nm := prev.GetInventory().GetHost().GetMachineId(), inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
+	name, held := inv.GetNodeName(), prev.Generation
+	if pm, nm := prev.MachineID, inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
 		return false, fmt.Errorf("%w: node %q is machine %q, not %q", ErrIdentityConflict, name, pm, nm)
 	}
 	switch {
 	case inv.GetGeneration() < held:
 		return false, fmt.Errorf("%w: node %q holds generation %d, got %d", ErrStaleGeneration, name, held, inv.GetGeneration())
-	case inv.GetGeneration() == held && prev.GetContentHash() == hash:
+	case inv.GetGeneration() == held && prev.Record.GetContentHash() == hash:
 		return true, nil
 	case inv.GetGeneration() == held:
 		return false, fmt.Errorf("%w: node %q generation %d", ErrGenerationReused, name, held)
@@ -236,16 +295,25 @@ func (s *Store) SetNodeState(index uint64, cmd *statev1.SetNodeState) (Result, e
 	if !ok {
 		return Result{Index: index}, fmt.Errorf("%w: %q", ErrUnknownNode, cmd.GetNodeName())
 	}
-	if prev.GetState() == cmd.GetState() {
-		return Result{Index: index, Generation: prev.GetInventory().GetGeneration()}, nil
+	if prev.head.State() == cmd.GetState() {
+		return Result{Index: index, Generation: prev.head.Generation}, nil
 	}
-	rec := proto.CloneOf(prev)
-	rec.Inventory = prev.Inventory // immutable; share it
+	rec := withoutInventory(prev.head.Record)
 	rec.State, rec.StateReason, rec.StateChangedAt, rec.UpdatedIndex = cmd.GetState(), cmd.GetReason(), cmd.GetAt(), index
-	s.nodes[cmd.GetNodeName()] = rec
+	e := *prev // the inventory bytes are immutable; share them
+	e.head.Record = rec
+	s.nodes[cmd.GetNodeName()] = &e
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_STATE, Node: cmd.GetNodeName(), At: eventTime(cmd.GetAt()),
-		OldState: prev.GetState(), NewState: cmd.GetState(), Reason: cmd.GetReason()})
-	return Result{Index: index, Changed: true, Generation: prev.GetInventory().GetGeneration()}, nil
+		OldState: prev.head.State(), NewState: cmd.GetState(), Reason: cmd.GetReason()})
+	return Result{Index: index, Changed: true, Generation: prev.head.Generation}, nil
+}
+
+// generation is the held generation, 0 for no node.
+func (h *NodeHead) generation() uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.Generation
 }
 
 // ImportFabric replaces the fabric topology.
@@ -266,109 +334,4 @@ func (s *Store) bump(index uint64) {
 	if index > s.index {
 		s.index = index
 	}
-}
-
-// Snapshot returns the whole state as a snapshot message. Records are shared,
-// not copied: they are immutable.
-func (s *Store) Snapshot() *statev1.Snapshot {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	snap := &statev1.Snapshot{FormatVersion: SnapshotFormat, Fabric: s.fabric, FabricIndex: s.fabricIndex}
-	jobs := make([]string, 0, len(s.plans))
-	for j := range s.plans {
-		jobs = append(jobs, j)
-	}
-	sort.Strings(jobs)
-	for _, j := range jobs {
-		snap.Plans = append(snap.Plans, s.plans[j])
-	}
-	snap.ClusterId = s.clusterID
-	snap.Measurements = sortedMeasurements(s.measurements)
-	ids := make([]string, 0, len(s.servers))
-	for id := range s.servers {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		snap.Servers = append(snap.Servers, s.servers[id])
-	}
-	names := make([]string, 0, len(s.nodes))
-	for n := range s.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		snap.Nodes = append(snap.Nodes, s.nodes[n])
-	}
-	return snap
-}
-
-// Restore replaces the whole state with a snapshot taken at index.
-func (s *Store) Restore(index uint64, snap *statev1.Snapshot) error {
-	if snap.GetFormatVersion() != SnapshotFormat {
-		return fmt.Errorf("snapshot format %d, this binary reads %d", snap.GetFormatVersion(), SnapshotFormat)
-	}
-	nodes := make(map[string]*statev1.NodeRecord, len(snap.GetNodes()))
-	invs := make([]*ginv1.NodeInventory, 0, len(snap.GetNodes()))
-	for i, r := range snap.GetNodes() {
-		name := r.GetInventory().GetNodeName()
-		if name == "" {
-			return fmt.Errorf("snapshot node %d has no name", i)
-		}
-		if _, dup := nodes[name]; dup {
-			return fmt.Errorf("snapshot lists node %q twice", name)
-		}
-		inv, hash, err := canonicalInventory(r.GetInventory(), r.GetContentHash())
-		if err != nil {
-			return fmt.Errorf("snapshot node %q: %w", name, err)
-		}
-		if inv != r.GetInventory() { // written before identities were canonical
-			r = proto.CloneOf(r)
-			r.Inventory, r.ContentHash = inv, hash
-		}
-		nodes[name] = r
-		invs = append(invs, inv)
-	}
-	plans := make(map[string]*ginv1.Plan, len(snap.GetPlans()))
-	for i, p := range snap.GetPlans() {
-		if p.GetJobId() == "" {
-			return fmt.Errorf("snapshot plan %d has no job id", i)
-		}
-		plans[p.GetJobId()] = p
-	}
-	measurements := make(map[string]*ginv1.Measurement, len(snap.GetMeasurements()))
-	for i, m := range snap.GetMeasurements() {
-		if err := CheckMeasurement(m); err != nil {
-			return fmt.Errorf("snapshot measurement %d: %w", i, err)
-		}
-		measurements[m.GetId()] = m
-	}
-	servers := make(map[string]*statev1.RegisterServer, len(snap.GetServers()))
-	for _, r := range snap.GetServers() {
-		servers[r.GetServerId()] = r
-	}
-	g, err := graph.Build(nil, nil)
-	if err != nil {
-		return err
-	}
-	for _, inv := range invs {
-		ng, err := g.WithNode(inv)
-		if err != nil {
-			s.log.Warn("snapshot inventory not added to the graph", "node", inv.GetNodeName(), "err", err)
-			continue
-		}
-		g = ng
-	}
-	if f := snap.GetFabric(); f != nil {
-		if g, err = g.WithFabric(f); err != nil {
-			return fmt.Errorf("snapshot fabric: %w", err)
-		}
-	}
-	s.mu.Lock()
-	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = nodes, snap.GetFabric(), snap.GetFabricIndex(), g, index, plans
-	s.servers, s.clusterID, s.measurements = servers, snap.GetClusterId(), measurements
-	s.mu.Unlock()
-	s.watchers.restored(index)
-	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED, At: time.Now()})
-	return nil
 }
