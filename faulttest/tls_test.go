@@ -16,6 +16,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/testcerts"
+	"github.com/gin-topology/gin/internal/testproc"
 )
 
 // campaignCerts makes the campaign's cluster CA and certificates with the
@@ -54,12 +55,8 @@ func schedulerCreds(t *testing.T, d testcerts.Dir) credentials.TransportCredenti
 // plaintext client gets no answer from any of them.
 func requireTLS(c *cluster) error {
 	for i, p := range c.masters {
-		b, err := os.ReadFile(p.Log)
-		if err != nil {
+		if err := logSays(p, "Raft over TLS"); err != nil {
 			return err
-		}
-		if !strings.Contains(string(b), "Raft over TLS") {
-			return fmt.Errorf("%s's log does not say Raft runs over TLS (%s)", p.Name, p.Log)
 		}
 		conn, err := grpc.NewClient(c.addrs[i], grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -79,13 +76,21 @@ func requireTLS(c *cluster) error {
 // agentsUseTLS checks that every agent logged its mTLS identity.
 func agentsUseTLS(c *cluster) error {
 	for _, a := range c.agents {
-		b, err := os.ReadFile(a.Log)
-		if err != nil {
+		if err := logSays(a, "mTLS to the masters"); err != nil {
 			return err
 		}
-		if !strings.Contains(string(b), "mTLS to the masters") {
-			return fmt.Errorf("agent %s's log does not say it uses mTLS (%s)", a.Name, a.Log)
-		}
+	}
+	return nil
+}
+
+// logSays checks that p's log holds text.
+func logSays(p *testproc.Proc, text string) error {
+	b, err := os.ReadFile(p.Log)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), text) {
+		return fmt.Errorf("%s's log (%s) does not say %q: is TLS on?", p.Name, p.Log, text)
 	}
 	return nil
 }
