@@ -2,7 +2,10 @@ package faulttest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +13,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -24,8 +26,9 @@ import (
 // master certificate per master naming the address it advertises inside
 // its namespace, one agent certificate per node, and a scheduler
 // certificate for the workload and the checks (it may pin plans and read
-// everything the checks read, nothing more).
-func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) testcerts.Dir {
+// everything the checks read, nothing more). It returns the directory and
+// what it made (the rotation fault issues them again).
+func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) (testcerts.Dir, []testcerts.Cert) {
 	t.Helper()
 	var certs []testcerts.Cert
 	for i, ip := range masterIPs {
@@ -35,19 +38,51 @@ func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) tes
 		certs = append(certs, testcerts.Cert{Role: "agent", Name: n})
 	}
 	certs = append(certs, testcerts.Cert{Role: "scheduler"})
-	return testcerts.Make(t, filepath.Join(bin, "ginctl"), dir, certs...)
+	return testcerts.Make(t, filepath.Join(bin, "ginctl"), dir, certs...), certs
 }
 
 func masterID(i int) string { return fmt.Sprintf("m%d", i+1) }
 
-// schedulerCreds are the workload's and the checks' dial credentials.
-func schedulerCreds(t *testing.T, d testcerts.Dir) credentials.TransportCredentials {
+// scheduler is the workload's and the checks' TLS identity; it follows
+// its files, so the rotation fault rotates it too.
+func scheduler(t *testing.T, d testcerts.Dir) *pki.Source {
 	t.Helper()
-	creds, err := pki.ClientCredentials(d.Files("scheduler"), nil)
+	src, err := pki.NewSource(d.Files("scheduler"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return creds
+	return src
+}
+
+// servedSerial is the serial number of the certificate the master at addr
+// presents to a new TLS connection (verified as a master of the CA naming
+// that address).
+func servedSerial(addr string, src *pki.Source) (*big.Int, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := pki.ClientConfig(src, pki.RequireRole(pki.RoleMaster))
+	cfg.ServerName = host
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: cfg}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber, nil
+}
+
+// raftRedialLine is what a master logs when it closes its pooled Raft
+// connections after its TLS files changed (internal/raft).
+const raftRedialLine = "TLS files changed: closing pooled Raft connections"
+
+// logCount is how many times p's log holds text.
+func logCount(p *testproc.Proc, text string) int {
+	b, _ := os.ReadFile(p.Log)
+	return strings.Count(string(b), text)
 }
 
 // requireTLS checks that mTLS is really on in the campaign: every master

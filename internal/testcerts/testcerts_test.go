@@ -2,8 +2,6 @@ package testcerts_test
 
 import (
 	"crypto/x509"
-	"encoding/pem"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,30 +10,24 @@ import (
 	"github.com/gin-topology/gin/internal/testproc"
 )
 
-// TestMake builds ginctl and checks that the certificates it made carry
-// the identities and addresses asked for, and that Flags and Files name
-// them.
-func TestMake(t *testing.T) {
+// TestMakeAndReissue builds ginctl and checks that the certificates it made
+// carry the identities and addresses asked for, that Flags and Files name
+// them, and that Reissue replaces them with new ones of the same identity
+// that a running process's pki.Source picks up.
+func TestMakeAndReissue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ginctl")
 	}
-	bin := testproc.Build(t, "ginctl")
+	ginctl := filepath.Join(testproc.Build(t, "ginctl"), "ginctl")
 	certs := []testcerts.Cert{{Role: "master", Name: "m1", IPs: []string{"10.213.7.1"}}, {Role: "agent", Name: "node001"}, {Role: "scheduler"}}
-	d := testcerts.Make(t, filepath.Join(bin, "ginctl"), filepath.Join(t.TempDir(), "tls"), certs...)
-	for _, c := range certs {
+	d := testcerts.Make(t, ginctl, filepath.Join(t.TempDir(), "tls"), certs...)
+	check := func(c testcerts.Cert) *x509.Certificate {
+		t.Helper()
 		f := d.Files(c.Base())
 		if flags := d.Flags(c.Base()); len(flags) != 6 || flags[1] != f.CA || flags[3] != f.Cert || flags[5] != f.Key {
 			t.Fatalf("Flags(%s) = %v, Files %+v", c.Base(), flags, f)
 		}
-		b, err := os.ReadFile(f.Cert)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blk, _ := pem.Decode(b)
-		if blk == nil {
-			t.Fatalf("%s: no PEM block", f.Cert)
-		}
-		leaf, err := x509.ParseCertificate(blk.Bytes)
+		leaf, err := testcerts.ReadCert(f.Cert)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,8 +43,33 @@ func TestMake(t *testing.T) {
 				t.Errorf("%s does not name %s: %v", f.Cert, ip, err)
 			}
 		}
-		if _, err := pki.NewSource(f, nil); err != nil {
-			t.Errorf("%s does not load: %v", c.Base(), err)
+		return leaf
+	}
+	sources := map[string]*pki.Source{}
+	before := map[string]*x509.Certificate{}
+	for _, c := range certs {
+		before[c.Base()] = check(c)
+		src, err := pki.NewSource(d.Files(c.Base()), nil)
+		if err != nil {
+			t.Fatalf("%s does not load: %v", c.Base(), err)
+		}
+		sources[c.Base()] = src
+	}
+
+	serials := d.Reissue(t, ginctl, certs...)
+	for _, c := range certs {
+		after := check(c)
+		if after.SerialNumber.Cmp(before[c.Base()].SerialNumber) == 0 || after.SerialNumber.Cmp(serials[c.Base()]) != 0 {
+			t.Errorf("%s: serial %x after Reissue (was %x, Reissue says %x)", c.Base(), after.SerialNumber, before[c.Base()].SerialNumber, serials[c.Base()])
+		}
+		got := sources[c.Base()].Certificate()
+		if got.Leaf == nil {
+			if got.Leaf, _ = x509.ParseCertificate(got.Certificate[0]); got.Leaf == nil {
+				t.Fatal("unparsable pair")
+			}
+		}
+		if got.Leaf.SerialNumber.Cmp(after.SerialNumber) != 0 {
+			t.Errorf("%s: the running source still serves serial %x, want %x", c.Base(), got.Leaf.SerialNumber, after.SerialNumber)
 		}
 	}
 }
