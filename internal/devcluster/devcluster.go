@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/master"
+	"github.com/gin-topology/gin/internal/pki"
 )
 
 // MaxAgents bounds --dev-agents: every agent is a goroutine and a stream.
@@ -47,6 +47,12 @@ type Config struct {
 	// HTTPBind serves the master's /metrics and /healthz; empty disables it.
 	HTTPBind string
 	Logger   *slog.Logger
+	// TLSDir, when set, turns mutual TLS on: the CA and the certificates of
+	// the master (master/dev-master), every agent (agent/<node>) and an
+	// admin (admin.pem) are made there, or kept when present (tests add
+	// more roles with pki or ginctl tls); the master serves mTLS and every
+	// agent dials with its own certificate. gin-master --dev never sets it.
+	TLSDir string
 }
 
 // NodeName is the name of the i-th simulated node (0-based): node001, ...
@@ -128,9 +134,20 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 		}
 	}
 
+	tlsc, err := newClusterTLS(cfg.TLSDir, cfg.Logger)
+	if err != nil {
+		c.cleanup()
+		return nil, nil, err
+	}
+	adminDial, err := tlsc.dial(pki.Identity{Role: pki.RoleAdmin})
+	if err != nil {
+		c.cleanup()
+		return nil, nil, err
+	}
 	m, err := master.New(master.Config{
-		ID: "dev-master", Bind: cfg.Bind, RaftBind: "127.0.0.1:0", DataDir: c.dataDir, Bootstrap: true,
+		ID: MasterID, Bind: cfg.Bind, RaftBind: "127.0.0.1:0", DataDir: c.dataDir, Bootstrap: true,
 		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, HTTPBind: cfg.HTTPBind, Logger: cfg.Logger.With("component", "master"),
+		TLS: tlsc.masterSource(),
 	})
 	if err != nil {
 		c.cleanup()
@@ -149,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 		c.cleanup()
 		return nil, nil, fmt.Errorf("dev cluster: %w", err)
 	}
-	conn, err := grpc.NewClient(m.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(m.Addr(), adminDial)
 	if err != nil {
 		_ = m.Close()
 		c.cleanup()
@@ -163,10 +180,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 	}
 
 	for _, name := range c.Nodes {
+		agentDial, err := tlsc.dial(pki.Identity{Role: pki.RoleAgent, Name: name})
+		if err != nil {
+			_ = m.Close()
+			c.cleanup()
+			return nil, nil, err
+		}
 		a, err := agent.New(agent.Config{
 			NodeName: name, Masters: []string{m.Addr()}, HeartbeatInterval: cfg.HeartbeatInterval,
 			Source: c.Sources[name], Logger: cfg.Logger.With("component", "agent"),
-			DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+			DialOptions: []grpc.DialOption{agentDial},
 			Version:     buildinfo.String(),
 		})
 		if err != nil {

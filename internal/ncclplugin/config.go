@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/plansock"
 )
 
@@ -31,6 +32,11 @@ type config struct {
 	initTimeout     time.Duration
 	planFile        string
 	agentSocket     string
+	// tls are the certificate files for the masters (fallback path only):
+	// NCCL_GIN_TLS_CA/CERT/KEY when any is set, else GIN_TLS_*; none:
+	// plaintext. tlsVar names the family, for messages.
+	tls    pki.Files
+	tlsVar string
 	// warnings are settings that were out of range or unparsable and
 	// were replaced by their defaults; init logs each as a WARN.
 	warnings []string
@@ -83,6 +89,7 @@ func configFrom(getenv func(string) string) config {
 			c.initTimeout = d
 		}
 	}
+	c.tls, c.tlsVar = tlsFilesFrom(getenv)
 	c.planFile = strings.TrimSpace(getenv("NCCL_GIN_PLAN_FILE"))
 	switch v := strings.TrimSpace(getenv("NCCL_GIN_AGENT_SOCKET")); v {
 	case "":
@@ -135,4 +142,18 @@ func gpuCount(v string) (uint32, bool) {
 		return 0, false
 	}
 	return uint32(n), true
+}
+
+// tlsFilesFrom reads the plugin's certificate files: the NCCL_GIN_TLS_*
+// family when any of it is set (a job may give its ranks a reader
+// certificate while GIN_TLS_* name the user's own for ginctl), else
+// GIN_TLS_*. The two families are never mixed.
+func tlsFilesFrom(getenv func(string) string) (pki.Files, string) {
+	get := func(prefix string) pki.Files {
+		return pki.Files{CA: strings.TrimSpace(getenv(prefix + "CA")), Cert: strings.TrimSpace(getenv(prefix + "CERT")), Key: strings.TrimSpace(getenv(prefix + "KEY"))}
+	}
+	if f := get("NCCL_GIN_TLS_"); f.Given() {
+		return f, "NCCL_GIN_TLS_*"
+	}
+	return get("GIN_TLS_"), "GIN_TLS_*"
 }

@@ -85,7 +85,10 @@
 // plan bytes and its content hash back; the agent must run as root or as
 // this user), whose answer is final, "no plan" included; else, only when no
 // agent listens on the socket (absent or refused), the masters
-// (PlanService.GetOrCreatePlan, insecure gRPC for now), starting at a master
+// (plaintext without certificates; with NCCL_GIN_TLS_CA/CERT/KEY, else
+// GIN_TLS_*, mutual TLS, and a reader certificate only reads the pinned
+// plan, PlanService.GetPlan, while scheduler, admin and agent certificates
+// may pin it, PlanService.GetOrCreatePlan), starting at a master
 // chosen by the process id and moving on on UNAVAILABLE, a NOT_LEADER
 // redirect (to the hinted leader first) or no answer (the one client-side
 // follower, internal/redirect, each master a share of the deadline). Every plan is decoded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -20,6 +22,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/redirect"
@@ -215,10 +218,14 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 	if !cfg.failover {
 		opts.MaxAttempts = 1
 	}
+	creds, err := masterCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
 	req := &ginv1.GetOrCreatePlanRequest{JobId: cfg.jobID, Nodes: cfg.nodes, GpusPerNode: cfg.gpusPerNode}
 	var plan *ginv1.Plan
 	addr, err := redirect.Do(ctx, addrs, opts, func(actx context.Context, addr string) (string, error) {
-		p, hint, err := fetchOne(actx, addr, req)
+		p, hint, err := fetchOne(actx, addr, creds, req)
 		plan = p
 		return hint, err
 	})
@@ -228,12 +235,44 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 	if plan.GetJobId() != cfg.jobID {
 		return nil, fmt.Errorf("master %s sent a plan for job %q, not job %q", addr, plan.GetJobId(), cfg.jobID)
 	}
-	return &loaded{plan: plan, source: "master " + addr, server: addr}, nil
+	source := "master " + addr
+	if creds.identity != "" {
+		source += " over mTLS as " + creds.identity
+	}
+	return &loaded{plan: plan, source: source, server: addr}, nil
+}
+
+// dialCreds are how a rank dials the masters: plaintext without
+// certificates; with them mutual TLS, and a pinned plan is only read
+// (GetPlan) unless the certificate's role may create plans.
+type dialCreds struct {
+	transport credentials.TransportCredentials
+	identity  string // spiffe://gin/..., empty for plaintext
+	create    bool   // GetOrCreatePlan, else GetPlan
+}
+
+// masterCredentials loads cfg's certificate files, if any. A reader (the
+// role meant for jobs) may read a pinned plan but not create one: the
+// prolog's agents (or PrologSlurmctld) pin it before tasks start.
+func masterCredentials(cfg config) (dialCreds, error) {
+	if !cfg.tls.Given() {
+		return dialCreds{transport: insecure.NewCredentials(), create: true}, nil
+	}
+	if err := cfg.tls.Validate(); err != nil {
+		return dialCreds{}, fmt.Errorf("%s: %w", cfg.tlsVar, err)
+	}
+	src, err := pki.NewSource(cfg.tls, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return dialCreds{}, fmt.Errorf("%s: %w", cfg.tlsVar, err)
+	}
+	id := src.Identity()
+	create := id.Role == pki.RoleScheduler || id.Role == pki.RoleAdmin || id.Role == pki.RoleAgent
+	return dialCreds{transport: pki.ClientCredentialsFrom(src), identity: id.String(), create: create}, nil
 }
 
 // fetchOne asks one master, within ctx (this attempt's share).
-func fetchOne(ctx context.Context, addr string, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+func fetchOne(ctx context.Context, addr string, creds dialCreds, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds.transport),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(planread.MaxBytes+4096)))
 	if err != nil {
 		return nil, "", status.Error(codes.InvalidArgument, err.Error())
@@ -241,7 +280,13 @@ func fetchOne(ctx context.Context, addr string, req *ginv1.GetOrCreatePlanReques
 	defer conn.Close()
 	var hdr, trl metadata.MD
 	start := time.Now()
-	resp, err := ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(ctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+	client := ginv1.NewPlanServiceClient(conn)
+	var resp interface{ GetPlan() *ginv1.Plan }
+	if creds.create {
+		resp, err = client.GetOrCreatePlan(ctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+	} else {
+		resp, err = client.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: req.GetJobId()}, grpc.Header(&hdr), grpc.Trailer(&trl))
+	}
 	hint := apierr.LeaderHint(hdr, trl)
 	if err != nil {
 		if status.Code(err) == codes.DeadlineExceeded {
