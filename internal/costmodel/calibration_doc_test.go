@@ -75,7 +75,11 @@ thumb the physics must reproduce).
   of the peak) drops faster than one loop of fill explains, and the published log gives no NCCL
   version or tuning table to say why. More curves of NVL72 domains would settle it.
 - Multi-node NVLSTree (10 × 8 H100, assuming DGX-H100-like 8×400 Gb/s NICs, which the log does not
-  say) is within 15%% at 8 GiB, limited by the NICs.
+  say) is within 15%% from 512 MiB up, limited by the NICs. Below, not met: the measured time has a
+  fixed part of ~650 µs (32 MiB takes 799 µs, 64 MiB 940 µs), which NCCL's NVLSTree latency (tens of
+  µs) does not have; a pipeline fill across the tree's depth would explain it, but this is the
+  only published multi-node NVLSTree curve with mid sizes, so there is nothing to fit it on and
+  still hold a curve out. The model over-predicts those sizes (the line under the table).
 - The network points follow from 12 GB/s per 100 Gb/s; DGX A100 rings over 8×HDR reach 192 GB/s
   at any node count.
 - Small-message latency: NCCL's constants predict 7.8-15.0 µs for the DGX-A100 series (up to
@@ -163,6 +167,15 @@ the worst path, and the log's NCCL version. The id is a hash of that key plus th
 the forced cell, so importing the same run again changes nothing and a new run of the same key
 replaces the old one. Lookups ignore the NCCL version (a job's version is not known when its plan
 is built) and take the newest measurement per cell.
+
+**Format.** Measurements came with `+"`Snapshot.measurements`"+` (field 20) and the Raft commands
+PutMeasurement/DeleteMeasurement (command cases 20 and 21), without a snapshot format bump: proto3
+field additions. A snapshot written before them restores with no measurements and the rest intact,
+and a snapshot written now is, without field 20, exactly the rest of the state (internal/state
+TestSnapshotMeasurementsCompat). A master still running a binary from before calibration skips the
+two commands (counted; it reports NOT_SERVING until upgraded, docs/ARCHITECTURE.md) and its own
+snapshots drop field 20: upgrade every master before importing measurements. No measurement field
+has been added, removed or renumbered since (api/proto/gin/v1/calibration.proto).
 
 **Use.** Per communicator of a plan (the world, one node, one GPU per node) and per size bucket:
 - a measured size is used as measured; between two measured sizes GIN's model of the measured cell

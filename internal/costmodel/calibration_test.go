@@ -248,6 +248,7 @@ func TestCalibration(t *testing.T) {
 	if len(over) > 0 {
 		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
 	}
+	summary += " " + nvlsTreeSizes(t)
 	doc := renderDoc(table, summary, pairsTable(t))
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
@@ -262,4 +263,26 @@ func TestCalibration(t *testing.T) {
 	if string(got) != doc {
 		t.Errorf("%s is out of date: run go test ./internal/costmodel -run TestCalibration -update-doc", calibrationDoc)
 	}
+}
+
+// nvlsTreeSizes reports GIN's error on the sizes of the 10 × 8 H100 log
+// the table leaves out: multi-node NVLSTree below its NIC-bound peak has no
+// ramp in the model (NCCL's NVLSTree chunking differs from NVLS's and no
+// curve was fitted), so those sizes are reported here, not held out.
+func nvlsTreeSizes(t *testing.T) string {
+	t.Helper()
+	s := multi(dgxH100, 10, 8, 400)
+	var parts []string
+	for _, p := range nvlsCurve(t, "../nccltests/testdata/xxrjun_N10_G8.log") {
+		if p.Bytes == 8<<30 || p.Bytes == 512<<20 {
+			continue // in the table
+		}
+		g, err := Predict(s, ar, p.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %+.0f%%", sizeName(p.Bytes), 100*(g.BusBWGBps-p.BusBW)/p.BusBW))
+	}
+	return "Not in the table: the other sizes of the 10 × 8 H100 log (multi-node NVLSTree, whose mid-size ramp " +
+		"is not modelled): " + strings.Join(parts, ", ") + "."
 }
