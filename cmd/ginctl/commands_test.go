@@ -75,7 +75,7 @@ var volatileKeys = map[string]bool{
 	"index": true, "updated_index": true, "created_index": true, "commit_index": true, "applied_index": true,
 	"term": true, "state_changed_at": true, "created_at": true, "expires_at": true, "collected_at": true,
 	"scanned_at": true, "staleness": true, "at": true, "address": true, "client_address": true, "raft_address": true,
-	"leader_address": true, "cluster_id": true, "imported_at": true,
+	"leader_address": true, "cluster_id": true, "imported_at": true, "denied_at": true,
 }
 
 func scrubText(s string) string {
@@ -301,6 +301,15 @@ func TestCommands(t *testing.T) {
 		{"calibrate-delete-json", []string{"calibrate", "delete", smokeID, "-o", "json"}, ""},
 		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
 		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},
+		// The deny list (the dev cluster runs without TLS: the list is kept
+		// and replicated all the same).
+		{"tls-deny", []string{"tls", "deny", "3f:2a:9c:01", "--reason", "laptop stolen"}, ""},
+		{"tls-deny-json", []string{"tls", "deny", "serial=0B", "-o", "json"}, ""},
+		{"tls-deny-again", []string{"tls", "deny", "3F2A9C01"}, ""},
+		{"tls-denied", []string{"tls", "denied"}, ""},
+		{"tls-denied-json", []string{"tls", "denied", "-o", "json"}, ""},
+		{"tls-allow", []string{"tls", "allow", "3F2A9C01"}, ""},
+		{"tls-allow-json", []string{"tls", "allow", "0b", "-o", "json"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { check(t, addr, tc) })
@@ -345,6 +354,10 @@ func TestErrors(t *testing.T) {
 		{ctlCase{"err-fabric-malformed", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(malformed)}, addr, exitErr},
 		{ctlCase{"err-remove-unknown-master", []string{"members", "remove", "nope"}, ""}, addr, exitErr},
 		{ctlCase{"err-remove-last-voter", []string{"members", "remove", "dev-master"}, ""}, addr, exitErr},
+		{ctlCase{"err-deny-bad-serial", []string{"tls", "deny", "12:xy"}, ""}, addr, exitUsage},
+		{ctlCase{"err-allow-not-denied", []string{"tls", "allow", "0C"}, ""}, addr, exitErr},
+		{ctlCase{"err-node-delete-live", []string{"node", "delete", "node001"}, ""}, addr, exitErr},
+		{ctlCase{"err-node-delete-unknown", []string{"node", "delete", "nodeX"}, ""}, addr, exitErr},
 		{ctlCase{"err-http-port", []string{"nodes"}, ""}, cl.Master.HTTPAddr(), exitErr},
 		{ctlCase{"err-connection-refused", []string{"nodes"}, ""}, "127.0.0.1:1", exitErr},
 	}

@@ -60,7 +60,7 @@ func dash(s string) string {
 }
 
 func (a *app) nodeCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:               "node NAME",
 		Short:             "Show one node's inventory",
 		Long:              "Show one node: its state and the inventory its agent reported (-o json prints the whole inventory).",
@@ -101,6 +101,36 @@ func (a *app) nodeCmd() *cobra.Command {
 				}
 			}
 			return t.flush()
+		},
+	}
+	cmd.AddCommand(a.nodeDeleteCmd())
+	return cmd
+}
+
+func (a *app) nodeDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a node and its binding, so that the name can be registered again (admin)",
+		Long: `Delete a node's record: its inventory, its state and its binding to the machine
+(machine_id) or agent certificate that registered it first. A new machine or
+certificate can then register the name. A node whose agent holds a session is
+refused (FAILED_PRECONDITION): stop the agent first, or deny its certificate
+(ginctl tls deny SERIAL), which ends the session.`,
+		Args:              args("NAME"),
+		ValidArgsFunction: a.completeNodeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.DeleteNodeResponse
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.DeleteNode(ctx, &ginv1.DeleteNodeRequest{NodeName: args[0]})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			fmt.Fprintf(a.stdout, "deleted node %s (commit index %d)\n", args[0], resp.GetIndex())
+			return nil
 		},
 	}
 }

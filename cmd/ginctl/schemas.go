@@ -40,6 +40,10 @@ func jsonOutputs() []jsonOutput {
 		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},
 		{"tls cert create", "ginctl-tls-cert-create", tlsCreated{}, false},
 		{"tls init", "ginctl-tls-init", []tlsInitResult(nil), false},
+		{"tls deny", "ginctl-tls-deny", (*ginv1.DenyCertificateResponse)(nil), false},
+		{"tls denied", "ginctl-tls-denied", []*ginv1.DeniedCertificate(nil), false},
+		{"tls allow", "ginctl-tls-allow", (*ginv1.AllowCertificateResponse)(nil), false},
+		{"node delete", "ginctl-node-delete", (*ginv1.DeleteNodeResponse)(nil), false},
 	}
 }
 

@@ -22,16 +22,19 @@ func (a *app) tlsFiles() pki.Files {
 func (a *app) tlsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tls",
-		Short: "Create the cluster CA and certificates for mTLS (offline)",
+		Short: "Create the cluster CA and certificates for mTLS; deny certificates",
 		Long: `Create the cluster's certificate authority and the certificates of masters,
-agents, operators, schedulers and readers. Each certificate carries its
-identity as one URI SAN, spiffe://gin/<role>[/<name>]; the masters allow each
-gRPC method to the roles in README's table. Keys are written with mode 0600 and
-nothing is overwritten.`,
+agents, operators, schedulers and readers (offline: ca create and cert create
+talk to no master). Each certificate carries its identity as one URI SAN,
+spiffe://gin/<role>[/<name>]; the masters allow each gRPC method to the roles
+in README's table. Keys are written with mode 0600 and nothing is overwritten.
+deny, denied and allow manage the cluster's certificate deny list on the
+masters (admin).`,
 		Example: `  ginctl tls ca create --dir /etc/gin/tls
   ginctl tls cert create --dir /etc/gin/tls --role master --name m1 --dns m1.example.org --ip 10.0.0.11
   ginctl tls cert create --dir /etc/gin/tls --role agent --name node001 --days 30
-  ginctl tls cert create --dir /etc/gin/tls --role admin`,
+  ginctl tls cert create --dir /etc/gin/tls --role admin
+  ginctl tls deny 3F2A9C01D4E5B6A7 --reason "laptop stolen"`,
 		Args: noArgs,
 	}
 	ca := &cobra.Command{Use: "ca", Short: "The cluster CA", Args: noArgs}
@@ -56,7 +59,7 @@ nothing is overwritten.`,
 				return err
 			}
 			out := tlsCreated{Cert: filepath.Join(caDir, pki.CAFile), Key: filepath.Join(caDir, pki.CAKeyFile),
-				Serial: c.Cert.SerialNumber.String(), NotAfter: c.Cert.NotAfter.UTC().Format(time.RFC3339)}
+				Serial: pki.FormatSerial(c.Cert.SerialNumber), NotAfter: c.Cert.NotAfter.UTC().Format(time.RFC3339)}
 			return a.printCreated(out)
 		},
 	}
@@ -105,7 +108,11 @@ Roles: master (NAME = its --node-id; the certificate also names localhost,
 			if err != nil {
 				return err
 			}
-			return a.printCreated(tlsCreated{Cert: certPath, Key: keyPath, Identity: req.Identity.String()})
+			serial, err := pki.CertSerial(certPath)
+			if err != nil {
+				return err
+			}
+			return a.printCreated(tlsCreated{Cert: certPath, Key: keyPath, Identity: req.Identity.String(), Serial: serial})
 		},
 	}
 	f := certCreate.Flags()
@@ -116,7 +123,7 @@ Roles: master (NAME = its --node-id; the certificate also names localhost,
 	f.StringArrayVar(&ips, "ip", nil, "an IP address the holder serves as (masters), repeatable")
 	f.IntVar(&days, "days", pki.DefaultCertDays, "validity in days (capped at the CA's)")
 	cert.AddCommand(certCreate)
-	cmd.AddCommand(ca, cert, a.tlsInitCmd())
+	cmd.AddCommand(ca, cert, a.tlsInitCmd(), a.tlsDenyCmd(), a.tlsDeniedCmd(), a.tlsAllowCmd())
 	return cmd
 }
 
@@ -134,9 +141,9 @@ func (a *app) printCreated(c tlsCreated) error {
 		return a.printJSON(c)
 	}
 	if c.Identity != "" {
-		fmt.Fprintf(a.stdout, "wrote %s and %s (%s)\n", c.Cert, c.Key, c.Identity)
+		fmt.Fprintf(a.stdout, "wrote %s and %s (%s, serial %s)\n", c.Cert, c.Key, c.Identity, c.Serial)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "wrote %s and %s (CA, valid until %s); keep %s secret\n", c.Cert, c.Key, c.NotAfter, c.Key)
+	fmt.Fprintf(a.stdout, "wrote %s and %s (CA, serial %s, valid until %s); keep %s secret\n", c.Cert, c.Key, c.Serial, c.NotAfter, c.Key)
 	return nil
 }

@@ -126,6 +126,8 @@ func watchLine(ev *ginv1.WatchResponse) string {
 	case ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED:
 		subject = ev.GetNode().GetName()
 		change = fmt.Sprintf("generation %d → %d", ev.GetOldGeneration(), ev.GetNewGeneration())
+	case ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_DELETED:
+		subject, change = ev.GetNode().GetName(), "deleted"
 	case ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED:
 		subject, change = ev.GetJobId(), "pinned"
 	case ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED:

@@ -139,6 +139,8 @@ func TestWatchLine(t *testing.T) {
 			"2026-12-01T03:45:12.000Z  57     node_state       node002  up → down (missed 3 heartbeats)"},
 		{&ginv1.WatchResponse{Index: 58, At: at, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_UPDATED, Node: node, OldGeneration: 1, NewGeneration: 2},
 			"2026-12-01T03:45:12.000Z  58     node_updated     node002  generation 1 → 2"},
+		{&ginv1.WatchResponse{Index: 59, At: at, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_DELETED, Node: node, Reason: "deleted by request"},
+			"2026-12-01T03:45:12.000Z  59     node_deleted     node002  deleted"},
 		{&ginv1.WatchResponse{Index: 60, At: at, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED, JobId: "4242", Reason: "expired"},
 			"2026-12-01T03:45:12.000Z  60     plan_deleted     4242     deleted (expired)"},
 		{&ginv1.WatchResponse{Index: 61, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED},

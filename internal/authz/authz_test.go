@@ -143,6 +143,22 @@ func (c *cluster) files(t *testing.T, id pki.Identity) pki.Files {
 	return pki.Files{CA: filepath.Join(c.dir, pki.CAFile), Cert: cert, Key: key}
 }
 
+// newCluster makes a cluster CA and the source of master m1's certificate.
+func newCluster(t *testing.T) (*cluster, *pki.Source) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{dir: dir, ca: ca}
+	src, err := pki.NewSource(c.files(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, src
+}
+
 func serve(t *testing.T, opts ...grpc.ServerOption) string {
 	t.Helper()
 	a := authz.New(authz.Table())
@@ -159,16 +175,7 @@ func serve(t *testing.T, opts ...grpc.ServerOption) string {
 }
 
 func TestInterceptorOverMTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := pki.CreateCA(dir, 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{dir: dir, ca: ca}
-	src, err := pki.NewSource(c.files(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, src := newCluster(t)
 	addr := serve(t, grpc.Creds(pki.ServerCredentials(src)))
 	dial := func(t *testing.T, creds credentials.TransportCredentials) *grpc.ClientConn {
 		t.Helper()
@@ -339,16 +346,7 @@ func TestReadmeTable(t *testing.T) {
 // open streams; the next is RESOURCE_EXHAUSTED, another identity is not
 // affected, and a closed stream frees its place.
 func TestStreamsPerIdentityAreBounded(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := pki.CreateCA(dir, 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{dir: dir, ca: ca}
-	src, err := pki.NewSource(c.files(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, src := newCluster(t)
 	const limit = 3
 	a := authz.NewWithLimit(authz.Table(), limit)
 	srv := grpc.NewServer(grpc.Creds(pki.ServerCredentials(src)), grpc.ChainUnaryInterceptor(a.Unary), grpc.ChainStreamInterceptor(a.Stream))

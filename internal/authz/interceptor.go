@@ -23,6 +23,8 @@ const DefaultMaxStreamsPerIdentity = 64
 type Authorizer struct {
 	table      map[string][]pki.Role
 	maxStreams int
+	deny       pki.DenyList // nil: nothing denied
+	conns      pki.Conns    // the listener's connections (Credentials)
 
 	mu      sync.Mutex
 	streams map[pki.Identity]int
@@ -59,6 +61,13 @@ func (a *Authorizer) release(id pki.Identity) {
 
 type identityKey struct{}
 
+// WithDenyList makes a refuse every certificate whose serial is on list
+// (the replicated deny list) and returns a. Set it before serving.
+func (a *Authorizer) WithDenyList(list pki.DenyList) *Authorizer {
+	a.deny = list
+	return a
+}
+
 // Identity is the caller's identity, set by the interceptor; ok is false
 // when the server runs without TLS (no interceptor).
 func Identity(ctx context.Context) (pki.Identity, bool) {
@@ -90,12 +99,22 @@ func PeerIdentity(ctx context.Context) (pki.Identity, error) {
 }
 
 // Authorize returns ctx with the caller's identity, or the refusal:
-// Unauthenticated without a verified GIN identity, PermissionDenied when
-// the method has no row or the role is not in it.
+// Unauthenticated without a verified GIN identity or with a certificate on
+// the deny list, PermissionDenied when the method has no row or the role
+// is not in it.
 func (a *Authorizer) Authorize(ctx context.Context, method string) (context.Context, error) {
 	id, err := PeerIdentity(ctx)
 	if err != nil {
 		return ctx, err
+	}
+	if a.deny != nil {
+		leaf, err := PeerCertificate(ctx)
+		if err != nil {
+			return ctx, status.Errorf(codes.Unauthenticated, "client certificate: %v", err)
+		}
+		if err := pki.CheckDenied(a.deny, leaf); err != nil {
+			return ctx, status.Error(codes.Unauthenticated, err.Error())
+		}
 	}
 	roles, ok := a.table[method]
 	if !ok {

@@ -49,6 +49,10 @@ func Table() map[string][]pki.Role {
 		// Administration.
 		ginv1.AdminService_ImportFabric_FullMethodName:            adminOnly,
 		ginv1.AdminService_RemoveServer_FullMethodName:            adminOnly,
+		ginv1.AdminService_DeleteNode_FullMethodName:              adminOnly,
+		ginv1.AdminService_DenyCertificate_FullMethodName:         adminOnly,
+		ginv1.AdminService_AllowCertificate_FullMethodName:        adminOnly,
+		ginv1.AdminService_ListDeniedCertificates_FullMethodName:  adminOnly,
 		ginv1.CalibrationService_ImportMeasurement_FullMethodName: adminOnly,
 		ginv1.CalibrationService_DeleteMeasurement_FullMethodName: adminOnly,
 

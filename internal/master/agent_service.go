@@ -80,6 +80,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	defer holdLimit.Stop()
 	head, known := a.s.store.Head(name)
 	if known {
+		if err := state.CheckBinding(name, head.Record.GetBinding(), sessionBinding(ctx)); err != nil {
+			return err
+		}
 		held := head.MachineID
 		// An empty machine_id is a mismatch, never a skip: a name bound to
 		// a machine stays bound to it.
@@ -239,7 +242,7 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 			errResourceExhausted, inv.GetNodeName(), n, s.cfg.MaxNodes)
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
-		Inventory: inv, ContentHash: hash, At: timestamppb.Now(),
+		Inventory: inv, ContentHash: hash, At: timestamppb.Now(), Binding: sessionBinding(ctx),
 	}}})
 	if err != nil {
 		return resultWithGen{}, err

@@ -122,7 +122,7 @@ func toStatus(err error) error {
 			st = wd
 		}
 		return st.Err()
-	case errors.Is(err, errResourceExhausted):
+	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())

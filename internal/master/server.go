@@ -234,8 +234,17 @@ func New(cfg Config) (*Server, error) {
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
-		az := authz.New(authz.Table())
-		secure = append(secure, grpc.Creds(pki.ServerCredentials(cfg.TLS)),
+		// The replicated deny list: refused in the interceptor, and the
+		// open connections of a newly denied certificate closed.
+		az := authz.New(authz.Table()).WithDenyList(store)
+		store.OnDeny(func() {
+			go func() {
+				if n := az.EndDenied(); n > 0 {
+					log.Warn("closed the connections of denied certificates", "connections", n)
+				}
+			}()
+		})
+		secure = append(secure, grpc.Creds(az.Credentials(pki.ServerCredentials(cfg.TLS))),
 			grpc.ChainUnaryInterceptor(az.Unary), grpc.ChainStreamInterceptor(az.Stream))
 	}
 	s.grpc = grpc.NewServer(append(secure,
@@ -472,6 +481,13 @@ func (c *sessions) remove(n string) {
 	}
 }
 
+// has reports whether node has an open session here.
+func (c *sessions) has(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[node] > 0
+}
+
 func (c *sessions) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -489,7 +505,7 @@ func (c *sessions) scanner() string {
 // masters: mTLS with its own certificate when TLS is on.
 func (s *Server) dialCredentials() grpc.DialOption {
 	if s.cfg.TLS != nil {
-		return grpc.WithTransportCredentials(pki.ClientCredentialsFrom(s.cfg.TLS))
+		return grpc.WithTransportCredentials(pki.ClientCredentialsDenying(s.cfg.TLS, s.store))
 	}
 	return grpc.WithTransportCredentials(insecure.NewCredentials())
 }

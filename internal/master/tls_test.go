@@ -36,7 +36,14 @@ func newTestPKI(t testing.TB) *testPKI {
 
 func (p *testPKI) source(t testing.TB, id pki.Identity) *pki.Source {
 	t.Helper()
-	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: id}, time.Now())
+	return p.sourceIn(t, p.dir, id)
+}
+
+// sourceIn issues a certificate for id into dir (another dir than p.dir:
+// a second certificate of the same identity, as a renewal makes).
+func (p *testPKI) sourceIn(t testing.TB, dir string, id pki.Identity) *pki.Source {
+	t.Helper()
+	cert, key, err := p.ca.IssueToDir(dir, pki.CertRequest{Identity: id}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,6 +229,8 @@ func (t *topologyService) watchResponse(e state.Event) *ginv1.WatchResponse {
 	if e.Node != "" {
 		if h, ok := t.s.store.Head(e.Node); ok {
 			resp.Node = summary(t.s.store.Graph(), h)
+		} else {
+			resp.Node = &ginv1.NodeSummary{Name: e.Node} // deleted since
 		}
 	}
 	return resp

@@ -28,6 +28,13 @@ func RequireRole(roles ...Role) PeerCheck {
 // pair are taken from src at every handshake, so rotated files take effect
 // for new connections without a restart.
 func ServerConfig(src *Source, check PeerCheck) *tls.Config {
+	return ServerConfigDenying(src, check, nil)
+}
+
+// ServerConfigDenying is ServerConfig that also refuses, in the handshake,
+// a client certificate whose serial is on deny (consulted at every
+// handshake, so an entry takes effect for the next connection).
+func ServerConfigDenying(src *Source, check PeerCheck, deny DenyList) *tls.Config {
 	base := &tls.Config{MinVersion: tls.VersionTLS13}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		pool, pair := src.current()
@@ -37,7 +44,7 @@ func ServerConfig(src *Source, check PeerCheck) *tls.Config {
 			ClientCAs:    pool,
 			Certificates: []tls.Certificate{*pair},
 			VerifyConnection: func(cs tls.ConnectionState) error {
-				return checkPeer(cs, check)
+				return checkPeer(cs, check, deny)
 			},
 		}, nil
 	}
@@ -52,6 +59,12 @@ func ServerConfig(src *Source, check PeerCheck) *tls.Config {
 // done in VerifyConnection rather than by crypto/tls because a tls.Config's
 // RootCAs is fixed while the CA file may change.
 func ClientConfig(src *Source, check PeerCheck) *tls.Config {
+	return ClientConfigDenying(src, check, nil)
+}
+
+// ClientConfigDenying is ClientConfig that also refuses a server
+// certificate whose serial is on deny.
+func ClientConfigDenying(src *Source, check PeerCheck, deny DenyList) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		// The chain is verified below, against the CA as it is now.
@@ -75,17 +88,20 @@ func ClientConfig(src *Source, check PeerCheck) *tls.Config {
 				return fmt.Errorf("server certificate: %w", err)
 			}
 			cs.VerifiedChains = chains
-			return checkPeer(cs, check)
+			return checkPeer(cs, check, deny)
 		},
 	}
 }
 
-func checkPeer(cs tls.ConnectionState, check PeerCheck) error {
+func checkPeer(cs tls.ConnectionState, check PeerCheck, deny DenyList) error {
 	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 		return ErrNoPeerCertificate
 	}
 	id, err := IdentityFromCert(cs.VerifiedChains[0][0])
 	if err != nil {
+		return err
+	}
+	if err := CheckDenied(deny, cs.VerifiedChains[0][0]); err != nil {
 		return err
 	}
 	if check != nil {

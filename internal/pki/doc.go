@@ -6,5 +6,9 @@
 // the other roles), reads that identity back from a verified peer
 // certificate, and builds TLS 1.3 mutual-TLS configurations from files that
 // are re-read whenever they change (certificate rotation and CA changes
-// without a restart; a half-written pair keeps the last good one).
+// without a restart; a half-written pair keeps the last good one). It also
+// holds the one form of a certificate serial (FormatSerial, ParseSerial) and
+// refuses certificates on the cluster's deny list in handshakes
+// (ServerConfigDenying, ClientConfigDenying; the list itself is replicated
+// state, internal/state).
 package pki

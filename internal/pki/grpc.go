@@ -29,3 +29,9 @@ func ServerCredentials(src *Source) credentials.TransportCredentials {
 func ClientCredentialsFrom(src *Source) credentials.TransportCredentials {
 	return credentials.NewTLS(ClientConfig(src, RequireRole(RoleMaster)))
 }
+
+// ClientCredentialsDenying is ClientCredentialsFrom that also refuses a
+// master whose certificate serial is on deny (masters dialling each other).
+func ClientCredentialsDenying(src *Source, deny DenyList) credentials.TransportCredentials {
+	return credentials.NewTLS(ClientConfigDenying(src, RequireRole(RoleMaster), deny))
+}

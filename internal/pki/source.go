@@ -99,6 +99,24 @@ func (s *Source) Identity() Identity {
 	return s.ident
 }
 
+// Serial is the current certificate's serial (FormatSerial form).
+func (s *Source) Serial() string {
+	leaf, err := s.leaf()
+	if err != nil {
+		return ""
+	}
+	return FormatSerial(leaf.SerialNumber)
+}
+
+// leaf is the current certificate, parsed.
+func (s *Source) leaf() (*x509.Certificate, error) {
+	pair := s.Certificate()
+	if pair.Leaf != nil {
+		return pair.Leaf, nil
+	}
+	return x509.ParseCertificate(pair.Certificate[0])
+}
+
 // Pool is the current CA pool.
 func (s *Source) Pool() *x509.CertPool {
 	s.mu.Lock()
@@ -201,13 +219,9 @@ var ErrNoPeerCertificate = errors.New("peer presented no certificate")
 // CoversHost reports whether the current certificate names host (a DNS
 // name or an IP address) as a SAN, as peers dialling that host require.
 func (s *Source) CoversHost(host string) error {
-	pair := s.Certificate()
-	leaf := pair.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
-			return err
-		}
+	leaf, err := s.leaf()
+	if err != nil {
+		return err
 	}
 	if err := leaf.VerifyHostname(host); err != nil {
 		return fmt.Errorf("%s: %w", s.files.Cert, err)

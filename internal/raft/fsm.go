@@ -85,6 +85,12 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.PutMeasurement(index, c.PutMeasurement)
 	case *statev1.Command_DeleteMeasurement:
 		return f.store.DeleteMeasurement(index, c.DeleteMeasurement)
+	case *statev1.Command_DenyCertificate:
+		return f.store.DenyCertificate(index, c.DenyCertificate)
+	case *statev1.Command_AllowCertificate:
+		return f.store.AllowCertificate(index, c.AllowCertificate)
+	case *statev1.Command_DeleteNode:
+		return f.store.DeleteNode(index, c.DeleteNode)
 	default:
 		f.store.SetIndex(index)
 		f.skipped.Add(1)
@@ -121,6 +127,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	idx = max(idx, snap.GetFabricIndex())
 	for _, p := range snap.GetPlans() {
 		idx = max(idx, p.GetCreatedIndex())
+	}
+	for _, e := range snap.GetDeniedCertificates() {
+		idx = max(idx, e.GetIndex())
 	}
 	if err := r.Finish(idx, snap); err != nil {
 		return err

@@ -238,7 +238,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	trans, err := newTransport(cfg, adv, hlog, log)
+	trans, err := newTransport(cfg, adv, store, hlog, log)
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)

@@ -14,6 +14,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // Bounds of the TLS stream layer.
@@ -27,8 +28,10 @@ const (
 )
 
 // tlsLayer is a hashicorp/raft StreamLayer over TLS 1.3 that accepts and
-// dials only peers presenting a master certificate of the cluster CA (the
-// Raft transport itself trusts whatever it reads). Handshakes run in their
+// dials only peers presenting a master certificate of the cluster CA whose
+// serial is not on the replicated deny list (the Raft transport itself
+// trusts whatever it reads). When a serial is denied, the connections
+// already open with that certificate are closed (endDenied). Handshakes run in their
 // own goroutines with a deadline, as etcd's TLS listener does, so one slow
 // or hostile peer cannot stall Accept; Accept returns only verified
 // connections, and an error only once the layer is closed.
@@ -38,6 +41,11 @@ type tlsLayer struct {
 	server    *tls.Config
 	client    *tls.Config
 	log       *slog.Logger
+	deny      pki.DenyList
+
+	// open are the verified connections handed to the transport, by
+	// their peer's certificate serial (for endDenied).
+	open pki.Conns
 
 	conns  chan net.Conn
 	closed chan struct{}
@@ -73,7 +81,28 @@ func (l *tlsLayer) watchFiles(src *pki.Source, every time.Duration, changed func
 	}()
 }
 
-func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, log *slog.Logger) (*tlsLayer, error) {
+// track records a verified connection under its peer's serial.
+func (l *tlsLayer) track(tc *tls.Conn) net.Conn {
+	cs := tc.ConnectionState()
+	serial := ""
+	if len(cs.PeerCertificates) > 0 {
+		serial = pki.FormatSerial(cs.PeerCertificates[0].SerialNumber)
+	}
+	return l.open.Track(tc, serial)
+}
+
+// endDenied closes every open connection whose peer certificate is on the
+// deny list now (called when entries are added); the transport redials
+// and the handshake refuses the certificate.
+func (l *tlsLayer) endDenied() {
+	for _, addr := range l.open.CloseDenied(l.deny) {
+		l.log.Warn("closed a Raft connection: its peer's certificate is denied", "peer", addr.String())
+	}
+}
+
+// newTLSLayer listens on bind; deny (nil: none) is consulted at every
+// handshake, in both directions.
+func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, deny pki.DenyList, log *slog.Logger) (*tlsLayer, error) {
 	lis, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -83,9 +112,9 @@ func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, log *slog.Log
 	}
 	masters := pki.RequireRole(pki.RoleMaster)
 	l := &tlsLayer{
-		lis: lis, advertise: advertise, log: log,
-		server: pki.ServerConfig(src, masters),
-		client: pki.ClientConfig(src, masters),
+		lis: lis, advertise: advertise, log: log, deny: deny,
+		server: pki.ServerConfigDenying(src, masters, deny),
+		client: pki.ClientConfigDenying(src, masters, deny),
 		conns:  make(chan net.Conn), closed: make(chan struct{}),
 	}
 	l.wg.Add(1)
@@ -142,10 +171,11 @@ func (l *tlsLayer) handshake(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	tracked := l.track(tc)
 	select {
-	case l.conns <- tc:
+	case l.conns <- tracked:
 	case <-l.closed:
-		_ = tc.Close()
+		_ = tracked.Close()
 	}
 }
 
@@ -192,16 +222,16 @@ func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net
 		_ = c.Close()
 		return nil, fmt.Errorf("raft dial %s: TLS: %w", address, err)
 	}
-	return tc, nil
+	return l.track(tc), nil
 }
 
 // newTransport is the Raft network transport: plain TCP, or the TLS layer
-// when cfg.TLS is set.
-func newTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, error) {
+// when cfg.TLS is set, refusing the certificates store's deny list names.
+func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, error) {
 	if cfg.TLS == nil {
 		return hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
 	}
-	layer, err := newTLSLayer(cfg.Bind, adv, cfg.TLS, log)
+	layer, err := newTLSLayer(cfg.Bind, adv, cfg.TLS, store, log)
 	if err != nil {
 		return nil, err
 	}
@@ -215,5 +245,8 @@ func newTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Logger)
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
 	})
 	layer.watchFiles(cfg.TLS, caCheckInterval, trans.CloseStreams)
+	// Closing a connection may wait for its TLS close_notify to be
+	// written: never on the FSM's goroutine.
+	store.OnDeny(func() { go layer.endDenied() })
 	return trans, nil
 }

@@ -77,7 +77,7 @@ func TestTLSTransportRefusesForgedRPCs(t *testing.T) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	tlsAttacker := func(src *pki.Source) *hraft.NetworkTransport {
-		layer, err := newTLSLayer("127.0.0.1:0", nil, src, quiet)
+		layer, err := newTLSLayer("127.0.0.1:0", nil, src, nil, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestTLSLayerClosesStreamsWhenFilesChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer, err := newTLSLayer("127.0.0.1:0", nil, src, slog.New(slog.DiscardHandler))
+	layer, err := newTLSLayer("127.0.0.1:0", nil, src, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (s *Store) Capture() *Capture {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	meta := &statev1.Snapshot{Fabric: s.fabric, FabricIndex: s.fabricIndex, ClusterId: s.clusterID,
-		Measurements: sortedMeasurements(s.measurements)}
+		Measurements: sortedMeasurements(s.measurements), DeniedCertificates: sortedDenied(s.denied)}
 	meta.Plans = byKey(s.plans)
 	meta.Servers = byKey(s.servers)
 	entries := byKey(s.nodes)
@@ -179,21 +179,30 @@ func (r *Restorer) Finish(index uint64, meta *statev1.Snapshot) error {
 		}
 		measurements[m.GetId()] = m
 	}
+	denied, err := restoreDenied(meta.GetDeniedCertificates())
+	if err != nil {
+		return err
+	}
 	servers := make(map[string]*statev1.RegisterServer, len(meta.GetServers()))
 	for _, sv := range meta.GetServers() {
 		servers[sv.GetServerId()] = sv
 	}
 	g := r.g
 	if f := meta.GetFabric(); f != nil {
-		var err error
 		if g, err = g.WithFabric(f); err != nil {
 			return fmt.Errorf("snapshot fabric: %w", err)
 		}
 	}
 	s.mu.Lock()
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = r.nodes, meta.GetFabric(), meta.GetFabricIndex(), g, index, plans
-	s.servers, s.clusterID, s.measurements = servers, meta.GetClusterId(), measurements
+	s.servers, s.clusterID, s.measurements, s.denied = servers, meta.GetClusterId(), measurements, denied
+	hooks := s.onDeny
 	s.mu.Unlock()
+	if len(denied) > 0 {
+		for _, fn := range hooks {
+			fn()
+		}
+	}
 	s.watchers.restored(index)
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_FABRIC_IMPORTED, At: time.Now()})
 	return nil

@@ -52,6 +52,10 @@ type Store struct {
 	clusterID string
 	// measurements are the calibration measurements by id.
 	measurements map[string]*ginv1.Measurement
+	// denied is the certificate deny list by serial; onDeny are told when
+	// it grows.
+	denied map[string]*ginv1.DeniedCertificate
+	onDeny []func()
 
 	watchers watchers
 }
@@ -62,7 +66,8 @@ func New(log *slog.Logger) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g, _ := graph.Build(nil, nil)
-	return &Store{log: log, codec: &invCodec{}, nodes: map[string]*nodeEntry{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{}}
+	return &Store{log: log, codec: &invCodec{}, nodes: map[string]*nodeEntry{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{},
+		denied: map[string]*ginv1.DeniedCertificate{}}
 }
 
 // Index is the Raft index of the last applied entry.
@@ -202,6 +207,9 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 	if err != nil {
 		return Result{Index: index, Generation: prevHead.generation()}, err
 	}
+	if err := CheckBinding(name, prevHead.binding(), cmd.GetBinding()); err != nil {
+		return Result{Index: index, Generation: prevHead.generation()}, err
+	}
 	if dup, err := checkInventory(prevHead, inv, hash); err != nil || dup {
 		return Result{Index: index, Generation: prevHead.generation()}, err
 	}
@@ -217,6 +225,10 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 		ContentHash:  hash,
 		State:        ginv1.NodeState_NODE_STATE_UP,
 		UpdatedIndex: index,
+		Binding:      prevHead.binding(),
+	}
+	if rec.Binding.GetIdentity() == "" && cmd.GetBinding().GetIdentity() != "" {
+		rec.Binding = cmd.GetBinding() // the first registration over TLS binds the name
 	}
 	if prev != nil {
 		p := prev.head.Record
@@ -306,6 +318,14 @@ func (s *Store) SetNodeState(index uint64, cmd *statev1.SetNodeState) (Result, e
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_STATE, Node: cmd.GetNodeName(), At: eventTime(cmd.GetAt()),
 		OldState: prev.head.State(), NewState: cmd.GetState(), Reason: cmd.GetReason()})
 	return Result{Index: index, Changed: true, Generation: prev.head.Generation}, nil
+}
+
+// binding is the node's certificate binding, nil for no node (or none).
+func (h *NodeHead) binding() *statev1.NodeBinding {
+	if h == nil {
+		return nil
+	}
+	return h.Record.GetBinding()
 }
 
 // generation is the held generation, 0 for no node.

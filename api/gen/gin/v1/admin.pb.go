@@ -9,6 +9,7 @@ package ginv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -20,6 +21,476 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// DeniedCertificate is one entry of the deny list.
+type DeniedCertificate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The certificate's serial number in upper-case hex without separators,
+	// as `openssl x509 -serial` and `ginctl tls cert create` print it.
+	Serial string `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the entry was committed (the leader's clock).
+	DeniedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=denied_at,json=deniedAt,proto3" json:"denied_at,omitempty"`
+	// The identity that denied it (spiffe://gin/admin/...), "" without TLS.
+	DeniedBy string `protobuf:"bytes,4,opt,name=denied_by,json=deniedBy,proto3" json:"denied_by,omitempty"`
+	// Raft index that committed it.
+	Index         uint64 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeniedCertificate) Reset() {
+	*x = DeniedCertificate{}
+	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeniedCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeniedCertificate) ProtoMessage() {}
+
+func (x *DeniedCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeniedCertificate.ProtoReflect.Descriptor instead.
+func (*DeniedCertificate) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *DeniedCertificate) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *DeniedCertificate) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeniedCertificate) GetDeniedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeniedAt
+	}
+	return nil
+}
+
+func (x *DeniedCertificate) GetDeniedBy() string {
+	if x != nil {
+		return x.DeniedBy
+	}
+	return ""
+}
+
+func (x *DeniedCertificate) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// DenyCertificateRequest names a certificate by its serial (hex; either
+// case; with or without ':' between bytes; an "0x" or "serial=" prefix is
+// accepted).
+type DenyCertificateRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Serial string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	// Why (at most 256 bytes), shown in the refusals and the list.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyCertificateRequest) Reset() {
+	*x = DenyCertificateRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyCertificateRequest) ProtoMessage() {}
+
+func (x *DenyCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyCertificateRequest.ProtoReflect.Descriptor instead.
+func (*DenyCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DenyCertificateRequest) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *DenyCertificateRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// DenyCertificateResponse is the entry as stored.
+type DenyCertificateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Entry *DeniedCertificate     `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	// False when the serial was already denied (the first entry is kept).
+	Changed       bool   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyCertificateResponse) Reset() {
+	*x = DenyCertificateResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyCertificateResponse) ProtoMessage() {}
+
+func (x *DenyCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyCertificateResponse.ProtoReflect.Descriptor instead.
+func (*DenyCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DenyCertificateResponse) GetEntry() *DeniedCertificate {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+func (x *DenyCertificateResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *DenyCertificateResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// AllowCertificateRequest names a denied serial.
+type AllowCertificateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Serial        string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowCertificateRequest) Reset() {
+	*x = AllowCertificateRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowCertificateRequest) ProtoMessage() {}
+
+func (x *AllowCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowCertificateRequest.ProtoReflect.Descriptor instead.
+func (*AllowCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AllowCertificateRequest) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+// AllowCertificateResponse says whether the serial was on the list.
+type AllowCertificateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changed       bool                   `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
+	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowCertificateResponse) Reset() {
+	*x = AllowCertificateResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowCertificateResponse) ProtoMessage() {}
+
+func (x *AllowCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowCertificateResponse.ProtoReflect.Descriptor instead.
+func (*AllowCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AllowCertificateResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *AllowCertificateResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// ListDeniedCertificatesRequest asks for the deny list.
+type ListDeniedCertificatesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeniedCertificatesRequest) Reset() {
+	*x = ListDeniedCertificatesRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeniedCertificatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeniedCertificatesRequest) ProtoMessage() {}
+
+func (x *ListDeniedCertificatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeniedCertificatesRequest.ProtoReflect.Descriptor instead.
+func (*ListDeniedCertificatesRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+// ListDeniedCertificatesResponse is the deny list, sorted by serial.
+type ListDeniedCertificatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*DeniedCertificate   `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeniedCertificatesResponse) Reset() {
+	*x = ListDeniedCertificatesResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeniedCertificatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeniedCertificatesResponse) ProtoMessage() {}
+
+func (x *ListDeniedCertificatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeniedCertificatesResponse.ProtoReflect.Descriptor instead.
+func (*ListDeniedCertificatesResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListDeniedCertificatesResponse) GetEntries() []*DeniedCertificate {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// DeleteNodeRequest names a node to remove.
+type DeleteNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNodeRequest) Reset() {
+	*x = DeleteNodeRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNodeRequest) ProtoMessage() {}
+
+func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeleteNodeRequest) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+// DeleteNodeResponse says where the removal was committed.
+type DeleteNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNodeResponse) Reset() {
+	*x = DeleteNodeResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNodeResponse) ProtoMessage() {}
+
+func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
+func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeleteNodeResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
 
 // JoinRequest asks the leader to add the calling server.
 type JoinRequest struct {
@@ -37,7 +508,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	mi := &file_gin_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +520,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[0]
+	mi := &file_gin_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +533,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JoinRequest) GetServerId() string {
@@ -104,7 +575,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	mi := &file_gin_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +587,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[1]
+	mi := &file_gin_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +600,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JoinResponse) GetClusterId() string {
@@ -156,7 +627,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	mi := &file_gin_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -168,7 +639,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[2]
+	mi := &file_gin_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -181,7 +652,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RemoveServerRequest) GetServerId() string {
@@ -201,7 +672,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	mi := &file_gin_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -213,7 +684,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[3]
+	mi := &file_gin_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -226,7 +697,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoveServerResponse) GetIndex() uint64 {
@@ -246,7 +717,7 @@ type ImportFabricRequest struct {
 
 func (x *ImportFabricRequest) Reset() {
 	*x = ImportFabricRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	mi := &file_gin_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +729,7 @@ func (x *ImportFabricRequest) String() string {
 func (*ImportFabricRequest) ProtoMessage() {}
 
 func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[4]
+	mi := &file_gin_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +742,7 @@ func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricRequest.ProtoReflect.Descriptor instead.
 func (*ImportFabricRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ImportFabricRequest) GetFabric() *FabricTopology {
@@ -299,7 +770,7 @@ type ImportFabricResponse struct {
 
 func (x *ImportFabricResponse) Reset() {
 	*x = ImportFabricResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[5]
+	mi := &file_gin_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -311,7 +782,7 @@ func (x *ImportFabricResponse) String() string {
 func (*ImportFabricResponse) ProtoMessage() {}
 
 func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[5]
+	mi := &file_gin_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -324,7 +795,7 @@ func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricResponse.ProtoReflect.Descriptor instead.
 func (*ImportFabricResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ImportFabricResponse) GetIndex() uint64 {
@@ -371,7 +842,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[6]
+	mi := &file_gin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +854,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[6]
+	mi := &file_gin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +867,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 // Member is one server of the Raft configuration.
@@ -415,7 +886,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_gin_v1_admin_proto_msgTypes[7]
+	mi := &file_gin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +898,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[7]
+	mi := &file_gin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +911,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Member) GetId() string {
@@ -504,7 +975,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[8]
+	mi := &file_gin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +987,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[8]
+	mi := &file_gin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +1000,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetClusterInfoResponse) GetServerId() string {
@@ -620,7 +1091,32 @@ var File_gin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\"\x93\x01\n" +
+	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x01\n" +
+	"\x11DeniedCertificate\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x127\n" +
+	"\tdenied_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeniedAt\x12\x1b\n" +
+	"\tdenied_by\x18\x04 \x01(\tR\bdeniedBy\x12\x14\n" +
+	"\x05index\x18\x05 \x01(\x04R\x05index\"H\n" +
+	"\x16DenyCertificateRequest\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"z\n" +
+	"\x17DenyCertificateResponse\x12/\n" +
+	"\x05entry\x18\x01 \x01(\v2\x19.gin.v1.DeniedCertificateR\x05entry\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"1\n" +
+	"\x17AllowCertificateRequest\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\"J\n" +
+	"\x18AllowCertificateResponse\x12\x18\n" +
+	"\achanged\x18\x01 \x01(\bR\achanged\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"\x1f\n" +
+	"\x1dListDeniedCertificatesRequest\"U\n" +
+	"\x1eListDeniedCertificatesResponse\x123\n" +
+	"\aentries\x18\x01 \x03(\v2\x19.gin.v1.DeniedCertificateR\aentries\"0\n" +
+	"\x11DeleteNodeRequest\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\"*\n" +
+	"\x12DeleteNodeResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x93\x01\n" +
 	"\vJoinRequest\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
@@ -665,12 +1161,17 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\thas_state\x18\n" +
 	" \x01(\bR\bhasState\x12!\n" +
 	"\fraft_address\x18\v \x01(\tR\vraftAddress\x12%\n" +
-	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\xa8\x02\n" +
+	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\x81\x05\n" +
 	"\fAdminService\x12I\n" +
 	"\fImportFabric\x12\x1b.gin.v1.ImportFabricRequest\x1a\x1c.gin.v1.ImportFabricResponse\x12O\n" +
 	"\x0eGetClusterInfo\x12\x1d.gin.v1.GetClusterInfoRequest\x1a\x1e.gin.v1.GetClusterInfoResponse\x121\n" +
 	"\x04Join\x12\x13.gin.v1.JoinRequest\x1a\x14.gin.v1.JoinResponse\x12I\n" +
-	"\fRemoveServer\x12\x1b.gin.v1.RemoveServerRequest\x1a\x1c.gin.v1.RemoveServerResponseB2Z0github.com/gin-topology/gin/api/gen/gin/v1;ginv1b\x06proto3"
+	"\fRemoveServer\x12\x1b.gin.v1.RemoveServerRequest\x1a\x1c.gin.v1.RemoveServerResponse\x12R\n" +
+	"\x0fDenyCertificate\x12\x1e.gin.v1.DenyCertificateRequest\x1a\x1f.gin.v1.DenyCertificateResponse\x12U\n" +
+	"\x10AllowCertificate\x12\x1f.gin.v1.AllowCertificateRequest\x1a .gin.v1.AllowCertificateResponse\x12g\n" +
+	"\x16ListDeniedCertificates\x12%.gin.v1.ListDeniedCertificatesRequest\x1a&.gin.v1.ListDeniedCertificatesResponse\x12C\n" +
+	"\n" +
+	"DeleteNode\x12\x19.gin.v1.DeleteNodeRequest\x1a\x1a.gin.v1.DeleteNodeResponseB2Z0github.com/gin-topology/gin/api/gen/gin/v1;ginv1b\x06proto3"
 
 var (
 	file_gin_v1_admin_proto_rawDescOnce sync.Once
@@ -684,35 +1185,56 @@ func file_gin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gin_v1_admin_proto_rawDescData
 }
 
-var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_gin_v1_admin_proto_goTypes = []any{
-	(*JoinRequest)(nil),            // 0: gin.v1.JoinRequest
-	(*JoinResponse)(nil),           // 1: gin.v1.JoinResponse
-	(*RemoveServerRequest)(nil),    // 2: gin.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),   // 3: gin.v1.RemoveServerResponse
-	(*ImportFabricRequest)(nil),    // 4: gin.v1.ImportFabricRequest
-	(*ImportFabricResponse)(nil),   // 5: gin.v1.ImportFabricResponse
-	(*GetClusterInfoRequest)(nil),  // 6: gin.v1.GetClusterInfoRequest
-	(*Member)(nil),                 // 7: gin.v1.Member
-	(*GetClusterInfoResponse)(nil), // 8: gin.v1.GetClusterInfoResponse
-	(*FabricTopology)(nil),         // 9: gin.v1.FabricTopology
+	(*DeniedCertificate)(nil),              // 0: gin.v1.DeniedCertificate
+	(*DenyCertificateRequest)(nil),         // 1: gin.v1.DenyCertificateRequest
+	(*DenyCertificateResponse)(nil),        // 2: gin.v1.DenyCertificateResponse
+	(*AllowCertificateRequest)(nil),        // 3: gin.v1.AllowCertificateRequest
+	(*AllowCertificateResponse)(nil),       // 4: gin.v1.AllowCertificateResponse
+	(*ListDeniedCertificatesRequest)(nil),  // 5: gin.v1.ListDeniedCertificatesRequest
+	(*ListDeniedCertificatesResponse)(nil), // 6: gin.v1.ListDeniedCertificatesResponse
+	(*DeleteNodeRequest)(nil),              // 7: gin.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),             // 8: gin.v1.DeleteNodeResponse
+	(*JoinRequest)(nil),                    // 9: gin.v1.JoinRequest
+	(*JoinResponse)(nil),                   // 10: gin.v1.JoinResponse
+	(*RemoveServerRequest)(nil),            // 11: gin.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),           // 12: gin.v1.RemoveServerResponse
+	(*ImportFabricRequest)(nil),            // 13: gin.v1.ImportFabricRequest
+	(*ImportFabricResponse)(nil),           // 14: gin.v1.ImportFabricResponse
+	(*GetClusterInfoRequest)(nil),          // 15: gin.v1.GetClusterInfoRequest
+	(*Member)(nil),                         // 16: gin.v1.Member
+	(*GetClusterInfoResponse)(nil),         // 17: gin.v1.GetClusterInfoResponse
+	(*timestamppb.Timestamp)(nil),          // 18: google.protobuf.Timestamp
+	(*FabricTopology)(nil),                 // 19: gin.v1.FabricTopology
 }
 var file_gin_v1_admin_proto_depIdxs = []int32{
-	9, // 0: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
-	7, // 1: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
-	4, // 2: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
-	6, // 3: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
-	0, // 4: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
-	2, // 5: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
-	5, // 6: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
-	8, // 7: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
-	1, // 8: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
-	3, // 9: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
-	6, // [6:10] is the sub-list for method output_type
-	2, // [2:6] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	18, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
+	0,  // 1: gin.v1.DenyCertificateResponse.entry:type_name -> gin.v1.DeniedCertificate
+	0,  // 2: gin.v1.ListDeniedCertificatesResponse.entries:type_name -> gin.v1.DeniedCertificate
+	19, // 3: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
+	16, // 4: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
+	13, // 5: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
+	15, // 6: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
+	9,  // 7: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
+	11, // 8: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
+	1,  // 9: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
+	3,  // 10: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
+	5,  // 11: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
+	7,  // 12: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
+	14, // 13: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
+	17, // 14: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
+	10, // 15: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
+	12, // 16: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
+	2,  // 17: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
+	4,  // 18: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
+	6,  // 19: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
+	8,  // 20: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_admin_proto_init() }
@@ -727,7 +1249,7 @@ func file_gin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_admin_proto_rawDesc), len(file_gin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

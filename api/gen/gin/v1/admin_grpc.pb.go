@@ -19,18 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ImportFabric_FullMethodName   = "/gin.v1.AdminService/ImportFabric"
-	AdminService_GetClusterInfo_FullMethodName = "/gin.v1.AdminService/GetClusterInfo"
-	AdminService_Join_FullMethodName           = "/gin.v1.AdminService/Join"
-	AdminService_RemoveServer_FullMethodName   = "/gin.v1.AdminService/RemoveServer"
+	AdminService_ImportFabric_FullMethodName           = "/gin.v1.AdminService/ImportFabric"
+	AdminService_GetClusterInfo_FullMethodName         = "/gin.v1.AdminService/GetClusterInfo"
+	AdminService_Join_FullMethodName                   = "/gin.v1.AdminService/Join"
+	AdminService_RemoveServer_FullMethodName           = "/gin.v1.AdminService/RemoveServer"
+	AdminService_DenyCertificate_FullMethodName        = "/gin.v1.AdminService/DenyCertificate"
+	AdminService_AllowCertificate_FullMethodName       = "/gin.v1.AdminService/AllowCertificate"
+	AdminService_ListDeniedCertificates_FullMethodName = "/gin.v1.AdminService/ListDeniedCertificates"
+	AdminService_DeleteNode_FullMethodName             = "/gin.v1.AdminService/DeleteNode"
 )
 
 // AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// AdminService is cluster administration: fabric imports and the state of the
-// Raft cluster. Membership changes (join, remove, transfer) are added here.
+// AdminService is cluster administration: fabric imports, the state of the
+// Raft cluster, membership, the certificate deny list and node removal.
 type AdminServiceClient interface {
 	ImportFabric(ctx context.Context, in *ImportFabricRequest, opts ...grpc.CallOption) (*ImportFabricResponse, error)
 	GetClusterInfo(ctx context.Context, in *GetClusterInfoRequest, opts ...grpc.CallOption) (*GetClusterInfoResponse, error)
@@ -39,6 +43,18 @@ type AdminServiceClient interface {
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	// Removes a server (a dead one, or one being decommissioned).
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
+	// Puts a certificate serial on the replicated deny list: from the commit
+	// on, every master refuses that certificate (gRPC calls UNAUTHENTICATED,
+	// open connections closed, Raft handshakes refused). More than
+	// MaxDeniedCertificates entries: RESOURCE_EXHAUSTED.
+	DenyCertificate(ctx context.Context, in *DenyCertificateRequest, opts ...grpc.CallOption) (*DenyCertificateResponse, error)
+	// Takes a serial off the deny list.
+	AllowCertificate(ctx context.Context, in *AllowCertificateRequest, opts ...grpc.CallOption) (*AllowCertificateResponse, error)
+	// The deny list, by serial.
+	ListDeniedCertificates(ctx context.Context, in *ListDeniedCertificatesRequest, opts ...grpc.CallOption) (*ListDeniedCertificatesResponse, error)
+	// Removes a node and its binding (NOT_FOUND for an unknown name;
+	// FAILED_PRECONDITION while its agent holds a session).
+	DeleteNode(ctx context.Context, in *DeleteNodeRequest, opts ...grpc.CallOption) (*DeleteNodeResponse, error)
 }
 
 type adminServiceClient struct {
@@ -89,12 +105,52 @@ func (c *adminServiceClient) RemoveServer(ctx context.Context, in *RemoveServerR
 	return out, nil
 }
 
+func (c *adminServiceClient) DenyCertificate(ctx context.Context, in *DenyCertificateRequest, opts ...grpc.CallOption) (*DenyCertificateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DenyCertificateResponse)
+	err := c.cc.Invoke(ctx, AdminService_DenyCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) AllowCertificate(ctx context.Context, in *AllowCertificateRequest, opts ...grpc.CallOption) (*AllowCertificateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AllowCertificateResponse)
+	err := c.cc.Invoke(ctx, AdminService_AllowCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListDeniedCertificates(ctx context.Context, in *ListDeniedCertificatesRequest, opts ...grpc.CallOption) (*ListDeniedCertificatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDeniedCertificatesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListDeniedCertificates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteNode(ctx context.Context, in *DeleteNodeRequest, opts ...grpc.CallOption) (*DeleteNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteNodeResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
-// AdminService is cluster administration: fabric imports and the state of the
-// Raft cluster. Membership changes (join, remove, transfer) are added here.
+// AdminService is cluster administration: fabric imports, the state of the
+// Raft cluster, membership, the certificate deny list and node removal.
 type AdminServiceServer interface {
 	ImportFabric(context.Context, *ImportFabricRequest) (*ImportFabricResponse, error)
 	GetClusterInfo(context.Context, *GetClusterInfoRequest) (*GetClusterInfoResponse, error)
@@ -103,6 +159,18 @@ type AdminServiceServer interface {
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
 	// Removes a server (a dead one, or one being decommissioned).
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
+	// Puts a certificate serial on the replicated deny list: from the commit
+	// on, every master refuses that certificate (gRPC calls UNAUTHENTICATED,
+	// open connections closed, Raft handshakes refused). More than
+	// MaxDeniedCertificates entries: RESOURCE_EXHAUSTED.
+	DenyCertificate(context.Context, *DenyCertificateRequest) (*DenyCertificateResponse, error)
+	// Takes a serial off the deny list.
+	AllowCertificate(context.Context, *AllowCertificateRequest) (*AllowCertificateResponse, error)
+	// The deny list, by serial.
+	ListDeniedCertificates(context.Context, *ListDeniedCertificatesRequest) (*ListDeniedCertificatesResponse, error)
+	// Removes a node and its binding (NOT_FOUND for an unknown name;
+	// FAILED_PRECONDITION while its agent holds a session).
+	DeleteNode(context.Context, *DeleteNodeRequest) (*DeleteNodeResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -124,6 +192,18 @@ func (UnimplementedAdminServiceServer) Join(context.Context, *JoinRequest) (*Joi
 }
 func (UnimplementedAdminServiceServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveServer not implemented")
+}
+func (UnimplementedAdminServiceServer) DenyCertificate(context.Context, *DenyCertificateRequest) (*DenyCertificateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DenyCertificate not implemented")
+}
+func (UnimplementedAdminServiceServer) AllowCertificate(context.Context, *AllowCertificateRequest) (*AllowCertificateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AllowCertificate not implemented")
+}
+func (UnimplementedAdminServiceServer) ListDeniedCertificates(context.Context, *ListDeniedCertificatesRequest) (*ListDeniedCertificatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDeniedCertificates not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteNode(context.Context, *DeleteNodeRequest) (*DeleteNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteNode not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -218,6 +298,78 @@ func _AdminService_RemoveServer_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_DenyCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DenyCertificateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DenyCertificate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DenyCertificate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DenyCertificate(ctx, req.(*DenyCertificateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_AllowCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AllowCertificateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AllowCertificate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AllowCertificate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AllowCertificate(ctx, req.(*AllowCertificateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListDeniedCertificates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDeniedCertificatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListDeniedCertificates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListDeniedCertificates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListDeniedCertificates(ctx, req.(*ListDeniedCertificatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteNode(ctx, req.(*DeleteNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -240,6 +392,22 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveServer",
 			Handler:    _AdminService_RemoveServer_Handler,
+		},
+		{
+			MethodName: "DenyCertificate",
+			Handler:    _AdminService_DenyCertificate_Handler,
+		},
+		{
+			MethodName: "AllowCertificate",
+			Handler:    _AdminService_AllowCertificate_Handler,
+		},
+		{
+			MethodName: "ListDeniedCertificates",
+			Handler:    _AdminService_ListDeniedCertificates_Handler,
+		},
+		{
+			MethodName: "DeleteNode",
+			Handler:    _AdminService_DeleteNode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

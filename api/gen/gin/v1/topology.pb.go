@@ -273,6 +273,8 @@ const (
 	WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED WatchEventKind = 4
 	// A job's plan was deleted (job_id; reason: "expired", "deleted by request").
 	WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED WatchEventKind = 5
+	// A node was deleted (node; `ginctl node delete`).
+	WatchEventKind_WATCH_EVENT_KIND_NODE_DELETED WatchEventKind = 6
 )
 
 // Enum value maps for WatchEventKind.
@@ -284,6 +286,7 @@ var (
 		3: "WATCH_EVENT_KIND_FABRIC_IMPORTED",
 		4: "WATCH_EVENT_KIND_PLAN_PINNED",
 		5: "WATCH_EVENT_KIND_PLAN_DELETED",
+		6: "WATCH_EVENT_KIND_NODE_DELETED",
 	}
 	WatchEventKind_value = map[string]int32{
 		"WATCH_EVENT_KIND_UNSPECIFIED":     0,
@@ -292,6 +295,7 @@ var (
 		"WATCH_EVENT_KIND_FABRIC_IMPORTED": 3,
 		"WATCH_EVENT_KIND_PLAN_PINNED":     4,
 		"WATCH_EVENT_KIND_PLAN_DELETED":    5,
+		"WATCH_EVENT_KIND_NODE_DELETED":    6,
 	}
 )
 
@@ -1801,14 +1805,15 @@ const file_gin_v1_topology_proto_rawDesc = "" +
 	"\x10MatrixDeviceKind\x12\"\n" +
 	"\x1eMATRIX_DEVICE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16MATRIX_DEVICE_KIND_GPU\x10\x01\x12\x1a\n" +
-	"\x16MATRIX_DEVICE_KIND_NIC\x10\x02*\xe1\x01\n" +
+	"\x16MATRIX_DEVICE_KIND_NIC\x10\x02*\x84\x02\n" +
 	"\x0eWatchEventKind\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dWATCH_EVENT_KIND_NODE_UPDATED\x10\x01\x12\x1f\n" +
 	"\x1bWATCH_EVENT_KIND_NODE_STATE\x10\x02\x12$\n" +
 	" WATCH_EVENT_KIND_FABRIC_IMPORTED\x10\x03\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_PLAN_PINNED\x10\x04\x12!\n" +
-	"\x1dWATCH_EVENT_KIND_PLAN_DELETED\x10\x052\x84\x03\n" +
+	"\x1dWATCH_EVENT_KIND_PLAN_DELETED\x10\x05\x12!\n" +
+	"\x1dWATCH_EVENT_KIND_NODE_DELETED\x10\x062\x84\x03\n" +
 	"\x0fTopologyService\x12@\n" +
 	"\tListNodes\x12\x18.gin.v1.ListNodesRequest\x1a\x19.gin.v1.ListNodesResponse\x12:\n" +
 	"\aGetNode\x12\x16.gin.v1.GetNodeRequest\x1a\x17.gin.v1.GetNodeResponse\x12=\n" +

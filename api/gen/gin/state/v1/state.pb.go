@@ -40,6 +40,9 @@ type Command struct {
 	//	*Command_SetClusterId
 	//	*Command_PutMeasurement
 	//	*Command_DeleteMeasurement
+	//	*Command_DenyCertificate
+	//	*Command_AllowCertificate
+	//	*Command_DeleteNode
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -163,6 +166,33 @@ func (x *Command) GetDeleteMeasurement() *DeleteMeasurement {
 	return nil
 }
 
+func (x *Command) GetDenyCertificate() *DenyCertificate {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DenyCertificate); ok {
+			return x.DenyCertificate
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetAllowCertificate() *AllowCertificate {
+	if x != nil {
+		if x, ok := x.Command.(*Command_AllowCertificate); ok {
+			return x.AllowCertificate
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteNode() *DeleteNode {
+	if x != nil {
+		if x, ok := x.Command.(*Command_DeleteNode); ok {
+			return x.DeleteNode
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -203,6 +233,18 @@ type Command_DeleteMeasurement struct {
 	DeleteMeasurement *DeleteMeasurement `protobuf:"bytes,21,opt,name=delete_measurement,json=deleteMeasurement,proto3,oneof"`
 }
 
+type Command_DenyCertificate struct {
+	DenyCertificate *DenyCertificate `protobuf:"bytes,22,opt,name=deny_certificate,json=denyCertificate,proto3,oneof"`
+}
+
+type Command_AllowCertificate struct {
+	AllowCertificate *AllowCertificate `protobuf:"bytes,23,opt,name=allow_certificate,json=allowCertificate,proto3,oneof"`
+}
+
+type Command_DeleteNode struct {
+	DeleteNode *DeleteNode `protobuf:"bytes,24,opt,name=delete_node,json=deleteNode,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
@@ -220,6 +262,12 @@ func (*Command_SetClusterId) isCommand_Command() {}
 func (*Command_PutMeasurement) isCommand_Command() {}
 
 func (*Command_DeleteMeasurement) isCommand_Command() {}
+
+func (*Command_DenyCertificate) isCommand_Command() {}
+
+func (*Command_AllowCertificate) isCommand_Command() {}
+
+func (*Command_DeleteNode) isCommand_Command() {}
 
 // PutMeasurement stores a calibration measurement, replacing the one with the
 // same id (the id is derived from the key, so replaying it changes nothing).
@@ -312,6 +360,218 @@ func (x *DeleteMeasurement) GetId() string {
 	return ""
 }
 
+// DenyCertificate puts a certificate serial on the deny list (every master
+// refuses that certificate from the commit on). A no-op when the serial is
+// already denied (the first entry is kept).
+type DenyCertificate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *v1.DeniedCertificate  `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyCertificate) Reset() {
+	*x = DenyCertificate{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyCertificate) ProtoMessage() {}
+
+func (x *DenyCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyCertificate.ProtoReflect.Descriptor instead.
+func (*DenyCertificate) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DenyCertificate) GetEntry() *v1.DeniedCertificate {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+// AllowCertificate takes a serial off the deny list; a no-op when absent.
+type AllowCertificate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Serial        string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowCertificate) Reset() {
+	*x = AllowCertificate{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowCertificate) ProtoMessage() {}
+
+func (x *AllowCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowCertificate.ProtoReflect.Descriptor instead.
+func (*AllowCertificate) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AllowCertificate) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+// DeleteNode removes a node's record, and with it its binding: the name can
+// be registered again by another machine or certificate. A no-op when absent.
+type DeleteNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNode) Reset() {
+	*x = DeleteNode{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNode) ProtoMessage() {}
+
+func (x *DeleteNode) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNode.ProtoReflect.Descriptor instead.
+func (*DeleteNode) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeleteNode) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *DeleteNode) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// NodeBinding is who registered a node first, with TLS on: the identity of
+// the agent certificate (spiffe://gin/agent/<name>) and the SHA-256 of the
+// public key of the CA that issued it. Later sessions for the name must
+// show a certificate of the same identity issued by the same CA key (a
+// renewed certificate does). Never sent to readers.
+type NodeBinding struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Identity    string                 `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	CaKeySha256 string                 `protobuf:"bytes,2,opt,name=ca_key_sha256,json=caKeySha256,proto3" json:"ca_key_sha256,omitempty"`
+	// Serial of the certificate that registered the node (canonical hex).
+	Serial        string `protobuf:"bytes,3,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeBinding) Reset() {
+	*x = NodeBinding{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeBinding) ProtoMessage() {}
+
+func (x *NodeBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeBinding.ProtoReflect.Descriptor instead.
+func (*NodeBinding) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NodeBinding) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *NodeBinding) GetCaKeySha256() string {
+	if x != nil {
+		return x.CaKeySha256
+	}
+	return ""
+}
+
+func (x *NodeBinding) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
 // RegisterServer records a master's client address (so that followers can
 // name the leader's address in hints). Idempotent; the latest wins.
 type RegisterServer struct {
@@ -325,7 +585,7 @@ type RegisterServer struct {
 
 func (x *RegisterServer) Reset() {
 	*x = RegisterServer{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -337,7 +597,7 @@ func (x *RegisterServer) String() string {
 func (*RegisterServer) ProtoMessage() {}
 
 func (x *RegisterServer) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[3]
+	mi := &file_gin_state_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -350,7 +610,7 @@ func (x *RegisterServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterServer.ProtoReflect.Descriptor instead.
 func (*RegisterServer) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterServer) GetServerId() string {
@@ -384,7 +644,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +656,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[4]
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +669,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -430,7 +690,7 @@ type PutPlan struct {
 
 func (x *PutPlan) Reset() {
 	*x = PutPlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +702,7 @@ func (x *PutPlan) String() string {
 func (*PutPlan) ProtoMessage() {}
 
 func (x *PutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[5]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +715,7 @@ func (x *PutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutPlan.ProtoReflect.Descriptor instead.
 func (*PutPlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PutPlan) GetPlan() *v1.Plan {
@@ -476,7 +736,7 @@ type DeletePlan struct {
 
 func (x *DeletePlan) Reset() {
 	*x = DeletePlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +748,7 @@ func (x *DeletePlan) String() string {
 func (*DeletePlan) ProtoMessage() {}
 
 func (x *DeletePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[6]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +761,7 @@ func (x *DeletePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlan.ProtoReflect.Descriptor instead.
 func (*DeletePlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeletePlan) GetJobId() string {
@@ -525,14 +785,17 @@ type PutInventory struct {
 	Inventory   *v1.NodeInventory      `protobuf:"bytes,1,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	ContentHash string                 `protobuf:"bytes,2,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
 	// Leader's clock when the command was proposed (the FSM never reads clocks).
-	At            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	At *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	// The session's certificate, with TLS on: recorded when the command
+	// registers the node (a new name, or one registered without TLS).
+	Binding       *NodeBinding `protobuf:"bytes,4,opt,name=binding,proto3" json:"binding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutInventory) Reset() {
 	*x = PutInventory{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +807,7 @@ func (x *PutInventory) String() string {
 func (*PutInventory) ProtoMessage() {}
 
 func (x *PutInventory) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[7]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +820,7 @@ func (x *PutInventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutInventory.ProtoReflect.Descriptor instead.
 func (*PutInventory) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PutInventory) GetInventory() *v1.NodeInventory {
@@ -581,6 +844,13 @@ func (x *PutInventory) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PutInventory) GetBinding() *NodeBinding {
+	if x != nil {
+		return x.Binding
+	}
+	return nil
+}
+
 // SetNodeState changes a node's liveness state.
 type SetNodeState struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -594,7 +864,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +876,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +889,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetNodeState) GetNodeName() string {
@@ -660,7 +930,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +942,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +955,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -704,13 +974,15 @@ type NodeRecord struct {
 	StateReason    string                 `protobuf:"bytes,4,opt,name=state_reason,json=stateReason,proto3" json:"state_reason,omitempty"`
 	StateChangedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=state_changed_at,json=stateChangedAt,proto3" json:"state_changed_at,omitempty"`
 	UpdatedIndex   uint64                 `protobuf:"varint,6,opt,name=updated_index,json=updatedIndex,proto3" json:"updated_index,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set when the node was registered over TLS.
+	Binding       *NodeBinding `protobuf:"bytes,7,opt,name=binding,proto3" json:"binding,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[10]
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +994,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[10]
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +1007,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{10}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -780,25 +1052,33 @@ func (x *NodeRecord) GetUpdatedIndex() uint64 {
 	return 0
 }
 
+func (x *NodeRecord) GetBinding() *NodeBinding {
+	if x != nil {
+		return x.Binding
+	}
+	return nil
+}
+
 // Snapshot is the whole replicated state, as written to a Raft snapshot.
 type Snapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Incremented when the snapshot layout changes incompatibly.
-	FormatVersion uint32             `protobuf:"varint,1,opt,name=format_version,json=formatVersion,proto3" json:"format_version,omitempty"`
-	Nodes         []*NodeRecord      `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Fabric        *v1.FabricTopology `protobuf:"bytes,3,opt,name=fabric,proto3" json:"fabric,omitempty"`
-	FabricIndex   uint64             `protobuf:"varint,4,opt,name=fabric_index,json=fabricIndex,proto3" json:"fabric_index,omitempty"`
-	Plans         []*v1.Plan         `protobuf:"bytes,5,rep,name=plans,proto3" json:"plans,omitempty"`
-	Servers       []*RegisterServer  `protobuf:"bytes,6,rep,name=servers,proto3" json:"servers,omitempty"`
-	ClusterId     string             `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Measurements  []*v1.Measurement  `protobuf:"bytes,20,rep,name=measurements,proto3" json:"measurements,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FormatVersion      uint32                  `protobuf:"varint,1,opt,name=format_version,json=formatVersion,proto3" json:"format_version,omitempty"`
+	Nodes              []*NodeRecord           `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Fabric             *v1.FabricTopology      `protobuf:"bytes,3,opt,name=fabric,proto3" json:"fabric,omitempty"`
+	FabricIndex        uint64                  `protobuf:"varint,4,opt,name=fabric_index,json=fabricIndex,proto3" json:"fabric_index,omitempty"`
+	Plans              []*v1.Plan              `protobuf:"bytes,5,rep,name=plans,proto3" json:"plans,omitempty"`
+	Servers            []*RegisterServer       `protobuf:"bytes,6,rep,name=servers,proto3" json:"servers,omitempty"`
+	ClusterId          string                  `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Measurements       []*v1.Measurement       `protobuf:"bytes,20,rep,name=measurements,proto3" json:"measurements,omitempty"`
+	DeniedCertificates []*v1.DeniedCertificate `protobuf:"bytes,21,rep,name=denied_certificates,json=deniedCertificates,proto3" json:"denied_certificates,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[11]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +1090,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[11]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1103,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{11}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -882,11 +1162,18 @@ func (x *Snapshot) GetMeasurements() []*v1.Measurement {
 	return nil
 }
 
+func (x *Snapshot) GetDeniedCertificates() []*v1.DeniedCertificate {
+	if x != nil {
+		return x.DeniedCertificates
+	}
+	return nil
+}
+
 var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\x04\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x12gin/v1/admin.proto\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x06\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
@@ -897,12 +1184,28 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x0fregister_server\x18\x06 \x01(\v2\x1c.gin.state.v1.RegisterServerH\x00R\x0eregisterServer\x12B\n" +
 	"\x0eset_cluster_id\x18\a \x01(\v2\x1a.gin.state.v1.SetClusterIdH\x00R\fsetClusterId\x12G\n" +
 	"\x0fput_measurement\x18\x14 \x01(\v2\x1c.gin.state.v1.PutMeasurementH\x00R\x0eputMeasurement\x12P\n" +
-	"\x12delete_measurement\x18\x15 \x01(\v2\x1f.gin.state.v1.DeleteMeasurementH\x00R\x11deleteMeasurementB\t\n" +
+	"\x12delete_measurement\x18\x15 \x01(\v2\x1f.gin.state.v1.DeleteMeasurementH\x00R\x11deleteMeasurement\x12J\n" +
+	"\x10deny_certificate\x18\x16 \x01(\v2\x1d.gin.state.v1.DenyCertificateH\x00R\x0fdenyCertificate\x12M\n" +
+	"\x11allow_certificate\x18\x17 \x01(\v2\x1e.gin.state.v1.AllowCertificateH\x00R\x10allowCertificate\x12;\n" +
+	"\vdelete_node\x18\x18 \x01(\v2\x18.gin.state.v1.DeleteNodeH\x00R\n" +
+	"deleteNodeB\t\n" +
 	"\acommandJ\x04\b\b\x10\x10\"G\n" +
 	"\x0ePutMeasurement\x125\n" +
 	"\vmeasurement\x18\x01 \x01(\v2\x13.gin.v1.MeasurementR\vmeasurement\"#\n" +
 	"\x11DeleteMeasurement\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"w\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"B\n" +
+	"\x0fDenyCertificate\x12/\n" +
+	"\x05entry\x18\x01 \x01(\v2\x19.gin.v1.DeniedCertificateR\x05entry\"*\n" +
+	"\x10AllowCertificate\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\"U\n" +
+	"\n" +
+	"DeleteNode\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"e\n" +
+	"\vNodeBinding\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
+	"\rca_key_sha256\x18\x02 \x01(\tR\vcaKeySha256\x12\x16\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\"w\n" +
 	"\x0eRegisterServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
 	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
@@ -915,18 +1218,19 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
 	"DeletePlan\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x92\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc7\x01\n" +
 	"\fPutInventory\x123\n" +
 	"\tinventory\x18\x01 \x01(\v2\x15.gin.v1.NodeInventoryR\tinventory\x12!\n" +
 	"\fcontent_hash\x18\x02 \x01(\tR\vcontentHash\x12*\n" +
-	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x98\x01\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x123\n" +
+	"\abinding\x18\x04 \x01(\v2\x19.gin.state.v1.NodeBindingR\abinding\"\x98\x01\n" +
 	"\fSetNodeState\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12*\n" +
 	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\">\n" +
 	"\fImportFabric\x12.\n" +
-	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"\x9b\x02\n" +
+	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"\xd0\x02\n" +
 	"\n" +
 	"NodeRecord\x123\n" +
 	"\tinventory\x18\x01 \x01(\v2\x15.gin.v1.NodeInventoryR\tinventory\x12!\n" +
@@ -934,7 +1238,8 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12!\n" +
 	"\fstate_reason\x18\x04 \x01(\tR\vstateReason\x12D\n" +
 	"\x10state_changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0estateChangedAt\x12#\n" +
-	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\"\xe8\x02\n" +
+	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\x123\n" +
+	"\abinding\x18\a \x01(\v2\x19.gin.state.v1.NodeBindingR\abinding\"\xb4\x03\n" +
 	"\bSnapshot\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12.\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x18.gin.state.v1.NodeRecordR\x05nodes\x12.\n" +
@@ -944,7 +1249,8 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\aservers\x18\x06 \x03(\v2\x1c.gin.state.v1.RegisterServerR\aservers\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\a \x01(\tR\tclusterId\x127\n" +
-	"\fmeasurements\x18\x14 \x03(\v2\x13.gin.v1.MeasurementR\fmeasurementsB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
+	"\fmeasurements\x18\x14 \x03(\v2\x13.gin.v1.MeasurementR\fmeasurements\x12J\n" +
+	"\x13denied_certificates\x18\x15 \x03(\v2\x19.gin.v1.DeniedCertificateR\x12deniedCertificatesB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
 
 var (
 	file_gin_state_v1_state_proto_rawDescOnce sync.Once
@@ -958,57 +1264,70 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
 	(*PutMeasurement)(nil),        // 1: gin.state.v1.PutMeasurement
 	(*DeleteMeasurement)(nil),     // 2: gin.state.v1.DeleteMeasurement
-	(*RegisterServer)(nil),        // 3: gin.state.v1.RegisterServer
-	(*SetClusterId)(nil),          // 4: gin.state.v1.SetClusterId
-	(*PutPlan)(nil),               // 5: gin.state.v1.PutPlan
-	(*DeletePlan)(nil),            // 6: gin.state.v1.DeletePlan
-	(*PutInventory)(nil),          // 7: gin.state.v1.PutInventory
-	(*SetNodeState)(nil),          // 8: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 9: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 10: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 11: gin.state.v1.Snapshot
-	(*v1.Measurement)(nil),        // 12: gin.v1.Measurement
-	(*v1.Plan)(nil),               // 13: gin.v1.Plan
-	(*v1.NodeInventory)(nil),      // 14: gin.v1.NodeInventory
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(v1.NodeState)(0),             // 16: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 17: gin.v1.FabricTopology
+	(*DenyCertificate)(nil),       // 3: gin.state.v1.DenyCertificate
+	(*AllowCertificate)(nil),      // 4: gin.state.v1.AllowCertificate
+	(*DeleteNode)(nil),            // 5: gin.state.v1.DeleteNode
+	(*NodeBinding)(nil),           // 6: gin.state.v1.NodeBinding
+	(*RegisterServer)(nil),        // 7: gin.state.v1.RegisterServer
+	(*SetClusterId)(nil),          // 8: gin.state.v1.SetClusterId
+	(*PutPlan)(nil),               // 9: gin.state.v1.PutPlan
+	(*DeletePlan)(nil),            // 10: gin.state.v1.DeletePlan
+	(*PutInventory)(nil),          // 11: gin.state.v1.PutInventory
+	(*SetNodeState)(nil),          // 12: gin.state.v1.SetNodeState
+	(*ImportFabric)(nil),          // 13: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 14: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 15: gin.state.v1.Snapshot
+	(*v1.Measurement)(nil),        // 16: gin.v1.Measurement
+	(*v1.DeniedCertificate)(nil),  // 17: gin.v1.DeniedCertificate
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*v1.Plan)(nil),               // 19: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 20: gin.v1.NodeInventory
+	(v1.NodeState)(0),             // 21: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 22: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
-	7,  // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
-	8,  // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	9,  // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
-	5,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
-	6,  // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
-	3,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
-	4,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
+	11, // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
+	12, // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
+	13, // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	9,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
+	10, // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
+	7,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
+	8,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
 	1,  // 7: gin.state.v1.Command.put_measurement:type_name -> gin.state.v1.PutMeasurement
 	2,  // 8: gin.state.v1.Command.delete_measurement:type_name -> gin.state.v1.DeleteMeasurement
-	12, // 9: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
-	13, // 10: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
-	14, // 11: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	15, // 12: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	16, // 13: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	15, // 14: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	17, // 15: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	14, // 16: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	16, // 17: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	15, // 18: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	10, // 19: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	17, // 20: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	13, // 21: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
-	3,  // 22: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
-	12, // 23: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	3,  // 9: gin.state.v1.Command.deny_certificate:type_name -> gin.state.v1.DenyCertificate
+	4,  // 10: gin.state.v1.Command.allow_certificate:type_name -> gin.state.v1.AllowCertificate
+	5,  // 11: gin.state.v1.Command.delete_node:type_name -> gin.state.v1.DeleteNode
+	16, // 12: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
+	17, // 13: gin.state.v1.DenyCertificate.entry:type_name -> gin.v1.DeniedCertificate
+	18, // 14: gin.state.v1.DeleteNode.at:type_name -> google.protobuf.Timestamp
+	19, // 15: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	20, // 16: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	18, // 17: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	6,  // 18: gin.state.v1.PutInventory.binding:type_name -> gin.state.v1.NodeBinding
+	21, // 19: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	18, // 20: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	22, // 21: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	20, // 22: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	21, // 23: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	18, // 24: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	6,  // 25: gin.state.v1.NodeRecord.binding:type_name -> gin.state.v1.NodeBinding
+	14, // 26: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	22, // 27: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	19, // 28: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	7,  // 29: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
+	16, // 30: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
+	17, // 31: gin.state.v1.Snapshot.denied_certificates:type_name -> gin.v1.DeniedCertificate
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -1026,6 +1345,9 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_SetClusterId)(nil),
 		(*Command_PutMeasurement)(nil),
 		(*Command_DeleteMeasurement)(nil),
+		(*Command_DenyCertificate)(nil),
+		(*Command_AllowCertificate)(nil),
+		(*Command_DeleteNode)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1033,7 +1355,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
