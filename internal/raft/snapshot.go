@@ -231,4 +231,3 @@ func (p *payloadReader) bytes(buf []byte, l uint64) ([]byte, error) {
 	p.left -= l
 	return buf, nil
 }
-
