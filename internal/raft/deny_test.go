@@ -25,6 +25,11 @@ func deny(serial string) *statev1.Command {
 		Entry: &ginv1.DeniedCertificate{Serial: serial, Reason: "test"}}}}
 }
 
+func bound(cmd *statev1.Command) *statev1.Command {
+	cmd.GetPutInventory().Binding = &statev1.NodeBinding{Identity: "spiffe://gin/agent/n1", CaKeySha256: "ab", Serial: "01"}
+	return cmd
+}
+
 // TestFSMDenyAllowDeleteAndSnapshot: the typed commands of the deny list
 // and node removal go through Apply, and the deny list through a snapshot.
 func TestFSMDenyAllowDeleteAndSnapshot(t *testing.T) {
@@ -44,7 +49,7 @@ func TestFSMDenyAllowDeleteAndSnapshot(t *testing.T) {
 		{"register", put("n1", 1, "h1"), "", true},
 		{"delete", &statev1.Command{Command: &statev1.Command_DeleteNode{DeleteNode: &statev1.DeleteNode{NodeName: "n1"}}}, "", true},
 		{"delete again", &statev1.Command{Command: &statev1.Command_DeleteNode{DeleteNode: &statev1.DeleteNode{NodeName: "n1"}}}, "", false},
-		{"register the name again", put("n1", 1, "h1"), "", true},
+		{"register the name again, over TLS", bound(put("n1", 1, "h1")), "", true},
 		{"deny a third", deny("0A1D"), "", true},
 	}
 	for i, tc := range tests {
@@ -72,6 +77,9 @@ func TestFSMDenyAllowDeleteAndSnapshot(t *testing.T) {
 	}
 	if strings.Join(serials, ",") != "0A1B,0A1D" || !proto.Equal(restored.Snapshot(), store.Snapshot()) {
 		t.Fatalf("restored deny list %v", serials)
+	}
+	if rec, _ := restored.Node("n1"); rec.GetBinding().GetIdentity() != "spiffe://gin/agent/n1" {
+		t.Fatalf("the node's binding did not survive the snapshot: %v", rec.GetBinding())
 	}
 	// The restored index covers the deny entries (the last entry was one).
 	if restored.Index() != uint64(len(tests)) {
