@@ -49,8 +49,8 @@ func TestScaledRing(t *testing.T) {
 		scaled bool
 		from   string
 	}{
-		{"8 nodes from 4", []*ginv1.Measurement{ring4}, nodes[:8], 0, true, "scaled from 4 to 8 nodes"},
-		{"2 nodes from 4", []*ginv1.Measurement{ring4}, nodes[:2], 0, true, "scaled from 4 to 2 nodes"},
+		{"8 nodes from 4", []*ginv1.Measurement{ring4}, nodes[:8], 0, true, "from 4 to 8 nodes"},
+		{"2 nodes from 4", []*ginv1.Measurement{ring4}, nodes[:2], 0, true, "from 4 to 2 nodes"},
 		{"16 nodes: 4× away", []*ginv1.Measurement{ring4}, nodes, 0, false, ""},
 		{"one node", []*ginv1.Measurement{ring4}, nodes[:1], 0, false, ""},
 		{"4 GPUs per node", []*ginv1.Measurement{ring4}, nodes[:8], 4, false, ""},

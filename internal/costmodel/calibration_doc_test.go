@@ -190,7 +190,7 @@ has been added, removed or renumbered since (api/proto/gin/v1/calibration.proto)
   times the measured/model ratio on the measured one. A ring's bandwidth per NIC does not depend on
   the node count and the model carries the longer ring's latency, so that is sound; nothing else is
   scaled (NCCL's default may change algorithm with the node count, and a tree's bytes per node
-  differ between 2, 3 and 4+ nodes). The cell says "scaled from N to M nodes" with the ratio and
+  differ between 2, 3 and 4+ nodes). The cell says "scaled, from N to M nodes" with the ratio and
   the measurement, and `+"`estimate`"+`'s basis is "calibrated".
 - NCCL's cost is its measured default run, else a forced run of the cell NCCL's own model picks.
 - The plan overrides NCCL when a forced run is at least %.0f%% faster (above nccl-tests' run-to-run

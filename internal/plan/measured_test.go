@@ -165,3 +165,44 @@ func TestModelMarginIsTheMeasuredError(t *testing.T) {
 		}
 	}
 }
+
+// TestScaledRingInPlan: a forced ring all_gather measured on 4 nodes
+// stands, scaled, for NCCL's ring on a 2-node plan of the same nodes'
+// kind, and the rule says it was scaled and from what; a 2-node plan with
+// its own measurement does not use it.
+func TestScaledRingInPlan(t *testing.T) {
+	c := newCluster(t, "dgx-h100", 2, flat)
+	g := c.graph(t)
+	c4 := newCluster(t, "dgx-h100", 4, flat)
+	ring4 := measured(t, c4, c4.names, 8, ginv1.Algorithm_ALGORITHM_RING, "flag", 1, 1)
+	ring4.Collective = ginv1.Collective_COLLECTIVE_ALL_GATHER
+	ring4.Id = state.MeasurementID(ring4)
+	own := measured(t, c, c.names, 8, 0, "default", 1, 2)
+	own.Collective = ginv1.Collective_COLLECTIVE_ALL_GATHER
+	own.Id = state.MeasurementID(own)
+	for _, tc := range []struct {
+		name string
+		ms   []*ginv1.Measurement
+		want string
+	}{
+		{"scaled from 4 nodes", []*ginv1.Measurement{ring4}, "scaled, from 4 to 2 nodes"},
+		{"own shape measured", []*ginv1.Measurement{ring4, own}, "NCCL's default takes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := BuildWith(g, "job-1", c.names, 8, calib.NewIndex(g, nil, tc.ms))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok := planread.Lookup(p, ginv1.Collective_COLLECTIVE_ALL_GATHER, 16, 2, 64<<20)
+			if !ok {
+				t.Fatal("no 64 MiB all_gather rule")
+			}
+			if !strings.Contains(r.GetReason(), tc.want) || r.GetAlgorithm() != 0 {
+				t.Errorf("rule %v: want NCCL's choice, reason with %q", r, tc.want)
+			}
+			if tc.want != "scaled, from 4 to 2 nodes" && strings.Contains(r.GetReason(), "scaled") {
+				t.Errorf("reason %q uses the scaled run although the shape has its own", r.GetReason())
+			}
+		})
+	}
+}
