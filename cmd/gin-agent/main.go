@@ -1,5 +1,5 @@
 // Command gin-agent discovers a node's GPUs, NVLinks, PCIe layout and RDMA
-// ports and keeps them current on the gin-master leader over gRPC.
+// ports and keeps them current on the gin-masters over gRPC.
 //
 // It is a thin main: flags and environment → agent.Config → agent.Run.
 // `gin-agent --once -o json` prints what it discovered and exits.
@@ -139,10 +139,11 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer,
 		Use:   "gin-agent",
 		Short: "Discover this node's GPU topology and keep it current on the GIN master",
 		Long: `gin-agent discovers this node's GPUs, NVLinks, NVSwitches, PCIe layout and
-InfiniBand/RoCE ports, and streams the inventory to the gin-master leader over
-gRPC: a full inventory when the master's copy differs, then a heartbeat every
+InfiniBand/RoCE ports, and streams the inventory to one of the gin-masters over
+gRPC (any master; followers relay to the leader): a full inventory when the master's copy differs, then a heartbeat every
 heartbeat interval and the new inventory as soon as a collection sees a change.
-It follows leader hints and fails over between the masters in --master.
+It starts at the master its node name hashes to in --master (agents spread over
+the masters) and fails over to the next one when that master fails.
 
 Prometheus metrics (NVLink and HCA port state and error counters, GPU info,
 QP counts, the agent's connection to the masters) are served at /metrics on

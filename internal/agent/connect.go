@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"time"
 
@@ -13,9 +14,13 @@ import (
 	"github.com/gin-topology/gin/internal/ratelog"
 )
 
-// connectLoop keeps a session open to some master until ctx is done:
-// it follows leader hints, rotates through the candidates on failure, and
-// waits between attempts.
+// connectLoop keeps a session open to some master until ctx is done: it
+// starts at this node's place in the master list (startIndex: agents
+// spread over the masters, each of which holds sessions and relays writes
+// to the leader), rotates through the candidates on failure, follows a
+// master's hint when it refuses the session and names another (older
+// masters sent followers' agents to the leader), and waits between
+// attempts.
 func (a *Agent) connectLoop(ctx context.Context) {
 	// A session needs an inventory for its Hello.
 	select {
@@ -26,7 +31,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 
 	bo := newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd)
 	rc := newReach(time.Now)
-	idx := 0
+	idx := startIndex(a.cfg.NodeName, a.numCandidates())
 	redirects := 0 // consecutive redirects without an established session
 	attempts := uint64(0)
 	everConnected := false
@@ -153,6 +158,18 @@ func (a *Agent) connectLoop(ctx context.Context) {
 // busyLogEvery is the most often the connect loop logs a master's
 // RESOURCE_EXHAUSTED (a cluster at its caps answers every agent so).
 const busyLogEvery = 30 * time.Second
+
+// startIndex is where node starts in a list of n masters: the FNV-1a hash
+// of its name modulo n, so that a cluster's agents spread evenly over the
+// masters and each node always starts at the same one.
+func startIndex(node string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return int(h.Sum32() % uint32(n))
+}
 
 // masterAnswered reports whether the session's end came from the master
 // itself (a redirect, a refusal with a status) rather than from a

@@ -1,5 +1,5 @@
 // Package agent is the gin-agent runtime: it keeps one node's inventory
-// current on the master leader.
+// current on the masters.
 //
 // An Agent collects the node's inventory from a Source at start and every
 // collect interval, and keeps one AgentService.Session stream open to a
@@ -15,9 +15,13 @@
 //     one unacknowledged inventory in flight.
 //   - It sends a Heartbeat every heartbeat interval (the master may override
 //     the interval in any SessionResponse).
-//   - It follows leader hints (a follower answers with leader_hint and ends the
-//     stream with FAILED_PRECONDITION), rotates through the configured masters
-//     on failure with jittered exponential backoff, and backs off to the
+//   - It starts at the master its node name hashes to (startIndex: agents
+//     spread over the master list; any master holds sessions and relays
+//     writes to the leader) and keeps that session across elections. It
+//     follows a leader hint when a master refuses the session and names
+//     another (older masters' followers did: leader_hint and
+//     FAILED_PRECONDITION), rotates through the configured masters on
+//     failure with jittered exponential backoff, and backs off to the
 //     maximum when the master rejects the inventory (INVALID_ARGUMENT) or
 //     the agent's identity (ALREADY_EXISTS, PERMISSION_DENIED,
 //     UNAUTHENTICATED). A leader hint counts only when it names neither the

@@ -401,11 +401,13 @@ func (m *fakeMaster) counts() (sessions, inventories, heartbeats int) {
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer = testlog.Buffer
 
-// testConfig is a fast configuration for src against masters.
+// testConfig is a fast configuration for src against masters, which the
+// agent tries in the order given (the list is rotated so that node-a's
+// start index, startIndex, falls on masters[0]).
 func testConfig(src Source, logs *syncBuffer, masters ...string) Config {
 	return Config{
 		NodeName:          "node-a",
-		Masters:           masters,
+		Masters:           triedInOrder("node-a", masters),
 		HeartbeatInterval: 20 * time.Millisecond,
 		CollectInterval:   20 * time.Millisecond,
 		Source:            src,
@@ -463,4 +465,16 @@ func closedAddr(t *testing.T) string {
 	addr := lis.Addr().String()
 	_ = lis.Close()
 	return addr
+}
+
+// triedInOrder rotates masters so that an agent of node tries them in the
+// order given: masters[0] lands at startIndex(node, len(masters)).
+func triedInOrder(node string, masters []string) []string {
+	n := len(masters)
+	out := make([]string, n)
+	start := startIndex(node, n)
+	for i, m := range masters {
+		out[(start+i)%max(n, 1)] = m
+	}
+	return out
 }

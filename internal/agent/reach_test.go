@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,5 +94,31 @@ func TestReachPassesOverExhaustedMasters(t *testing.T) {
 	}
 	if got := r.next(2, 3, at); got != 0 {
 		t.Fatalf("next after m3 = %s, want m1 again", at(got))
+	}
+}
+
+// Agents spread over the master list by their node name: every master gets
+// a share of a cluster's agents, and a node always starts at the same one.
+func TestStartIndexSpreadsNodesOverMasters(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 5} {
+		counts := make([]int, max(n, 1))
+		const nodes = 3000
+		for i := range nodes {
+			name := fmt.Sprintf("node%04d", i)
+			got := startIndex(name, n)
+			if got < 0 || got >= max(n, 1) {
+				t.Fatalf("startIndex(%q, %d) = %d, out of range", name, n, got)
+			}
+			if again := startIndex(name, n); again != got {
+				t.Fatalf("startIndex(%q, %d) = %d then %d", name, n, got, again)
+			}
+			counts[got]++
+		}
+		for i, c := range counts {
+			// A fair share within 15% (FNV-1a over such names is close to uniform).
+			if want := nodes / len(counts); c < want*85/100 || c > want*115/100 {
+				t.Errorf("%d masters: master %d starts %d of %d nodes, want about %d (%v)", n, i, c, nodes, want, counts)
+			}
+		}
 	}
 }

@@ -58,5 +58,11 @@ func Table() map[string][]pki.Role {
 
 		// Membership: only another master joins.
 		ginv1.AdminService_Join_FullMethodName: {pki.RoleMaster},
+
+		// Relays: only another master, for the agent sessions it holds
+		// (it checked each agent's certificate against the node).
+		ginv1.RelayService_PutInventory_FullMethodName:     {pki.RoleMaster},
+		ginv1.RelayService_ImportFabricScan_FullMethodName: {pki.RoleMaster},
+		ginv1.RelayService_ReportSessions_FullMethodName:   {pki.RoleMaster},
 	}
 }

@@ -65,9 +65,10 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	if err := a.s.outdated(); err != nil {
 		return err
 	}
-	if !a.s.node.IsLeader() {
-		_ = stream.Send(a.s.response(name))
-		return a.s.notLeaderErr()
+	// Any master holds sessions (followers relay writes to the leader);
+	// one cut off from the leader sends its agents elsewhere.
+	if err := a.s.detached(); err != nil {
+		return err
 	}
 	// A whole-cluster restart sends every Hello at once: at most
 	// --max-handshakes are served together (admission.go).
@@ -78,7 +79,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	defer release()
 	holdLimit := time.AfterFunc(a.s.cfg.HelloTimeout, release)
 	defer holdLimit.Stop()
-	head, known := a.s.store.Head(name)
+	head, known := a.s.heldFor(ctx, name, hello.GetLastAckedGeneration())
 	if known {
 		if err := state.CheckBinding(name, head.Record.GetBinding(), sessionBinding(ctx)); err != nil {
 			return err
@@ -109,13 +110,13 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	if ok, skipped := a.s.agentLog.Allow(); ok {
 		log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
 	}
-	a.s.sessions.add(name)
-	defer a.s.sessions.remove(name)
+	a.s.attach(name)
+	defer a.s.detach(name)
 	// Plans pinned while the session is open are pushed on it; its own
 	// answers and the pushes share one sender.
 	send := &sessionSender{stream: stream}
 	defer a.s.planPush.subscribe(name, func(pl *ginv1.Plan) error { return a.pushPlan(send, name, pl, log) })()
-	a.s.live.seen(ctx, name)
+	a.s.live.seen(ctx, name) // the leader's own sessions; followers report theirs
 
 	for {
 		req, err := stream.Recv()
@@ -128,6 +129,10 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		}
 		switch m := req.GetMsg().(type) {
 		case *ginv1.SessionRequest_Heartbeat:
+			if err := a.s.detached(); err != nil {
+				return err
+			}
+			a.s.sessions.beat(name, time.Now())
 			a.s.live.seen(ctx, name)
 			r := a.s.response(name)
 			r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
@@ -135,27 +140,19 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 				return err
 			}
 		case *ginv1.SessionRequest_Inventory:
-			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory); err != nil {
+			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory, nil); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Delta:
-			rec, ok := a.s.store.Node(name)
-			if !ok {
-				return invalidf("delta", "the master holds no inventory for %q to apply a delta to; send a full inventory", name)
-			}
-			inv, err := inventory.ApplyDelta(rec.GetInventory(), m.Delta)
-			if err != nil {
-				return fmt.Errorf("%w: delta: %v", errFailedPrecondition, err)
-			}
-			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), inv); err != nil {
+			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), nil, m.Delta); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_FabricScan:
-			if a.s.sessions.scanner() != name {
+			if sc := a.s.scanner(); sc != name {
 				log.Warn("fabric scan rejected: this agent is not the fabric scanner")
-				return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, a.s.sessions.scanner())
+				return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, sc)
 			}
-			if _, err := a.s.importFabric(ctx, m.FabricScan); err != nil {
+			if err := a.s.commitFabricScan(ctx, name, m.FabricScan); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Hello:
@@ -179,16 +176,20 @@ func (a *agentService) pushPlan(send responder, node string, pl *ginv1.Plan, log
 	return nil
 }
 
-func (a *agentService) putInventory(ctx context.Context, stream responder, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory) error {
-	if inv.GetNodeName() != name {
+// putInventory commits a full inventory or a delta (one is set) of the
+// session's node, here on the leader or through it, and acknowledges it
+// once committed.
+func (a *agentService) putInventory(ctx context.Context, stream responder, log *slog.Logger, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta) error {
+	if inv != nil && inv.GetNodeName() != name {
 		return invalidf("inventory.node_name", "%q does not match the session's node %q", inv.GetNodeName(), name)
 	}
-	if m := inv.GetHost().GetMachineId(); m != "" && machineID != "" && m != machineID {
-		return invalidf("inventory.host.machine_id", "%q does not match the session's machine %q", m, machineID)
-	}
-	res, err := a.s.putInventory(ctx, inv)
+	res, err := a.s.commitInventory(ctx, name, machineID, inv, delta)
 	if err != nil {
-		log.Warn("inventory rejected", "generation", inv.GetGeneration(), "err", err)
+		gen := inv.GetGeneration()
+		if delta != nil {
+			gen = delta.GetGeneration()
+		}
+		log.Warn("inventory rejected", "generation", gen, "err", err)
 		return err
 	}
 	log.Info("inventory committed", "generation", res.Generation, "index", res.Index, "changed", res.Changed)
@@ -198,12 +199,60 @@ func (a *agentService) putInventory(ctx context.Context, stream responder, log *
 }
 
 // response starts a SessionResponse with the fields every response carries.
+// It names no leader: the master that accepted a session keeps it, leader
+// or not (agents move only when it fails or ends the session).
 func (s *Server) response(node string) *ginv1.SessionResponse {
 	return &ginv1.SessionResponse{
-		LeaderHint: s.leaderHint(), HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval),
-		FabricScanner: node != "" && s.sessions.scanner() == node,
+		HeartbeatInterval: durationpb.New(s.cfg.HeartbeatInterval),
+		FabricScanner:     node != "" && s.scanner() == node,
 	}
 }
+
+// attach records a new session of node (the leader may name it scanner).
+func (s *Server) attach(node string) {
+	s.sessions.add(node, time.Now())
+	s.refreshScanner()
+}
+
+// detach records the end of a session of node.
+func (s *Server) detach(node string) {
+	s.sessions.remove(node)
+	s.refreshScanner()
+}
+
+// heldFor is this master's record of node, once it is current enough for
+// an agent that was last acknowledged generation acked: a follower's state
+// may lag the leader's by the last entries, and an agent must not be told
+// a generation older than one it was acknowledged (it would send its whole
+// inventory again). It waits for the local state to catch up, at most
+// heldWait; past that (the node was deleted, or this master is cut off) it
+// answers what it holds, and the agent's next write goes to the leader,
+// which judges it.
+func (s *Server) heldFor(ctx context.Context, node string, acked uint64) (state.NodeHead, bool) {
+	head, ok := s.store.Head(node)
+	if acked == 0 || (ok && head.Generation >= acked) {
+		return head, ok
+	}
+	ctx, cancel := context.WithTimeout(ctx, heldWait)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.log.Warn("agent's acknowledged generation is ahead of this master's state; answering from it", "node", node, "acked", acked, "held", head.Generation)
+			return head, ok
+		case <-t.C:
+		}
+		if head, ok = s.store.Head(node); ok && head.Generation >= acked {
+			return head, ok
+		}
+	}
+}
+
+// heldWait bounds how long a Hello waits for this master's state to catch
+// up with what the agent was acknowledged.
+const heldWait = 3 * time.Second
 
 // putInventory validates an inventory at the edge and commits it. Device
 // identities are made canonical first (an agent older than that rule sends

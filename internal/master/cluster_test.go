@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/testwait"
 )
 
@@ -114,7 +114,9 @@ func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
 		}
 	}
 
-	// A follower points agents at the leader's client address.
+	// A follower holds agent sessions: it answers the hello itself and
+	// relays the inventory to the leader, and acknowledges it only once
+	// the leader has committed it.
 	var follower *member
 	for _, m := range ms {
 		if m != leader {
@@ -127,24 +129,28 @@ func TestThreeMastersFormFailOverAndKeepAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	inv := simInventory(t, "dgx-h100", "node001")
+	inv := simInventory(t, "dgx-h100", "node000")
 	sess, ack := openSession(t, conn, inv)
-	if ack != nil {
-		t.Fatal("a follower acknowledged a hello")
+	if ack == nil || ack.GetHeldGeneration() != 0 || ack.GetInSync() {
+		t.Fatalf("follower's hello ack = %v, want held generation 0, not in sync", ack)
 	}
-	_ = sess
-	st, _ := ginv1.NewAgentServiceClient(conn).Session(context.Background())
-	hash, _ := inventory.ContentHash(inv)
-	_ = st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{NodeName: "node001", MachineId: inv.GetHost().GetMachineId(), InventoryHash: hash}}})
-	resp, err := st.Recv()
-	if err != nil || resp.GetLeaderHint() != leader.s.Addr() {
-		t.Fatalf("follower's answer = %v, %v; want a leader hint %s", resp, err, leader.s.Addr())
+	inv.Generation = 1
+	iack, err := sess.send(inv)
+	if err != nil || iack.GetAcceptedGeneration() != 1 {
+		t.Fatalf("inventory through a follower: ack %v, %v; want generation 1", iack, err)
 	}
-	if _, err := st.Recv(); status.Code(err) != codes.FailedPrecondition || !apierr.IsNotLeader(err) {
-		t.Fatalf("follower ended the session with %v, want a NOT_LEADER FailedPrecondition", err)
+	if rec, ok := leader.s.store.Node("node000"); !ok || rec.GetInventory().GetGeneration() != 1 || rec.GetUpdatedIndex() != iack.GetIndex() {
+		t.Fatalf("the leader holds %v when the follower acknowledged index %d; want generation 1 committed first", rec, iack.GetIndex())
 	}
-	if got := st.Trailer().Get(apierr.LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
-		t.Fatalf("session trailer %s = %v, want [%s]", apierr.LeaderHintKey, got, leader.s.Addr())
+	// A refusal of the leader reaches the agent as the leader said it.
+	bad := proto.CloneOf(inv)
+	bad.Generation = 2
+	bad.Gpus[0].PciBusId = "unknown"
+	if _, err := sess.send(bad); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("bad inventory through a follower: %v, want INVALID_ARGUMENT", err)
+	}
+	if rec, _ := leader.s.store.Node("node000"); rec.GetInventory().GetGeneration() != 1 {
+		t.Fatalf("a refused inventory changed the leader's copy to generation %d", rec.GetInventory().GetGeneration())
 	}
 	// Unary RPCs name the leader the same way (ginctl, the NCCL plugin).
 	var trl metadata.MD

@@ -1,7 +1,9 @@
 // Package master is gin-master's service layer: the gRPC AgentService that
-// receives inventories and heartbeats, the TopologyService and AdminService
-// that answer queries, the leader-only liveness tracker, and the one place
-// where internal errors become gRPC statuses (errors.go).
+// receives inventories and heartbeats on any master (a follower relays
+// writes to the leader through RelayService and reports its sessions:
+// relay.go, reports.go), the TopologyService and AdminService that answer
+// queries, the leader's liveness tracker, and the one place where internal
+// errors become gRPC statuses (errors.go).
 //
 // Writes go through internal/raft (the FSM applies them to internal/state);
 // reads are served from internal/state and its canonical graph

@@ -58,6 +58,7 @@ func (s *Server) establishLeadership(ctx context.Context) error {
 		return err
 	}
 	s.live.rearm()
+	s.refreshScanner()
 	lctx, cancel := context.WithCancel(ctx)
 	s.lead.cancel = cancel
 	for _, l := range s.leaderLoops() {
@@ -82,6 +83,7 @@ func (s *Server) revokeLeadership() {
 	s.lead.cancel()
 	s.lead.wg.Wait()
 	s.lead.cancel = nil
+	s.live.deactivate()
 	s.log.Info("leadership revoked; leader-only loops stopped")
 }
 

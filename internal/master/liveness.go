@@ -11,12 +11,22 @@ import (
 	"github.com/gin-topology/gin/internal/state"
 )
 
-// liveness tracks heartbeats in the leader's memory only. A node becomes
-// DOWN through one Raft entry after `missed` intervals without a heartbeat,
-// and UP again through one entry after upAfter signs of life (damping). Every election
+// liveness decides node state in the leader's memory. Heartbeats stay with
+// the master that holds the agent's session: the leader's own sessions call
+// seen, every follower reports its sessions (node, time since last heard
+// from) every half interval (report). A node becomes DOWN through one Raft
+// entry after `missed` intervals without a sign of life, and UP again
+// through one entry after upAfter signs of life (damping). Every election
 // re-arms all timers with a grace period, so a new leader does not mark the
 // whole cluster down before agents have reattached: a node not heard from
 // since the election gets reattachGrace on top of the missed intervals.
+//
+// A master's death is told apart from its agents' deaths by its reports:
+// agents that die under a live master vanish from its reports or age in
+// them, and are marked DOWN after the missed intervals as usual; a master
+// whose reports stop (dead, or cut off from the leader) leaves its nodes
+// with no news at all, and they get the same reattach grace as after an
+// election, counted from its last report, before the missed intervals.
 type liveness struct {
 	interval time.Duration
 	missed   int
@@ -37,6 +47,22 @@ type liveness struct {
 	// back UP only after upAfter of them (damping: one stray heartbeat from a
 	// flapping node does not flip it).
 	beatsSinceDown map[string]int
+	// active is set while this master leads (rearm .. deactivate): only
+	// then do signs of life propose state changes.
+	active bool
+	// reporters are the other masters' latest reports; holder names, per
+	// node, the master whose latest report listed it.
+	reporters map[string]*reporter
+	holder    map[string]string
+	// afterCheck runs after every check (the leader re-picks the fabric
+	// scanner when its master went silent); nil: nothing.
+	afterCheck func()
+}
+
+// reporter is one master's latest ReportSessions.
+type reporter struct {
+	at    time.Time
+	nodes []string
 }
 
 // stateChange is one node state transition to propose.
@@ -59,7 +85,8 @@ func reattachGrace(interval time.Duration) time.Duration {
 func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
 	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
-		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{}}
+		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{},
+		reporters: map[string]*reporter{}, holder: map[string]string{}}
 }
 
 // rearm restarts every timer (called when this server becomes leader).
@@ -67,7 +94,17 @@ func (l *liveness) rearm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastSeen = map[string]time.Time{}
+	l.reporters = map[string]*reporter{}
+	l.holder = map[string]string{}
 	l.armedAt = l.now()
+	l.active = true
+}
+
+// deactivate stops proposing (called when this server stops leading).
+func (l *liveness) deactivate() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active = false
 }
 
 // seen records a sign of life and, when the node is recorded DOWN, brings it
@@ -76,6 +113,10 @@ func (l *liveness) seen(ctx context.Context, node string) {
 	h, ok := l.store.Head(node)
 	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
 	l.mu.Lock()
+	if !l.active {
+		l.mu.Unlock()
+		return
+	}
 	l.lastSeen[node] = l.now()
 	n := 0
 	if down {
@@ -128,6 +169,7 @@ func (l *liveness) check(ctx context.Context) {
 	view := l.store.View()
 	var down []string
 	l.mu.Lock()
+	l.forgetReporters(now)
 	for _, name := range view.NodeNames() {
 		h, _ := view.Head(name)
 		if h.State() != ginv1.NodeState_NODE_STATE_UP {
@@ -136,6 +178,12 @@ func (l *liveness) check(ctx context.Context) {
 		last, ok := l.lastSeen[name]
 		if !ok {
 			last = l.armedAt.Add(reattachGrace(l.interval))
+		}
+		if r := l.lostHolder(name, now); r != nil {
+			// Its master went silent: no news is not bad news yet.
+			if g := r.at.Add(reattachGrace(l.interval)); g.After(last) {
+				last = g
+			}
 		}
 		if now.Sub(last) > limit {
 			down = append(down, name)
@@ -160,6 +208,132 @@ func (l *liveness) run(ctx context.Context) {
 			return
 		case <-t.C:
 			l.check(ctx)
+			if l.afterCheck != nil {
+				l.afterCheck()
+			}
 		}
 	}
+}
+
+// reportLost is how long without a report from a master makes its nodes'
+// silence its own rather than theirs: two report periods, and less than the
+// missed-heartbeat limit so that the grace comes before a node would be
+// marked DOWN.
+func (l *liveness) reportLost() time.Duration {
+	return min(l.interval, time.Duration(l.missed)*l.interval/2)
+}
+
+// lostHolder is the report of the master that last listed node when that
+// master has gone silent (nil otherwise). l.mu is held.
+func (l *liveness) lostHolder(node string, now time.Time) *reporter {
+	h, ok := l.holder[node]
+	if !ok {
+		return nil
+	}
+	r := l.reporters[h]
+	if r == nil || now.Sub(r.at) <= l.reportLost() {
+		return nil
+	}
+	return r
+}
+
+// forgetReporters drops the reports of masters silent for longer than any
+// grace they give (bounded memory for masters that are gone). l.mu is held.
+func (l *liveness) forgetReporters(now time.Time) {
+	keep := reattachGrace(l.interval) + time.Duration(l.missed+1)*l.interval
+	for id, r := range l.reporters {
+		if now.Sub(r.at) <= keep {
+			continue
+		}
+		for _, n := range r.nodes {
+			if l.holder[n] == id {
+				delete(l.holder, n)
+			}
+		}
+		delete(l.reporters, id)
+	}
+}
+
+// report records master from's sessions: nodes[i] was last heard from
+// agesMs[i] milliseconds ago. A report that shows a node heard from again
+// is a sign of life (a DOWN node comes back UP after upAfter of them).
+func (l *liveness) report(ctx context.Context, from string, nodes []string, agesMs []uint32) {
+	now := l.now()
+	var down []string
+	for _, n := range nodes {
+		if h, ok := l.store.Head(n); ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN {
+			down = append(down, n)
+		}
+	}
+	isDown := make(map[string]bool, len(down))
+	for _, n := range down {
+		isDown[n] = true
+	}
+	var up []string
+	counts := map[string]int{}
+	l.mu.Lock()
+	if !l.active {
+		l.mu.Unlock()
+		return
+	}
+	r := l.reporters[from]
+	if r == nil {
+		r = &reporter{}
+		l.reporters[from] = r
+	}
+	for _, n := range r.nodes {
+		if l.holder[n] == from {
+			delete(l.holder, n)
+		}
+	}
+	for i, n := range nodes {
+		l.holder[n] = from
+		at := now.Add(-time.Duration(agesMs[i]) * time.Millisecond)
+		prev, ok := l.lastSeen[n]
+		if ok && !at.After(prev) {
+			continue
+		}
+		l.lastSeen[n] = at
+		// A report repeats a heartbeat until the next one (reports come
+		// twice per interval): only a clearly newer one is a new sign.
+		fresh := !ok || at.Sub(prev) > l.interval/4
+		if !isDown[n] {
+			delete(l.beatsSinceDown, n)
+		} else if fresh {
+			l.beatsSinceDown[n]++
+			if c := l.beatsSinceDown[n]; c >= upAfter {
+				up = append(up, n)
+				counts[n] = c
+			}
+		}
+	}
+	r.at, r.nodes = now, nodes
+	l.mu.Unlock()
+	for _, n := range up {
+		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, through %s)", counts[n], from))
+	}
+}
+
+// reportedHeld reports whether node is listed by a master that still
+// reports (its agent holds a session there).
+func (l *liveness) reportedHeld(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.holder[node]
+	return ok && l.lostHolder(node, l.now()) == nil
+}
+
+// smallestReported is the smallest node name listed by a master that still
+// reports ("" when none).
+func (l *liveness) smallestReported() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	min := ""
+	for n := range l.holder {
+		if (min == "" || n < min) && l.lostHolder(n, now) == nil {
+			min = n
+		}
+	}
+	return min
 }

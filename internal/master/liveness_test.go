@@ -32,12 +32,7 @@ func TestLivenessGraceAfterElection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := state.New(nil)
-			inv := simInventory(t, "rtx3090-nvlink-pair", "ws01")
-			inv.Generation = 1
-			if _, err := st.PutInventory(1, &statev1.PutInventory{Inventory: inv, ContentHash: "h"}); err != nil {
-				t.Fatal(err)
-			}
+			st := storeWithWs01(t)
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			now := t0
 			var mu sync.Mutex
@@ -109,4 +104,109 @@ func TestLivenessKeepsATransitionAskedForWhileOneIsInFlight(t *testing.T) {
 	if l.pending["ws01"] || len(l.next) != 0 {
 		t.Fatalf("bookkeeping left: pending %v, next %v", l.pending, l.next)
 	}
+}
+
+// Nodes held by another master are judged from its reports: ages growing
+// in the reports or a node leaving them means its agent is silent (DOWN
+// after the missed heartbeats); the reports stopping means the master went
+// silent, and its nodes get the reattach grace from its last report, as
+// after an election.
+func TestLivenessFromReports(t *testing.T) {
+	const interval = time.Second
+	limit := 3 * interval
+	grace := reattachGrace(interval)
+	type report struct {
+		at    time.Duration // after the election
+		nodes []string
+		ages  []uint32
+	}
+	tests := []struct {
+		name     string
+		reports  []report
+		at       time.Duration
+		wantDown bool
+	}{
+		{"reported fresh", []report{{1 * time.Second, []string{"ws01"}, []uint32{100}}, {13 * time.Second, []string{"ws01"}, []uint32{400}}}, 14 * time.Second, false},
+		{"reporter alive, agent silent (age grows)", []report{{1 * time.Second, []string{"ws01"}, []uint32{100}}, {13 * time.Second, []string{"ws01"}, []uint32{12000}}}, 13*time.Second + 500*time.Millisecond, true},
+		{"reporter alive, agent gone from its reports", []report{{1 * time.Second, []string{"ws01"}, []uint32{0}}, {4 * time.Second, nil, nil}, {4*time.Second + interval/2, nil, nil}}, 4*time.Second + interval/2 + 100*time.Millisecond, true},
+		{"reporter silent, within the grace", []report{{12 * time.Second, []string{"ws01"}, []uint32{0}}}, 12*time.Second + grace + limit - time.Second, false},
+		{"reporter silent, past the grace", []report{{12 * time.Second, []string{"ws01"}, []uint32{0}}}, 12*time.Second + grace + limit + time.Second, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := storeWithWs01(t)
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := t0
+			var downs []string
+			l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
+				func(_ context.Context, node string, s ginv1.NodeState, _ string) error {
+					if s == ginv1.NodeState_NODE_STATE_DOWN {
+						downs = append(downs, node)
+					}
+					return nil
+				})
+			l.now = func() time.Time { return now }
+			l.rearm()
+			for _, r := range tc.reports {
+				now = t0.Add(r.at)
+				l.report(context.Background(), "m2", r.nodes, r.ages)
+			}
+			now = t0.Add(tc.at)
+			l.check(context.Background())
+			if got := len(downs) == 1; got != tc.wantDown {
+				t.Fatalf("marked down = %v (%v), want %v", got, downs, tc.wantDown)
+			}
+		})
+	}
+}
+
+// A DOWN node that a follower reports heard from again comes back UP after
+// upAfter fresh heartbeats; a report repeating the same heartbeat is not a
+// new sign of life.
+func TestLivenessReportsBringANodeBackUp(t *testing.T) {
+	const interval = time.Second
+	st := storeWithWs01(t)
+	if _, err := st.SetNodeState(2, &statev1.SetNodeState{NodeName: "ws01", State: ginv1.NodeState_NODE_STATE_DOWN}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	var ups int
+	l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
+		func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
+			if s == ginv1.NodeState_NODE_STATE_UP {
+				ups++
+			}
+			return nil
+		})
+	l.now = func() time.Time { return now }
+	l.rearm()
+	steps := []struct {
+		at      time.Duration
+		ageMs   uint32
+		wantUps int
+	}{
+		{1000 * time.Millisecond, 0, 0},   // first heartbeat
+		{1500 * time.Millisecond, 500, 0}, // the same heartbeat again
+		{2000 * time.Millisecond, 0, 1},   // the second one: UP
+	}
+	for _, s := range steps {
+		now = t0.Add(s.at)
+		l.report(context.Background(), "m2", []string{"ws01"}, []uint32{s.ageMs})
+		if ups != s.wantUps {
+			t.Fatalf("at %s: %d UP proposals, want %d", s.at, ups, s.wantUps)
+		}
+	}
+}
+
+// storeWithWs01 is a state holding node ws01, UP, at generation 1.
+func storeWithWs01(t *testing.T) *state.Store {
+	t.Helper()
+	st := state.New(nil)
+	inv := simInventory(t, "rtx3090-nvlink-pair", "ws01")
+	inv.Generation = 1
+	if _, err := st.PutInventory(1, &statev1.PutInventory{Inventory: inv, ContentHash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

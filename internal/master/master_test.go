@@ -108,7 +108,7 @@ func openSession(t *testing.T, conn *grpc.ClientConn, inv *ginv1.NodeInventory) 
 	if err != nil {
 		return &session{t: t, stream: st}, nil
 	}
-	if resp.GetLeaderHint() != "" && resp.GetHeartbeatInterval().AsDuration() <= 0 {
+	if resp.GetHeartbeatInterval().AsDuration() <= 0 {
 		t.Errorf("response without heartbeat interval: %v", resp)
 	}
 	return &session{t: t, stream: st}, resp.GetHelloAck()

@@ -15,7 +15,7 @@ import (
 // DeleteNode removes a node's record and its binding (machine_id, or the
 // certificate with TLS), so that the name can be registered again by a new
 // machine or certificate. A node whose agent holds a session (on the
-// leader, where every session is) is refused rather than deleted under it:
+// leader, or on a follower that reports it) is refused rather than deleted under it:
 // its agent would register it again at once. Stop the agent first, or deny
 // its certificate (which ends the session) when it is not to come back.
 func (a *adminService) DeleteNode(ctx context.Context, req *ginv1.DeleteNodeRequest) (*ginv1.DeleteNodeResponse, error) {
@@ -30,7 +30,7 @@ func (a *adminService) DeleteNode(ctx context.Context, req *ginv1.DeleteNodeRequ
 	if !s.node.IsLeader() {
 		return nil, toStatus(s.notLeaderErr())
 	}
-	if s.sessions.has(name) {
+	if s.sessions.has(name) || s.live.reportedHeld(name) {
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("node %q has a live agent session: stop its agent first (or deny its certificate, ginctl tls deny SERIAL, which ends the session), then delete it", name)})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -163,10 +163,7 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	}
 	p.s.log.Info("plan pinned", "job", req.GetJobId(), "nodes", len(nodes), "rules", len(stored.GetRules()),
 		"hash", stored.GetContentHash(), "index", stored.GetCreatedIndex(), "created", res.Changed)
-	if res.Changed {
-		queued, full := p.s.planPush.publish(stored)
-		p.s.log.Debug("plan queued for the agents of its nodes", "job", req.GetJobId(), "sessions", queued, "full", full)
-	}
+	// Pushed to the agents of its nodes by every master's planPushLoop.
 	return &createResult{plan: stored, created: res.Changed}, nil
 }
 

@@ -75,7 +75,7 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 		prev := lastSeen()
 		wait(fmt.Sprintf("heartbeat %d of node002", i+1), func() bool { return lastSeen().After(prev) })
 	}
-	if got := s.sessions.scanner(); got != "node001" {
+	if got := s.scanner(); got != "node001" {
 		t.Fatalf("the master names %q the scanner, want node001", got)
 	}
 	if n := second.scans.Load(); n != 0 || second.a.Status().FabricScanner {

@@ -140,21 +140,26 @@ type Config struct {
 
 // Server is one gin-master: Raft node, state and gRPC services.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	store     *state.Store
-	node      *ginraft.Node
-	grpc      *grpc.Server
-	health    *health.Server
-	lis       net.Listener
-	live      *liveness
-	lead      leadership
-	sessions  sessions
-	planPush  planPush   // pinned plans to the agent sessions of their nodes
-	admission *admission // agent handshakes at once
-	metrics   *metrics
-	httpLis   net.Listener
-	agentLog  *ratelog.Bucket // attach/detach lines
+	cfg      Config
+	log      *slog.Logger
+	store    *state.Store
+	node     *ginraft.Node
+	grpc     *grpc.Server
+	health   *health.Server
+	lis      net.Listener
+	live     *liveness
+	lead     leadership
+	sessions sessions    // this master's own agent sessions
+	scan     scannerRole // the fabric scanner, as the leader named it
+	// reachedLeader (unix ns) is when this master last led or had a
+	// session report accepted by the leader (reports.go).
+	reachedLeader atomic.Int64
+	leaderConn    leaderConn // relays and reports to the leader (relay.go)
+	planPush      planPush   // pinned plans to the agent sessions of their nodes
+	admission     *admission // agent handshakes at once
+	metrics       *metrics
+	httpLis       net.Listener
+	agentLog      *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -231,7 +236,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
 		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue)}
+	s.reachedLeader.Store(time.Now().UnixNano())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
+	s.live.afterCheck = s.refreshScanner
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the
@@ -261,6 +268,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
 	ginv1.RegisterCalibrationServiceServer(s.grpc, &calibrationService{s: s})
+	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil
@@ -285,10 +293,18 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 		s.log.Info("serving /metrics and /healthz", "addr", s.httpLis.Addr().String())
 	}
-	s.wg.Add(2)
+	s.wg.Add(4)
 	go func() {
 		defer s.wg.Done()
 		s.formCluster(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.reportLoop(ctx) // a follower's sessions, to the leader
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.planPushLoop(ctx) // pinned plans, seen through Raft, to this master's sessions
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -335,6 +351,7 @@ func (s *Server) Close() error {
 	done := make(chan error, 1)
 	go func() {
 		s.wg.Wait()
+		s.leaderConn.close()
 		done <- s.node.Shutdown()
 	}()
 	select {
@@ -443,63 +460,6 @@ func (s *Server) notLeaderErr() error {
 
 // ConnectedAgents is how many agent sessions this server holds.
 func (s *Server) ConnectedAgents() int { return s.sessions.count() }
-
-// sessions counts open agent streams per node and names the fabric scanner:
-// one connected agent at a time, the first to attach; when it leaves, the
-// connected node with the smallest name takes over.
-type sessions struct {
-	mu   sync.Mutex
-	m    map[string]int
-	scan string
-}
-
-func (c *sessions) add(n string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]int{}
-	}
-	c.m[n]++
-	if c.scan == "" {
-		c.scan = n
-	}
-}
-
-func (c *sessions) remove(n string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m[n]--; c.m[n] <= 0 {
-		delete(c.m, n)
-	}
-	if c.scan == n && c.m[n] == 0 {
-		c.scan = ""
-		for other := range c.m {
-			if c.scan == "" || other < c.scan {
-				c.scan = other
-			}
-		}
-	}
-}
-
-// has reports whether node has an open session here.
-func (c *sessions) has(node string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[node] > 0
-}
-
-func (c *sessions) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
-// scanner is the node whose agent runs fabric scans ("" when none is connected).
-func (c *sessions) scanner() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.scan
-}
 
 // dialCredentials are the credentials of this master's calls to the other
 // masters: mTLS with its own certificate when TLS is on.

@@ -607,7 +607,9 @@ func (x *Heartbeat) GetGeneration() uint64 {
 // SessionResponse is one master-to-agent message.
 type SessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Client address (host:port) of the current leader, when known.
+	// Client address (host:port) of the leader, sent only by a master that
+	// refuses the session (older masters' followers did); a master that holds
+	// the session leaves it empty, and the agent stays.
 	LeaderHint string `protobuf:"bytes,1,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
 	// Heartbeat interval the agent must use from now on.
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
@@ -618,11 +620,12 @@ type SessionResponse struct {
 	//	*SessionResponse_HeartbeatAck
 	Msg isSessionResponse_Msg `protobuf_oneof:"msg"`
 	// Whether this agent is the one that runs fabric scans (ibnetdiscover) and
-	// uploads them. The leader names one connected agent at a time and may move
-	// the role with any response.
+	// uploads them. The leader names one connected agent of the cluster at a
+	// time (followers pass its choice on) and may move the role with any
+	// response.
 	FabricScanner bool `protobuf:"varint,6,opt,name=fabric_scanner,json=fabricScanner,proto3" json:"fabric_scanner,omitempty"`
-	// Plans of jobs that run on this node, pushed by the leader when it pins
-	// them (the Slurm prolog or PrologSlurmctld pins a job's plan before its
+	// Plans of jobs that run on this node, pushed by the master holding the
+	// session when its state applies them (the Slurm prolog or PrologSlurmctld pins a job's plan before its
 	// tasks start), so that the agent holds them before any rank asks and
 	// serves them on its plan socket with every master down.
 	Plans         []*Plan `protobuf:"bytes,7,rep,name=plans,proto3" json:"plans,omitempty"`

@@ -26,8 +26,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// AgentService is the one stream every gin-agent keeps open to the master
-// leader. Protocol:
+// AgentService is the one stream every gin-agent keeps open to one master,
+// leader or follower (agents spread over the master list). Protocol:
 //
 //	agent  -> Hello            (identity, hash of its current inventory)
 //	master -> HelloAck         (generation held, whether it equals the agent's)
@@ -38,8 +38,15 @@ const (
 //	master -> HeartbeatAck
 //	master -> plans            (any time: plans pinned for jobs on this node)
 //
-// A follower answers Hello with a SessionResponse carrying leader_hint and
-// then ends the stream with FAILED_PRECONDITION; the agent reconnects there.
+// A follower answers the Hello from its own state once that state holds
+// the generation the agent was last acknowledged (so a lagging follower
+// never asks for a needless re-send), relays inventories, deltas and
+// fabric scans to the leader (RelayService) and sends InventoryAck only
+// once the leader has committed them. Heartbeats stay with the master
+// holding the session, which reports its agents to the leader. A master
+// that holds a session keeps it across elections; one cut off from the
+// leader for the reattach grace ends its sessions with UNAVAILABLE
+// and the agents move to another master.
 // A malformed inventory ends the stream with INVALID_ARGUMENT naming the field.
 type AgentServiceClient interface {
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
@@ -70,8 +77,8 @@ type AgentService_SessionClient = grpc.BidiStreamingClient[SessionRequest, Sessi
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
 //
-// AgentService is the one stream every gin-agent keeps open to the master
-// leader. Protocol:
+// AgentService is the one stream every gin-agent keeps open to one master,
+// leader or follower (agents spread over the master list). Protocol:
 //
 //	agent  -> Hello            (identity, hash of its current inventory)
 //	master -> HelloAck         (generation held, whether it equals the agent's)
@@ -82,8 +89,15 @@ type AgentService_SessionClient = grpc.BidiStreamingClient[SessionRequest, Sessi
 //	master -> HeartbeatAck
 //	master -> plans            (any time: plans pinned for jobs on this node)
 //
-// A follower answers Hello with a SessionResponse carrying leader_hint and
-// then ends the stream with FAILED_PRECONDITION; the agent reconnects there.
+// A follower answers the Hello from its own state once that state holds
+// the generation the agent was last acknowledged (so a lagging follower
+// never asks for a needless re-send), relays inventories, deltas and
+// fabric scans to the leader (RelayService) and sends InventoryAck only
+// once the leader has committed them. Heartbeats stay with the master
+// holding the session, which reports its agents to the leader. A master
+// that holds a session keeps it across elections; one cut off from the
+// leader for the reattach grace ends its sessions with UNAVAILABLE
+// and the agents move to another master.
 // A malformed inventory ends the stream with INVALID_ARGUMENT naming the field.
 type AgentServiceServer interface {
 	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error

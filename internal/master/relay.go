@@ -1,0 +1,159 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
+)
+
+// Agents attach to any master. What must be replicated (inventories,
+// deltas, fabric scans) the master holding the session commits itself when
+// it leads and otherwise relays to the leader (RelayService, master
+// certificates only); the agent's ack is sent once the leader has answered,
+// that is once the entry is committed. Heartbeats never leave the master
+// that holds the session (sessions.go, reports.go).
+
+// errNoLeader: this master knows no leader to relay to (an election).
+var errNoLeader = errors.New("no leader known to relay to")
+
+// relayRetryWait is the pause between relay attempts while the leader is
+// unknown, unreachable or moving.
+const relayRetryWait = 50 * time.Millisecond
+
+// leaderConn is this master's one client connection to the leader, dialled
+// again when the leader's address changes.
+type leaderConn struct {
+	mu   sync.Mutex
+	addr string
+	conn *grpc.ClientConn
+}
+
+// relayClient is a RelayService client on the current leader.
+func (s *Server) relayClient() (ginv1.RelayServiceClient, error) {
+	addr := s.leaderHint()
+	if addr == "" {
+		return nil, errNoLeader
+	}
+	lc := &s.leaderConn
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.conn == nil || lc.addr != addr {
+		if lc.conn != nil {
+			_ = lc.conn.Close()
+			lc.conn = nil
+		}
+		conn, err := grpc.NewClient(addr, s.dialCredentials(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)))
+		if err != nil {
+			return nil, fmt.Errorf("dial leader %s: %w", addr, err)
+		}
+		lc.addr, lc.conn = addr, conn
+	}
+	return ginv1.NewRelayServiceClient(lc.conn), nil
+}
+
+// close closes the connection to the leader.
+func (lc *leaderConn) close() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.conn != nil {
+		_ = lc.conn.Close()
+		lc.conn = nil
+	}
+}
+
+// onLeader runs local while this master leads and remote on the leader
+// otherwise, retrying while the leader is unknown, unreachable or has just
+// moved (every relayed write is idempotent), until ctx ends. Any other
+// answer of the leader is returned as it is (a gRPC status: the agent sees
+// the leader's refusal, field and all).
+func (s *Server) onLeader(ctx context.Context, local func() error, remote func(context.Context, ginv1.RelayServiceClient) error) error {
+	var last error
+	for {
+		if s.node.IsLeader() {
+			return local()
+		}
+		c, err := s.relayClient()
+		if err == nil {
+			err = remote(ctx, c)
+			if err == nil || !relayRetryable(err) {
+				return err
+			}
+		}
+		last = err
+		t := time.NewTimer(relayRetryWait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return status.Errorf(codes.Unavailable, "relay to the leader: %v (last attempt: %v)", ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}
+
+// relayRetryable: the leader is unknown, unreachable or elsewhere now.
+func relayRetryable(err error) bool {
+	if errors.Is(err, errNoLeader) || apierr.IsNotLeader(err) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// relayTimeout bounds one relayed write: less than the agent's silence
+// timeout (max(4 heartbeats, 10 s)), so the session ends with UNAVAILABLE
+// and the agent moves on before it gives up on the master itself.
+func (s *Server) relayTimeout() time.Duration {
+	return reattachGrace(s.cfg.HeartbeatInterval) / 2
+}
+
+// commitInventory commits a node's full inventory or delta (exactly one is
+// set) sent on a session of this master, here or through the leader.
+func (s *Server) commitInventory(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta) (resultWithGen, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.relayTimeout())
+	defer cancel()
+	var res resultWithGen
+	err := s.onLeader(ctx, func() error {
+		var err error
+		res, err = s.commitInventoryHere(ctx, name, machineID, inv, delta)
+		return err
+	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
+		req := &ginv1.RelayInventoryRequest{NodeName: name, MachineId: machineID}
+		if delta != nil {
+			req.Update = &ginv1.RelayInventoryRequest_Delta{Delta: delta}
+		} else {
+			req.Update = &ginv1.RelayInventoryRequest_Inventory{Inventory: inv}
+		}
+		r, err := c.PutInventory(ctx, req)
+		if err != nil {
+			return err
+		}
+		res = resultWithGen{Index: r.GetIndex(), Generation: r.GetAcceptedGeneration(), Changed: r.GetChanged()}
+		return nil
+	})
+	return res, err
+}
+
+// commitFabricScan imports the scan of node's agent, here or through the
+// leader (which checks that node is the scanner it named).
+func (s *Server) commitFabricScan(ctx context.Context, node string, scan *ginv1.FabricTopology) error {
+	ctx, cancel := context.WithTimeout(ctx, s.relayTimeout())
+	defer cancel()
+	return s.onLeader(ctx, func() error {
+		return s.importFabricScanHere(ctx, node, scan)
+	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
+		_, err := c.ImportFabricScan(ctx, &ginv1.RelayFabricScanRequest{NodeName: node, Scan: scan})
+		return err
+	})
+}

@@ -1,0 +1,347 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/state"
+	"github.com/gin-topology/gin/internal/testwait"
+)
+
+// relayHeartbeat is the heartbeat interval of the relay tests: the missed
+// limit is 3 of them, the reattach grace max(4 of them, 10 s).
+const relayHeartbeat = 200 * time.Millisecond
+
+// fleet is real agents (internal/agent over real gRPC) spread over a
+// cluster's master list.
+type fleet struct {
+	mu     sync.Mutex
+	agents map[string]*fleetAgent
+}
+
+type fleetAgent struct {
+	a      *agent.Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+	plans  *planRecorder
+}
+
+// planRecorder is a PlanSink that keeps the jobs it was pushed.
+type planRecorder struct {
+	mu   sync.Mutex
+	jobs map[string]bool
+}
+
+func (p *planRecorder) Put(pl *ginv1.Plan) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.jobs[pl.GetJobId()] = true
+	return nil
+}
+
+func (p *planRecorder) has(job string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.jobs[job]
+}
+
+func startFleet(t *testing.T, ms []*member, names ...string) *fleet {
+	t.Helper()
+	var addrs []string
+	for _, m := range ms {
+		addrs = append(addrs, m.s.Addr())
+	}
+	f := &fleet{agents: map[string]*fleetAgent{}}
+	for _, n := range names {
+		src, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: n, Cluster: "relay"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := &planRecorder{jobs: map[string]bool{}}
+		a, err := agent.New(agent.Config{
+			NodeName: n, Masters: addrs, HeartbeatInterval: relayHeartbeat, Source: src, Plans: pr,
+			InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+			Logger:      testLogger(n),
+			DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		fa := &fleetAgent{a: a, cancel: cancel, done: make(chan struct{}), plans: pr}
+		go func() { defer close(fa.done); _ = a.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-fa.done })
+		f.agents[n] = fa
+	}
+	return f
+}
+
+// stop ends one agent's process (its stream closes).
+func (f *fleet) stop(name string) {
+	fa := f.agents[name]
+	fa.cancel()
+	<-fa.done
+}
+
+// on lists the agents whose established session is with m.
+func (f *fleet) on(m *member) []string {
+	var out []string
+	for n, fa := range f.agents {
+		if st := fa.a.Status(); st.Connected && st.Master == m.s.Addr() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// settled: every agent has its inventory acknowledged and a session.
+func (f *fleet) settled() bool {
+	for _, fa := range f.agents {
+		if st := fa.a.Status(); !st.Connected || st.AckedGeneration == 0 || st.AckedHash != st.CurrentHash {
+			return false
+		}
+	}
+	return true
+}
+
+// sent is how many inventories each agent has sent so far.
+func (f *fleet) sent() map[string]uint64 {
+	out := map[string]uint64{}
+	for n, fa := range f.agents {
+		out[n] = fa.a.Status().InventoriesSent
+	}
+	return out
+}
+
+// checkNoneResent fails for every agent that sent an inventory since before.
+func (f *fleet) checkNoneResent(t *testing.T, before map[string]uint64) {
+	t.Helper()
+	for n, b := range before {
+		if got := f.agents[n].a.Status().InventoriesSent; got != b {
+			t.Errorf("%s sent %d inventories after the failover, want none", n, got-b)
+		}
+	}
+}
+
+// downs records every node the store marks DOWN from now on.
+func downs(t *testing.T, st *state.Store) func() []string {
+	events, cancel := st.Watch()
+	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var out []string
+	go func() {
+		for e := range events {
+			if e.Kind == ginv1.WatchEventKind_WATCH_EVENT_KIND_NODE_STATE && e.NewState == ginv1.NodeState_NODE_STATE_DOWN {
+				mu.Lock()
+				out = append(out, e.Node)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), out...)
+	}
+}
+
+func fleetNames(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("rl%03d", i+1))
+	}
+	return out
+}
+
+func testLogger(n string) *slog.Logger {
+	if os.Getenv("RELAY_DEBUG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("who", n)
+}
+
+func startRelayCluster(t *testing.T) []*member {
+	t.Helper()
+	ms := startClusterWith(t, 3, func(c *Config) { c.HeartbeatInterval = relayHeartbeat; c.Logger = testLogger(c.ID) })
+	waitUntil(t, "3 masters to bootstrap, elect and register", func() bool { return formed(ms) })
+	return ms
+}
+
+func allUp(m *member, names []string) bool {
+	for _, n := range names {
+		rec, ok := m.s.store.Head(n)
+		if !ok || rec.State() != ginv1.NodeState_NODE_STATE_UP || rec.Generation == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Agents spread over the three masters; those on followers register
+// through the relay (committed on the leader before their ack), get the
+// plans of their jobs pushed from their own master, and when a follower
+// dies its agents reattach elsewhere without re-sending an inventory and
+// without any node marked DOWN.
+func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
+	ms := startRelayCluster(t)
+	names := fleetNames(9)
+	f := startFleet(t, ms, names...)
+	leader := leaderOf(ms)
+	testwait.For(t, 30*time.Second, "every agent registered and up on the leader", func() bool { return f.settled() && allUp(leader, names) })
+	var victim *member
+	for _, m := range ms {
+		held := f.on(m)
+		if len(held) == 0 {
+			t.Fatalf("master %s holds no agent: agents do not spread (%d on it)", m.s.cfg.ID, len(held))
+		}
+		if m != leader && (victim == nil || len(held) > len(f.on(victim))) {
+			victim = m
+		}
+	}
+	// A plan pinned on the leader reaches an agent attached to a follower.
+	onVictim := f.on(victim)
+	pinPlan(t, ms, "relay-push", onVictim[0])
+	testwait.For(t, 10*time.Second, "the plan pushed to "+onVictim[0]+" on follower "+victim.s.cfg.ID, func() bool {
+		return f.agents[onVictim[0]].plans.has("relay-push")
+	})
+
+	down := downs(t, leader.s.store)
+	before := f.sent()
+	crashed := time.Now()
+	victim.crash()
+	limit := 3 * relayHeartbeat
+	testwait.For(t, 30*time.Second, "the dead follower's agents reattached elsewhere and past the missed limit twice", func() bool {
+		for _, n := range onVictim {
+			st := f.agents[n].a.Status()
+			if !st.Connected || st.Master == victim.s.Addr() {
+				return false
+			}
+		}
+		return time.Since(crashed) > 2*limit && allUp(leader, names)
+	})
+	if d := down(); len(d) > 0 {
+		t.Errorf("nodes marked DOWN when a follower died: %v", d)
+	}
+	f.checkNoneResent(t, before)
+}
+
+// The leader dies: agents on the followers keep their sessions (no
+// reconnect), the leader's agents reattach, nothing is re-sent and no node
+// is marked DOWN by the election.
+func TestLeaderDeathAgentsOnFollowersKeepSessions(t *testing.T) {
+	ms := startRelayCluster(t)
+	names := fleetNames(9)
+	f := startFleet(t, ms, names...)
+	leader := leaderOf(ms)
+	testwait.For(t, 30*time.Second, "every agent registered and up on the leader", func() bool { return f.settled() && allUp(leader, names) })
+	kept := map[string]uint64{} // agents on followers → their reconnects
+	for _, m := range ms {
+		if m == leader {
+			continue
+		}
+		for _, n := range f.on(m) {
+			kept[n] = f.agents[n].a.Status().Reconnects
+		}
+	}
+	if len(kept) == 0 {
+		t.Fatal("no agent on a follower")
+	}
+	before := f.sent()
+	crashed := time.Now()
+	leader.crash()
+	var next *member
+	waitUntil(t, "a new leader", func() bool { next = leaderOf(ms); return next != nil })
+	down := downs(t, next.s.store)
+	limit := 3 * relayHeartbeat
+	testwait.For(t, 30*time.Second, "every agent attached to a live master, past the missed limit twice", func() bool {
+		for _, fa := range f.agents {
+			if st := fa.a.Status(); !st.Connected || st.Master == leader.s.Addr() {
+				return false
+			}
+		}
+		return time.Since(crashed) > 2*limit && allUp(next, names)
+	})
+	// The reports of both followers have reached the new leader: its
+	// liveness holds a fresh sign of life for every node.
+	testwait.For(t, 30*time.Second, "the new leader hears of every node", func() bool {
+		next.s.live.mu.Lock()
+		defer next.s.live.mu.Unlock()
+		for _, n := range names {
+			if !next.s.live.lastSeen[n].After(crashed) {
+				return false
+			}
+		}
+		return true
+	})
+	if d := down(); len(d) > 0 {
+		t.Errorf("nodes marked DOWN by the election: %v", d)
+	}
+	for n, before := range kept {
+		if st := f.agents[n].a.Status(); st.Reconnects != before {
+			t.Errorf("%s on a follower reconnected (%d → %d) when the leader died; want its session kept", n, before, st.Reconnects)
+		}
+	}
+	f.checkNoneResent(t, before)
+}
+
+// An agent attached to a follower that stops (its stream ends) is marked
+// DOWN by the leader after the missed heartbeats, from the follower's
+// reports; its neighbours on the same follower stay UP.
+func TestFollowerAgentStoppingIsMarkedDown(t *testing.T) {
+	ms := startRelayCluster(t)
+	names := fleetNames(6)
+	f := startFleet(t, ms, names...)
+	leader := leaderOf(ms)
+	testwait.For(t, 30*time.Second, "every agent registered and up on the leader", func() bool { return f.settled() && allUp(leader, names) })
+	var follower *member
+	for _, m := range ms {
+		if m != leader && len(f.on(m)) >= 1 && (follower == nil || len(f.on(m)) > len(f.on(follower))) {
+			follower = m
+		}
+	}
+	if follower == nil {
+		t.Fatal("no agent on a follower")
+	}
+	held := f.on(follower)
+	gone := held[0]
+	f.stop(gone)
+	testwait.For(t, 30*time.Second, gone+" marked DOWN by the leader", func() bool {
+		rec, _ := leader.s.store.Node(gone)
+		return rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN
+	})
+	for _, n := range names {
+		if n == gone {
+			continue
+		}
+		if rec, _ := leader.s.store.Node(n); rec.GetState() != ginv1.NodeState_NODE_STATE_UP {
+			t.Errorf("%s is %v, want UP (only %s stopped)", n, rec.GetState(), gone)
+		}
+	}
+}
+
+// pinPlan pins a job's plan through whichever master leads (retried across
+// an election).
+func pinPlan(t *testing.T, ms []*member, job, nodes string) {
+	t.Helper()
+	testwait.For(t, 30*time.Second, "plan "+job+" pinned", func() bool {
+		l := leaderOf(ms)
+		if l == nil {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := (&planService{s: l.s}).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes})
+		return err == nil
+	})
+}
