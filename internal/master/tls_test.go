@@ -270,6 +270,36 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		return true
 	})
 
+	// An agent on a follower: the follower relays with its master
+	// certificate; the leader has committed before the ack.
+	fol := followerOf(ms, leaderOf(ms))
+	onFollower := p.dial(t, fol.s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node002"})
+	fsess, fack := openSession(t, onFollower, simInventory(t, "dgx-h100", "node002"))
+	if fack == nil {
+		t.Fatal("no hello ack from a follower")
+	}
+	inv2 := simInventory(t, "dgx-h100", "node002")
+	inv2.Generation = 1
+	if iack, err := fsess.send(inv2); err != nil || iack.GetAcceptedGeneration() != 1 {
+		t.Fatalf("inventory through a follower over mTLS: %v, %v", iack, err)
+	}
+	if _, ok := leaderOf(ms).s.store.Node("node002"); !ok {
+		t.Fatal("the follower acknowledged node002 before the leader held it")
+	}
+	// Only master certificates relay: an agent calling RelayService for
+	// another node is refused by the table.
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	lagent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node004"})
+	_, err := ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayInventoryRequest{NodeName: "node003",
+		Update: &ginv1.RelayInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("RelayService.PutInventory with an agent certificate: %v, want PermissionDenied", err)
+	}
+	if _, ok := leaderOf(ms).s.store.Node("node003"); ok {
+		t.Fatal("a refused relay registered node003")
+	}
+
 	// With TLS on, the leader's dial of a joining server's Raft address is
 	// the Raft handshake: the master there must be the one that joins.
 	// m9 (a valid master certificate) naming m2's Raft port, or a port
