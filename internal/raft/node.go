@@ -226,6 +226,11 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
 	}
+	// After wal.Open, which locks the data dir against a second master.
+	if _, err := removeTempSnapshots(cfg.DataDir, log); err != nil {
+		_ = logs.Close()
+		return nil, err
+	}
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
 	if err != nil {
 		_ = logs.Close()

@@ -254,7 +254,20 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+	// A snapshot interrupted mid-write (the master killed, the disk full)
+	// left its temporary directory: the restart removes it and keeps the
+	// complete snapshots.
+	tmp := filepath.Join(dir, "snapshots", "3-99-1700000000000.tmp")
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "state.bin"), []byte("half a snapshot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	n2, st2 := open()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted snapshot %s is still there after a restart (stat: %v)", tmp, err)
+	}
 	if err := n2.Barrier(ctx); err != nil {
 		t.Fatal(err)
 	}
