@@ -32,9 +32,16 @@ type LogStoreErrors struct {
 // operation (gin_master_raft_log_store_errors_total). A GetLog of an index
 // that is not there (hraft.ErrLogNotFound) is an answer Raft expects, not a
 // fault, and is not counted.
+//
+// It also guards appends: refuse, when set, is asked before each one (a
+// non-nil error refuses it without touching the store: the data dir is full
+// on a follower), and onWriteError, when set, is told every append error of
+// the store itself (after which raft-wal cannot append again).
 type countingLogStore struct {
 	hraft.LogStore
-	errs [numOps]atomic.Uint64
+	errs         [numOps]atomic.Uint64
+	refuse       func() error
+	onWriteError func(error)
 }
 
 func newCountingLogStore(s hraft.LogStore) *countingLogStore {
@@ -67,11 +74,20 @@ func (c *countingLogStore) GetLog(index uint64, log *hraft.Log) error {
 }
 
 func (c *countingLogStore) StoreLog(log *hraft.Log) error {
-	return c.count(opStoreLogs, c.LogStore.StoreLog(log))
+	return c.StoreLogs([]*hraft.Log{log})
 }
 
 func (c *countingLogStore) StoreLogs(logs []*hraft.Log) error {
-	return c.count(opStoreLogs, c.LogStore.StoreLogs(logs))
+	if c.refuse != nil {
+		if err := c.refuse(); err != nil {
+			return c.count(opStoreLogs, err)
+		}
+	}
+	err := c.LogStore.StoreLogs(logs)
+	if err != nil && c.onWriteError != nil {
+		c.onWriteError(err)
+	}
+	return c.count(opStoreLogs, err)
 }
 
 func (c *countingLogStore) DeleteRange(lo, hi uint64) error {

@@ -54,7 +54,16 @@ type Config struct {
 	// (other survivors recovered with the same list); empty: this server
 	// alone.
 	RecoverPeers []Member
+	// MinFreeBytes is the free space kept under DataDir: below it the
+	// leader refuses writes (DataDirFullError) and a follower refuses to
+	// append (see diskguard.go). 0: DefaultMinFreeBytes.
+	MinFreeBytes uint64
 	Logger       *slog.Logger
+
+	// walSegmentSize overrides raft-wal's segment size (tests; 0: 64 MiB).
+	walSegmentSize int
+	// statfs overrides how the free space is read (tests; nil: statfs(2)).
+	statfs func(dir string) (uint64, error)
 }
 
 // Tuning holds the Raft timing and snapshot knobs an operator may set; a
@@ -160,6 +169,8 @@ type Node struct {
 	transport *hraft.NetworkTransport
 	logs      *wal.WAL
 	counted   *countingLogStore // logs as Raft uses it, counting errors
+	guard     *diskGuard
+	failed    *failure // the log store's first write error
 	store     *state.Store
 	log       *slog.Logger
 	fsm       *FSM
@@ -193,6 +204,12 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("raft: data dir is empty")
 	}
+	if cfg.MinFreeBytes == 0 {
+		cfg.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if cfg.MinFreeBytes < MinMinFreeBytes || cfg.MinFreeBytes > MaxMinFreeBytes {
+		return nil, fmt.Errorf("raft: minimum free space %d bytes: want %d..%d", cfg.MinFreeBytes, uint64(MinMinFreeBytes), uint64(MaxMinFreeBytes))
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -222,7 +239,11 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if err := os.MkdirAll(walDir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft: data dir: %w", err)
 	}
-	logs, err := wal.Open(walDir)
+	segmentSize := wal.DefaultSegmentSize
+	if cfg.walSegmentSize > 0 {
+		segmentSize = cfg.walSegmentSize
+	}
+	logs, err := wal.Open(walDir, wal.WithSegmentSize(segmentSize))
 	if err != nil {
 		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
 	}
@@ -284,16 +305,66 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			log.Info("bootstrapped a new single-voter cluster", "id", cfg.ID, "raft_addr", trans.LocalAddr())
 		}
 	}
+	statfs := cfg.statfs
+	if statfs == nil {
+		statfs = freeBytes
+	}
+	guard := &diskGuard{dir: cfg.DataDir, minFree: cfg.MinFreeBytes, statfs: statfs, log: log}
+	failed := newFailure()
 	counted := newCountingLogStore(logs)
+	var running atomic.Pointer[hraft.Raft]
+	counted.refuse = func() error {
+		// A follower keeps the space free; the leader's own entries (its
+		// proposals were checked in Apply) go through.
+		if r := running.Load(); r == nil || r.State() == hraft.Leader {
+			return nil
+		}
+		return guard.check()
+	}
+	counted.onWriteError = func(err error) {
+		ferr := logStoreFailure(cfg.DataDir, err)
+		if !failed.set(ferr) {
+			return
+		}
+		log.Error("the Raft log store failed a write; stopping Raft, this master must be restarted", slog.String("data_dir", cfg.DataDir), slog.Any("err", ferr))
+		if r := running.Load(); r != nil {
+			// Not from here: this is Raft's own goroutine.
+			go r.Shutdown()
+		}
+	}
 	r, err := hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, store: store, log: log, fsm: fsm}
+	running.Store(r)
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, failed: failed, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
+}
+
+// Failed is closed when the log store failed a write (Err says how): the
+// log cannot take writes again in this process, and the master must be
+// restarted (gin-master exits with ExitLogStoreFailed).
+func (n *Node) Failed() <-chan struct{} { return n.failed.ch }
+
+// Err is the log store's first write error (wrapping ErrLogStoreFailed),
+// nil until Failed is closed.
+func (n *Node) Err() error {
+	select {
+	case <-n.failed.ch:
+		return n.failed.err
+	default:
+		return nil
+	}
+}
+
+// DataDirSpace returns the free bytes under the data dir and the minimum
+// the node keeps free.
+func (n *Node) DataDirSpace() (free, minFree uint64, err error) {
+	free, err = n.guard.free()
+	return free, n.guard.minFree, err
 }
 
 // checkSnapshotCoverage refuses a data dir whose log was compacted but
@@ -366,6 +437,13 @@ func (n *Node) Apply(ctx context.Context, cmd *statev1.Command) (state.Result, e
 	b, err := proto.Marshal(cmd)
 	if err != nil {
 		return state.Result{}, fmt.Errorf("raft: marshal command: %w", err)
+	}
+	if n.raft.State() == hraft.Leader {
+		// Refused before anything is written (a follower's proposal is
+		// refused by Raft as not the leader).
+		if err := n.guard.check(); err != nil {
+			return state.Result{}, err
+		}
 	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {

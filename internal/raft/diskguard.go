@@ -1,0 +1,148 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	wal "github.com/hashicorp/raft-wal"
+	"golang.org/x/sys/unix"
+)
+
+// Free space under the data dir. raft-wal preallocates each 64 MiB log
+// segment and, when one fills, seals it and creates the next; if that
+// creation fails (the disk is full) the error is only logged inside
+// raft-wal and every later append answers "segment is sealed" until the
+// process reopens the log. Nothing in raft-wal retries the rotation, so the
+// master keeps the space a rotation and a snapshot need free, refusing new
+// writes before the log store can fail:
+//   - the leader refuses proposals (Node.Apply) while the data dir has less
+//     than MinFreeBytes free, with a DataDirFullError (RESOURCE_EXHAUSTED);
+//     nothing is written and leadership is kept, and writes are taken again
+//     as soon as space returns;
+//   - a follower refuses to append replicated entries under the same
+//     threshold: it stays a follower (heartbeats carry no entries) and
+//     catches up from the leader once space returns;
+//   - a write error of the log store that happens anyway (the disk filled
+//     faster than the check, or any other I/O error) leaves raft-wal unable
+//     to append again in this process: the Node stops Raft at once (a
+//     server that cannot write its log would only win elections and step
+//     down again), reports it on Failed, and gin-master exits with ExitLogStoreFailed for its supervisor to
+//     restart it; the restarted master reopens the log with every entry it
+//     had acknowledged.
+const (
+	// DefaultMinFreeBytes is Config.MinFreeBytes's default: a segment
+	// rotation (64 MiB), a snapshot of a large cluster and slack.
+	DefaultMinFreeBytes = 256 << 20
+	// MinMinFreeBytes and MaxMinFreeBytes bound Config.MinFreeBytes.
+	MinMinFreeBytes = 1 << 20
+	MaxMinFreeBytes = 1 << 40
+)
+
+// ExitLogStoreFailed is gin-master's exit status when its log store failed
+// a write (EX_TEMPFAIL: a restart reopens the log).
+const ExitLogStoreFailed = 75
+
+// ErrDataDirFull is in the chain of every DataDirFullError.
+var ErrDataDirFull = errors.New("data dir is full")
+
+// ErrLogStoreFailed is in the chain of the error Node.Err returns after
+// the log store failed a write.
+var ErrLogStoreFailed = errors.New("raft log store failed")
+
+// DataDirFullError: the data dir has less free space than the master keeps.
+type DataDirFullError struct {
+	Dir           string
+	Free, MinFree uint64
+}
+
+func (e *DataDirFullError) Error() string {
+	return fmt.Sprintf("data dir %s is full: %s free, less than the %s kept free for the Raft log and snapshots "+
+		"(--data-dir-min-free-mib); writes are refused until space is freed there", e.Dir, mib(e.Free), mib(e.MinFree))
+}
+
+func (e *DataDirFullError) Unwrap() error { return ErrDataDirFull }
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// diskGuard watches the free space of the data dir. Safe for concurrent use.
+type diskGuard struct {
+	dir     string
+	minFree uint64
+	statfs  func(dir string) (free uint64, err error)
+	log     *slog.Logger
+	full    atomic.Bool // as of the last check; transitions are logged
+}
+
+// freeBytes is the space an unprivileged writer may still use under dir.
+func freeBytes(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// free returns the free bytes under the data dir.
+func (g *diskGuard) free() (uint64, error) { return g.statfs(g.dir) }
+
+// check returns a DataDirFullError while the data dir has less than
+// minFree free. When the free space cannot be read it does not refuse
+// (the log store reports real failures).
+func (g *diskGuard) check() error {
+	free, err := g.free()
+	if err != nil {
+		return nil
+	}
+	if free >= g.minFree {
+		if g.full.Swap(false) {
+			g.log.Info("data dir has space again; writes are taken", slog.String("data_dir", g.dir), slog.String("free", mib(free)))
+		}
+		return nil
+	}
+	e := &DataDirFullError{Dir: g.dir, Free: free, MinFree: g.minFree}
+	if !g.full.Swap(true) {
+		g.log.Error("data dir is full; refusing writes until space is freed", slog.String("data_dir", g.dir),
+			slog.String("free", mib(free)), slog.String("min_free", mib(g.minFree)))
+	}
+	return e
+}
+
+// failure records the first write error of the log store.
+type failure struct {
+	once sync.Once
+	ch   chan struct{}
+	err  error
+}
+
+func newFailure() *failure { return &failure{ch: make(chan struct{})} }
+
+// set records err and closes ch; it reports whether err was the first.
+func (f *failure) set(err error) (first bool) {
+	f.once.Do(func() {
+		f.err = err
+		close(f.ch)
+		first = true
+	})
+	return first
+}
+
+// logStoreFailure wraps a write error of the log store under dir.
+func logStoreFailure(dir string, err error) error {
+	what := "failed a write"
+	if diskFull(err) {
+		what = "is full"
+	}
+	return fmt.Errorf("%w: data dir %s %s: %w; the log cannot take writes again in this process, restart the master "+
+		"(its acknowledged entries are on disk)", ErrLogStoreFailed, dir, what, err)
+}
+
+// diskFull reports whether err says the disk is full: ENOSPC, EDQUOT, or
+// raft-wal's sealed segment (a segment rotation that failed, for lack of
+// space in every case seen).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, wal.ErrSealed)
+}
