@@ -55,6 +55,7 @@ type options struct {
 	maxNodes, maxPlans                         int
 	maxHandshakes, handshakeQueue              int
 	memoryLimit                                string
+	minFreeMiB                                 uint64
 	logLevel                                   string
 	dev                                        bool
 	devAgents                                  int
@@ -100,6 +101,12 @@ const (
 	// or name another master. A restart cannot cure it; the systemd unit
 	// lists it in RestartPreventExitStatus so it fails instead of looping.
 	exitConfig = 78
+	// exitLogStore (EX_TEMPFAIL) is the Raft log store failing a write
+	// (the data dir full, an I/O error), or the data dir full at start:
+	// the log cannot take writes again in this process, and a restart
+	// (with space back) reopens it with every acknowledged write. The unit
+	// restarts it.
+	exitLogStore = 75
 )
 
 // configError is an error the operator must fix before the master can
@@ -239,6 +246,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.IntVar(&o.maxHandshakes, "max-handshakes", master.DefaultMaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
 	f.IntVar(&o.handshakeQueue, "handshake-queue", master.DefaultHandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
 	f.IntVar(&o.maxPlans, "max-plans", master.DefaultMaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
+	f.Uint64Var(&o.minFreeMiB, "data-dir-min-free-mib", ginraft.DefaultMinFreeBytes>>20, "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
 	f.Float64Var(&o.agentLogRate, "agent-log-rate", master.DefaultAgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
 	f.IntVar(&o.agentLogBurst, "agent-log-burst", master.DefaultAgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go heap (900MiB, 2GiB, off): the garbage collector runs more often near it; auto: 90% of the cgroup's memory limit (container, systemd MemoryMax=) if any, else GOMEMLIMIT or none")
@@ -269,6 +277,9 @@ Then try: ginctl nodes; ginctl topo -m`,
 		if strings.HasPrefix(err.Error(), "unknown command ") {
 			code = exitUsage // a positional argument: gin-master takes none
 		}
+		if logStoreFailed(err) {
+			code = exitLogStore
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)
 		}
@@ -282,6 +293,13 @@ Then try: ginctl nodes; ginctl topo -m`,
 		return code
 	}
 	return 0
+}
+
+// logStoreFailed reports whether err is the Raft log store failing a
+// write, or the data dir full at start: a restart (with space back) is the
+// cure, so gin-master exits with exitLogStore for systemd.
+func logStoreFailed(err error) bool {
+	return errors.Is(err, ginraft.ErrLogStoreFailed) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
@@ -314,6 +332,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	if o.maxPlans < 1 || o.maxPlans > 10_000_000 {
 		return fmt.Errorf("--max-plans %d: want 1..10000000", o.maxPlans)
+	}
+	if o.minFreeMiB < ginraft.MinMinFreeBytes>>20 || o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
+		return fmt.Errorf("--data-dir-min-free-mib %d: want %d..%d", o.minFreeMiB, ginraft.MinMinFreeBytes>>20, ginraft.MaxMinFreeBytes>>20)
 	}
 	if o.agentLogRate < 1.0/60 || o.agentLogRate > 1e6 {
 		return fmt.Errorf("--agent-log-rate %g: want 0.0167..1000000 lines per second", o.agentLogRate)
@@ -384,7 +405,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
-		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans,
+		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
 		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue),
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gin-topology/gin/internal/buildinfo"
+	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
 // TestUsageErrors: flags that cannot work are refused with exit 2 before
@@ -171,6 +174,7 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"--agent-log-burst 0", append(append([]string{}, insecure...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
 		{"--max-streams-per-conn 0", append(append([]string{}, insecure...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},
 		{"--max-streams-per-conn too many", append(append([]string{}, insecure...), "--max-streams-per-conn", "70000"), 1, "--max-streams-per-conn 70000"},
+		{"--data-dir-min-free-mib 0", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "0"), 1, "--data-dir-min-free-mib 0: want 1..1048576"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,5 +203,32 @@ func TestInsecureConflictsWithTLSEnvironment(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("--data-dir %s was created by a refused command line", dir)
+	}
+}
+
+// A log store that failed a write, or a data dir full at start, exits with
+// the status systemd restarts on (EX_TEMPFAIL); other errors exit 1.
+func TestLogStoreFailedExitStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"log store failed", fmt.Errorf("master: %w: data dir /d is full: %w", ginraft.ErrLogStoreFailed, syscall.ENOSPC), true},
+		{"full at start", fmt.Errorf("raft: open log store /d/wal: %w", &os.PathError{Op: "write", Path: "/d/wal/x", Err: syscall.ENOSPC}), true},
+		{"quota", fmt.Errorf("x: %w", syscall.EDQUOT), true},
+		{"another error", errors.New("--max-nodes 0: want 1..10000000"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := logStoreFailed(tc.err); got != tc.want {
+				t.Fatalf("logStoreFailed(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+	for _, other := range []int{0, 1, exitUsage, exitConfig} {
+		if exitLogStore == other {
+			t.Fatalf("exit status %d for a failed log store is not distinct", exitLogStore)
+		}
 	}
 }

@@ -123,7 +123,7 @@ func toStatus(err error) error {
 			st = wd
 		}
 		return st.Err()
-	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied):
+	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied), errors.Is(err, ginraft.ErrDataDirFull):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())

@@ -46,6 +46,7 @@ type masterCollector struct {
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
 	nodesLimit, plansLimit                                *prometheus.Desc
 	handshakes, handshakesRefused                         *prometheus.Desc
+	dataDirFree, dataDirMinFree                           *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -69,13 +70,15 @@ func newMasterCollector(s *Server) *masterCollector {
 		handshakes:         d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
 		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, or no slot within --hello-timeout.", id, nil),
 		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
+		dataDirFree:        d("gin_master_data_dir_free_bytes", "Free bytes under the data dir (statfs, for an unprivileged writer).", id, nil),
+		dataDirMinFree:     d("gin_master_data_dir_min_free_bytes", "Free bytes kept under the data dir (--data-dir-min-free-mib); below it writes are refused with RESOURCE_EXHAUSTED.", id, nil),
 		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
 			[]string{"server", "op"}, nil),
 	}
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.handshakes, c.handshakesRefused} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree} {
 		ch <- d
 	}
 }
@@ -125,6 +128,10 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.handshakes, float64(s.admission.inFlight()), id, "in_flight")
 	g(c.handshakes, float64(s.admission.waiting.Load()), id, "waiting")
 	ch <- prometheus.MustNewConstMetric(c.handshakesRefused, prometheus.CounterValue, float64(s.admission.refused.Load()), id)
+	if free, minFree, err := s.node.DataDirSpace(); err == nil {
+		g(c.dataDirFree, float64(free), id)
+		g(c.dataDirMinFree, float64(minFree), id)
+	}
 	ch <- prometheus.MustNewConstMetric(c.agentLogSuppressed, prometheus.CounterValue, float64(s.agentLog.Suppressed()), id)
 	for _, e := range s.node.LogStoreErrors() {
 		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)

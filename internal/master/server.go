@@ -135,6 +135,10 @@ type Config struct {
 	// this server (plus RecoverPeers) before starting; see ginraft.Config.
 	Recover      bool
 	RecoverPeers []ginraft.Member
+	// MinFreeBytes is the free space kept under DataDir (0:
+	// ginraft.DefaultMinFreeBytes): below it writes are refused with
+	// RESOURCE_EXHAUSTED naming the data dir, until space returns.
+	MinFreeBytes uint64
 	Logger       *slog.Logger
 }
 
@@ -222,7 +226,7 @@ func New(cfg Config) (*Server, error) {
 	node, err := ginraft.Open(ginraft.Config{
 		ID: cfg.ID, Bind: cfg.RaftBind, Advertise: cfg.RaftAdvertise, DataDir: cfg.DataDir, Bootstrap: cfg.Bootstrap,
 		Fast: cfg.FastRaft, Tuning: cfg.RaftTuning, TLS: cfg.TLS, Logger: log,
-		Recover: cfg.Recover, RecoverPeers: cfg.RecoverPeers,
+		Recover: cfg.Recover, RecoverPeers: cfg.RecoverPeers, MinFreeBytes: cfg.MinFreeBytes,
 	}, store)
 	if err != nil {
 		_ = lis.Close()
@@ -311,12 +315,21 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.monitorLeadership(ctx) // starts and stops every leader-only loop
 	}()
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-s.node.Failed():
+			// The log store cannot take writes again in this process.
+			s.log.Error("stopping: the Raft log store failed; restart this master (systemd does)",
+				"data_dir", s.cfg.DataDir, "err", s.node.Err())
+		}
 		s.shutdown()
 	}()
 	s.log.Info("gin-master serving", "grpc", s.Addr(), "raft", s.RaftAddr(), "data_dir", s.cfg.DataDir)
 	if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return fmt.Errorf("master: serve: %w", err)
+	}
+	if err := s.node.Err(); err != nil {
+		return fmt.Errorf("master: %w", err) // wraps ginraft.ErrLogStoreFailed
 	}
 	return nil
 }

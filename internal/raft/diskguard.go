@@ -30,7 +30,7 @@ import (
 //     faster than the check, or any other I/O error) leaves raft-wal unable
 //     to append again in this process: the Node stops Raft at once (a
 //     server that cannot write its log would only win elections and step
-//     down again), reports it on Failed, and gin-master exits with ExitLogStoreFailed for its supervisor to
+//     down again), reports it on Failed, and gin-master exits (status 75) for its supervisor to
 //     restart it; the restarted master reopens the log with every entry it
 //     had acknowledged.
 const (
@@ -41,10 +41,6 @@ const (
 	MinMinFreeBytes = 1 << 20
 	MaxMinFreeBytes = 1 << 40
 )
-
-// ExitLogStoreFailed is gin-master's exit status when its log store failed
-// a write (EX_TEMPFAIL: a restart reopens the log).
-const ExitLogStoreFailed = 75
 
 // ErrDataDirFull is in the chain of every DataDirFullError.
 var ErrDataDirFull = errors.New("data dir is full")

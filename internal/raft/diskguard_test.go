@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	"github.com/gin-topology/gin/internal/state"
 	"github.com/gin-topology/gin/internal/testtmpfs"
@@ -151,4 +150,3 @@ func TestMinFreeBytesBounds(t *testing.T) {
 		}
 	}
 }
-

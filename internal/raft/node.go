@@ -346,7 +346,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 
 // Failed is closed when the log store failed a write (Err says how): the
 // log cannot take writes again in this process, and the master must be
-// restarted (gin-master exits with ExitLogStoreFailed).
+// restarted (gin-master exits with status 75).
 func (n *Node) Failed() <-chan struct{} { return n.failed.ch }
 
 // Err is the log store's first write error (wrapping ErrLogStoreFailed),
