@@ -64,7 +64,7 @@ func startDiskFullCluster(t *testing.T, bin string, n int, dataDir func(i int) s
 		argv := []string{filepath.Join(bin, "gin-master"), "--node-id", fmt.Sprintf("m%d", i+1),
 			"--bind", c.clients[i], "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[n+i]), "--http-bind", httpBind,
 			"--data-dir", dataDir(i), "--data-dir-min-free-mib", strconv.Itoa(diskFullMinFree),
-			"--heartbeat-interval", "1s", "--log-level", "info"}
+			"--heartbeat-interval", "1s", "--log-level", "info", "--insecure"}
 		if n > 1 {
 			argv = append(argv, "--bootstrap-expect", strconv.Itoa(n), "--join", c.join)
 		}

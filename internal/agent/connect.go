@@ -133,7 +133,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			// and hash, so a master holding them gets no inventory again.
 			rc.exhausted(addr)
 			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
-			wait = bo.next()
+			wait = bo.atLeast(bo.next(), retryHint(out.err))
 			if ok, skipped := busyLog.Allow(); ok {
 				log.Warn("master cannot take this agent now; trying another master after a backoff",
 					slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
