@@ -27,6 +27,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/testcerts"
 	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -598,6 +599,16 @@ func TestFaultCampaign(t *testing.T) {
 	var wg sync.WaitGroup
 	cl := &claims{leaders: map[uint64]map[string]int{}, views: map[uint64]map[string]int{}}
 	wg.Go(func() { cl.sample(c, stop) })
+	other := testcerts.Make(t, filepath.Join(bin, "ginctl"), filepath.Join(t.TempDir(), "other-ca"), testcerts.Cert{Role: "master", Name: "m1"})
+	attack, err := newRaftAttack(certs.Files("agent-"+nodeNames[0]), other.Files("master-m1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raftAddrs []string
+	for i := range nMasters {
+		raftAddrs = append(raftAddrs, tn.IP(i)+":5001")
+	}
+	wg.Go(func() { attack.run(raftAddrs, stop) })
 	for v := range w.variants {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(seed), uint64(v)+1))
@@ -963,6 +974,9 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	cl.mu.Unlock()
 
+	// (3b) No forged Raft connection got an answer.
+	problems = append(problems, attack.problems()...)
+
 	// (4) Every agent reattached: its process runs and its node is up.
 	for _, a := range c.agents {
 		if !a.Alive() {
@@ -1012,6 +1026,7 @@ func TestFaultCampaign(t *testing.T) {
 		}
 	}
 	t.Logf("leaders seen per term: %s", strings.Join(perTerm, "; "))
+	t.Logf("forged Raft connections (every 300 ms to every master): %s", attack.summary())
 	t.Logf("snapshots: %s", strings.Join(snapLines, "; "))
 	t.Logf("acknowledged writes missing or different on some master: %d", lost)
 	t.Logf("linearizability (porcupine, per-key put-if-absent register): %s", res)

@@ -3,12 +3,14 @@ package faulttest
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,4 +130,158 @@ func logSays(p *testproc.Proc, text string) error {
 		return fmt.Errorf("%s's log (%s) does not say %q: is TLS on?", p.Name, p.Log, text)
 	}
 	return nil
+}
+
+// raftAttack is issue #11's forged-Raft attacker kept up through the whole
+// campaign: every 300 ms it connects to every master's Raft port as what
+// is not a master of this cluster (in turn: plain TCP, TLS without a
+// certificate, an agent's certificate, a master certificate of another
+// CA) and sends the start of a Raft RequestVote. A master must refuse
+// every such connection: a TLS alert for plain bytes, the handshake
+// refused for the others; a connection the master takes (no refusal, or
+// any other answer) fails the campaign, and the leader-per-term and
+// workload checks show that none of it disturbed an election.
+type raftAttack struct {
+	kinds []raftAttacker
+
+	mu       sync.Mutex
+	tries    map[string]int // kind -> connections made
+	refused  map[string]int // kind -> of those, refused by the master
+	answered []string       // anything else the master sent back (a failure)
+}
+
+type raftAttacker struct {
+	name string
+	tls  *tls.Config // nil: plain TCP
+}
+
+// newRaftAttack prepares the attackers: agentCert is a certificate of the
+// cluster CA for another role, otherCA a master certificate of another CA.
+func newRaftAttack(agentCert, otherCA pki.Files) (*raftAttack, error) {
+	a := &raftAttack{tries: map[string]int{}, refused: map[string]int{}}
+	a.kinds = append(a.kinds, raftAttacker{name: "plain TCP"})
+	a.kinds = append(a.kinds, raftAttacker{name: "TLS without a certificate", tls: &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}}) //nolint:gosec // the attacker
+	for _, f := range []struct {
+		name  string
+		files pki.Files
+	}{{"an agent's certificate", agentCert}, {"a master certificate of another CA", otherCA}} {
+		src, err := pki.NewSource(f.files, nil)
+		if err != nil {
+			return nil, err
+		}
+		a.kinds = append(a.kinds, raftAttacker{name: f.name, tls: &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, //nolint:gosec // the attacker
+			Certificates: []tls.Certificate{*src.Certificate()}}})
+	}
+	return a, nil
+}
+
+// run attacks raftAddrs until stop is closed, one attacker kind per
+// master per 300 ms, in turn.
+func (a *raftAttack) run(raftAddrs []string, stop <-chan struct{}) {
+	for tick := 0; ; tick++ {
+		var wg sync.WaitGroup
+		for i, addr := range raftAddrs {
+			wg.Go(func() { a.once(a.kinds[(tick+i)%len(a.kinds)], addr) })
+		}
+		wg.Wait()
+		select {
+		case <-stop:
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// forgedVote is the start of a Raft RequestVote on the wire (hashicorp/raft:
+// the RPC type byte 1, then the msgpack request: a map of 5 fields, the
+// first key "Term"). A Raft server that takes the connection waits for the
+// rest, so it never ends it by itself (the attacker's read times out: not
+// a refusal); a TLS server ends it at once, before the handshake (these
+// are not TLS records) or after it (a certificate it refuses).
+var forgedVote = []byte{1, 0x85, 0xa4, 'T', 'e', 'r', 'm'}
+
+func (a *raftAttack) once(k raftAttacker, addr string) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return // the master is down or cut off: nothing reached
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	var conn net.Conn = c
+	if k.tls != nil {
+		tc := tls.Client(c, k.tls)
+		conn = tc
+		if err := tc.Handshake(); err != nil {
+			a.record(k, refusedIf(err), "")
+			return
+		}
+		// TLS 1.3: the client finishes its side before the server has
+		// checked its certificate; the refusal shows on the read.
+	}
+	_, _ = conn.Write(forgedVote)
+	buf := make([]byte, 64)
+	n, err := conn.Read(buf)
+	switch {
+	case n == 0:
+		a.record(k, refusedIf(err), "")
+	case k.tls == nil && buf[0] == 0x15:
+		a.record(k, refused, "") // a TLS alert record: the port speaks only TLS
+	default:
+		a.record(k, answered, fmt.Sprintf("%s at %s: %d bytes back (%x)", k.name, addr, n, buf[:n]))
+	}
+}
+
+type attackOutcome int
+
+const (
+	noReply  attackOutcome = iota // the master was stopped or cut off mid-way
+	refused                       // ended by the master without Raft
+	answered                      // anything else (a failure)
+)
+
+// refusedIf: an error that is not a timeout is the master ending the
+// connection (an alert, EOF, a reset); a timeout is no reply at all.
+func refusedIf(err error) attackOutcome {
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return noReply
+	}
+	return refused
+}
+
+func (a *raftAttack) record(k raftAttacker, o attackOutcome, what string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tries[k.name]++
+	switch o {
+	case refused:
+		a.refused[k.name]++
+	case answered:
+		a.answered = append(a.answered, what)
+	}
+}
+
+// problems are the attack's failures: an answer, or an attacker that was
+// never refused (a master that takes the connection and waits for more
+// is never refused either).
+func (a *raftAttack) problems() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := append([]string(nil), a.answered...)
+	for _, k := range a.kinds {
+		if a.refused[k.name] == 0 {
+			out = append(out, fmt.Sprintf("the Raft attacker with %s was never refused (%d connections)", k.name, a.tries[k.name]))
+		}
+	}
+	return out
+}
+
+func (a *raftAttack) summary() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var parts []string
+	for _, k := range a.kinds {
+		parts = append(parts, fmt.Sprintf("%s %d of %d refused", k.name, a.refused[k.name], a.tries[k.name]))
+	}
+	return strings.Join(parts, ", ") + " (the rest reached a stopped or cut-off master)"
 }
