@@ -25,6 +25,11 @@ func KeyOf(g *graph.Graph, model GPUModel, nodes []string, gpusPerNode int, nccl
 	if err != nil {
 		return nil, err
 	}
+	return keyOfShape(g, model, nodes, s, ncclVersion), nil
+}
+
+// keyOfShape is KeyOf for a communicator whose model shape s is known.
+func keyOfShape(g *graph.Graph, model GPUModel, nodes []string, s costmodel.Shape, ncclVersion string) *ginv1.PlacementShape {
 	ppn := s.NRanks / s.NNodes
 	k := &ginv1.PlacementShape{
 		GpusPerNode: uint32(ppn), NodeCount: uint32(s.NNodes), NcclVersion: ncclVersion,
@@ -51,7 +56,7 @@ func KeyOf(g *graph.Graph, model GPUModel, nodes []string, gpusPerNode int, nccl
 	case s.IntraNVLink || (ppn == 1 && info.NVLinksUp > 0):
 		k.NvlinkDomainSize = uint32(len(gpus))
 	}
-	return k, nil
+	return k
 }
 
 // Forced is where a measurement's algorithm and protocol came from.
@@ -378,11 +383,10 @@ func (x *Index) Measured(nodes []string, gpusPerNode int, coll ginv1.Collective,
 	ev, ok := x.byKey[k]
 	if !ok {
 		ev = &commEvidence{}
-		key, err := KeyOf(x.g, x.model, nodes, gpusPerNode, "")
+		var err error
+		ev.shape, err = costmodel.ShapeOf(x.g, nodes, gpusPerNode)
 		if err == nil {
-			ev.shape, err = costmodel.ShapeOf(x.g, nodes, gpusPerNode)
-		}
-		if err == nil {
+			key := keyOfShape(x.g, x.model, nodes, ev.shape, "")
 			for _, m := range x.ms {
 				switch {
 				case SameShape(m.GetShape(), key):

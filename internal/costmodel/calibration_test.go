@@ -81,6 +81,18 @@ func calPoints(t *testing.T) []calPoint {
 		calPoint{"DGX A100 ×2, 8×HDR, 8 B all_reduce, best", "calibration.md (30-48 µs)", multi(dgxA100, 2, 8, 200), ar, 8, 0, 0, "time", 39, 0.25, ""},
 		calPoint{"DGX H100 ×2, 8×NDR, 8 B all_reduce, best (not asserted)", "calibration.md (30-48 µs)", multi(dgxH100, 2, 8, 400), ar, 8, 0, 0, "time", 39, 0, ""},
 	)
+	// NVLS and ring on 2 to 8 of one DGX H100's GPUs, 2-4 GiB (NVIDIA/nccl#1455:
+	// ring 365-370 GB/s busbw at every count; NVLS 420, 440, 460, 480 on 5 to
+	// 8). The n/(n+1) GPU-count form of NVLS (nvlsGPUCount) was chosen with
+	// them in view: "rule", not held out.
+	for _, c := range []struct {
+		n     int
+		algo  ginv1.Algorithm
+		busbw float64
+	}{{2, ring, 367.5}, {5, ring, 367.5}, {5, nvls, 420}, {6, nvls, 440}, {7, nvls, 460}} {
+		pts = append(pts, calPoint{fmt.Sprintf("DGX H100, %d of 8 GPUs, all_reduce busbw, %s", c.n, strings.ToLower(strings.TrimPrefix(c.algo.String(), "ALGORITHM_"))),
+			"nccl#1455", ranks(dgxH100, c.n), ar, 2 << 30, c.algo, simp, "busbw", c.busbw, 0.25, "rule"})
+	}
 	// The NVLS constants are fitted on every other size of the published
 	// 1 × 8 H100 curve (TestNVLSFit); the sizes between are held out.
 	const xr = "xxrjun/nccl-tests-cluster"
@@ -249,7 +261,7 @@ func TestCalibration(t *testing.T) {
 		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
 	}
 	summary += " " + nvlsTreeSizes(t)
-	doc := renderDoc(table, summary, pairsTable(t))
+	doc := renderDoc(table, summary, pairsTable(t), b200FiveOfEight(t))
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -285,4 +297,21 @@ func nvlsTreeSizes(t *testing.T) string {
 	}
 	return "Not in the table: the other sizes of the 10 × 8 H100 log (multi-node NVLSTree, whose mid-size ramp " +
 		"is not modelled): " + strings.Join(parts, ", ") + "."
+}
+
+// b200FiveOfEight is GIN's NVLS and ring all_reduce on 5 of 8 B200 GPUs at
+// 2 GiB, as the doc quotes them.
+func b200FiveOfEight(t *testing.T) string {
+	t.Helper()
+	s := ranks(Shape{NRanks: 8, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true}, 5)
+	const b = 2 << 30
+	busbw := func(algo ginv1.Algorithm) float64 {
+		us, ok := Cost(s, ar, algo, simp, b)
+		if !ok {
+			t.Fatalf("%v unusable on 5 B200", algo)
+		}
+		return float64(b) / us / 1000 * BusFactor(ar, 5)
+	}
+	nv, r := busbw(nvls), busbw(ring)
+	return fmt.Sprintf("NVLS %.0f GB/s busbw at 2 GiB against ring/simple %.0f (%+.1f%%)", nv, r, 100*(nv/r-1))
 }

@@ -254,6 +254,9 @@ func (p *params) algBW(coll, a, pr int, bytes uint64) (float64, int) {
 		}
 		if ar {
 			intra *= 2
+			if p.gin && a == algoNVLS {
+				intra *= nvlsGPUCount(p.ppn)
+			}
 		} else {
 			intra *= float64(p.ppn-1) / float64(p.ppn)
 		}

@@ -70,3 +70,26 @@ func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
 	extraLoops := float64(bytes)/loop - float64(bytes)/float64(uint64(ops)*nvlsMaxChunk)
 	return fill + NVLSLoopUs*extraLoops
 }
+
+// nvlsFitGPUs is the GPU count the NVLS constants were fitted at (one
+// 8-GPU NVSwitch baseboard).
+const nvlsFitGPUs = 8
+
+// nvlsGPUCount scales an NVLS all_reduce of n GPUs of one NVLink domain
+// from the fitted 8. NCCL's conversion makes NVLS algbw grow as n/(n-1)
+// when GPUs are fewer (its busbw does not depend on n). Each GPU's NVLink
+// carries S·(1+1/n) each way (the switch reads its whole buffer for the
+// reductions and it takes its own 1/n back; it stores its 1/n and receives
+// the others' multicasts), so algbw goes as n/(n+1): fewer GPUs, less. The
+// published 8×H100 sweep (NVIDIA/nccl#1455: NVLS algbw 258, ~265, ~270,
+// ~273 GB/s on 5 to 8 GPUs; busbw 365-370 like ring on 2 to 4) follows
+// n/(n+1). It is applied up to 8 GPUs: above, in multi-node NVLink domains,
+// NCCL's form stands (the held-out 72-GPU GB200 NVL72 curve agrees with it,
+// not with n/(n+1)).
+func nvlsGPUCount(n int) float64 {
+	if n >= nvlsFitGPUs {
+		return 1
+	}
+	at := func(n int) float64 { return float64(n-1) / float64(n+1) }
+	return at(n) / at(nvlsFitGPUs)
+}

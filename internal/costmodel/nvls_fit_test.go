@@ -138,3 +138,33 @@ func TestNVLSChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestNVLSGPUCount: NVLS all_reduce algbw on 5 to 8 of one DGX H100's GPUs
+// against the published sweep (NVIDIA/nccl#1455, 2-4 GiB: 258, ~265, ~270,
+// ~273 GB/s), and no NVLS gain over ring on 4 or fewer (busbw 365-370
+// there for both). NCCL's own model has the algbw falling with n instead.
+func TestNVLSGPUCount(t *testing.T) {
+	const b = 2 << 30
+	for _, tc := range []struct {
+		n     int
+		algbw float64
+	}{{5, 258}, {6, 265}, {7, 270}, {8, 273}} {
+		us, ok := Cost(ranks(dgxH100, tc.n), ar, nvls, simp, b)
+		if !ok {
+			t.Fatalf("NVLS unusable on %d GPUs", tc.n)
+		}
+		got := float64(b) / us / 1000
+		if math.Abs(got-tc.algbw)/tc.algbw > 0.03 {
+			t.Errorf("%d GPUs: NVLS algbw %.1f GB/s, published %.0f", tc.n, got, tc.algbw)
+		}
+	}
+	for n := 2; n <= 4; n++ {
+		p, err := Predict(ranks(dgxH100, n), ar, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Algorithm != ring {
+			t.Errorf("%d GPUs: GIN picks %v, want ring (NVLS brings nothing there)", n, p.Algorithm)
+		}
+	}
+}
