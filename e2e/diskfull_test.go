@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -306,4 +308,45 @@ func TestDiskFullOneOfThreeMasters(t *testing.T) {
 	if b, _ := os.ReadFile(c.procs[2].Log); !strings.Contains(string(b), "data dir is full") || !strings.Contains(string(b), "data dir has space again") {
 		t.Errorf("m3 did not log that its data dir was full and had space again")
 	}
+}
+
+// TestDiskFullAtStartExitsForARestart: a master whose data dir has no room
+// for its first log segment exits with status 75 (what the systemd unit
+// restarts), naming the data dir; once the disk has room, the same command
+// line starts and serves.
+func TestDiskFullAtStartExitsForARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	dir := testtmpfs.Mount(t, 32<<20) // less than one 64 MiB segment
+	bin := binaries(t)
+	ports := distinctPorts(t, 2)
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	argv := []string{"--node-id", "m1", "--bind", addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]), "--http-bind", "",
+		"--data-dir", dir, "--data-dir-min-free-mib", strconv.Itoa(diskFullMinFree), "--insecure"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "gin-master"), argv...).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 75 {
+		t.Fatalf("gin-master on a data dir without room: %v, want exit status 75:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "data dir "+dir+" is full") {
+		t.Fatalf("the exit does not name the full data dir %s:\n%s", dir, out)
+	}
+
+	testtmpfs.Resize(t, dir, diskFullTmpfs)
+	p := &testproc.Proc{Name: "m1", Argv: append([]string{filepath.Join(bin, "gin-master")}, argv...), Log: filepath.Join(t.TempDir(), "m1.log")}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Kill(10 * time.Second) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(p.Log)
+			t.Logf("m1 log:\n%s", b)
+		}
+	})
+	c := &diskFullCluster{t: t, bin: bin}
+	waitFor(t, "the restarted master to lead", 60*time.Second, func() bool { return c.cluster(addr).leader == "m1" })
 }

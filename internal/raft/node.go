@@ -245,6 +245,9 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	}
 	logs, err := wal.Open(walDir, wal.WithSegmentSize(segmentSize))
 	if err != nil {
+		if diskFull(err) {
+			return nil, fmt.Errorf("raft: data dir %s is full: open log store %s: %w", cfg.DataDir, walDir, err)
+		}
 		return nil, fmt.Errorf("raft: open log store %s: %w", walDir, err)
 	}
 	// After wal.Open, which locks the data dir against a second master.

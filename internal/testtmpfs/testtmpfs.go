@@ -94,3 +94,12 @@ func Free(t testing.TB, dir string) {
 		t.Fatalf("remove the ballast: %v", err)
 	}
 }
+
+// Resize changes the size of the tmpfs Mount made at dir (a disk grown by
+// its operator).
+func Resize(t testing.TB, dir string, size uint64) {
+	t.Helper()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Fatalf("remount the tmpfs on %s with size %d: %v", dir, size, err)
+	}
+}
