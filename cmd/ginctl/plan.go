@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -43,6 +45,17 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			}
 			var resp *ginv1.GetOrCreatePlanResponse
 			err := a.withPlans(cmd.Context(), func(ctx context.Context, pc ginv1.PlanServiceClient) (err error) {
+				if nodes == "" {
+					// Only shown: a read (GetPlan), which a reader
+					// certificate may make, GetOrCreatePlan not.
+					var got *ginv1.GetPlanResponse
+					got, err = pc.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: job, Consistency: a.consistency()})
+					if status.Code(err) == codes.NotFound {
+						return status.Errorf(codes.NotFound, "job %q has no plan", job)
+					}
+					resp = &ginv1.GetOrCreatePlanResponse{Plan: got.GetPlan()}
+					return err
+				}
 				resp, err = pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes, GpusPerNode: gpn, TtlSeconds: uint32(ttl / time.Second)})
 				return err
 			})

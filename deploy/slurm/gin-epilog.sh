@@ -12,7 +12,8 @@
 set -u
 GINCTL=${GINCTL:-/usr/local/bin/ginctl}
 set -a   # GIN_MASTER_HOST and GIN_TLS_* reach ginctl
-[ -r /etc/default/gin-slurm ] && . /etc/default/gin-slurm
+GIN_SLURM_DEFAULTS=${GIN_SLURM_DEFAULTS:-/etc/default/gin-slurm}
+[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"
 if [ -z "${GIN_TLS_CERT:-}" ] && [ -r /etc/gin/scheduler.pem ]; then
   GIN_TLS_CA=${GIN_TLS_CA:-/etc/gin/ca.pem} GIN_TLS_CERT=/etc/gin/scheduler.pem GIN_TLS_KEY=${GIN_TLS_KEY:-/etc/gin/scheduler-key.pem}
 fi

@@ -12,7 +12,8 @@
 # planned and others not. The default (0) only logs it.
 set -u
 GIN_AGENT=${GIN_AGENT:-/usr/local/bin/gin-agent}
-[ -r /etc/default/gin-slurm ] && . /etc/default/gin-slurm   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET
+GIN_SLURM_DEFAULTS=${GIN_SLURM_DEFAULTS:-/etc/default/gin-slurm}
+[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET
 SOCK=${GIN_PLAN_SOCKET:-/run/gin/agent.sock}
 STRICT=${GIN_PROLOG_STRICT:-0}
 [ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
