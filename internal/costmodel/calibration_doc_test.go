@@ -55,7 +55,7 @@ the NVLS points it is also GIN's model before any NVLS calibration (gin-cost-1),
 did not change. A "best" or "default" point takes the
 model's fastest cell (the cell is shown); otherwise the cell is fixed. "use": fit (a constant was
 fitted on it), held out (a published log no constant was fitted on), rule (a maintainer's rule of
-thumb the physics must reproduce).
+thumb the physics must reproduce, or a published run a rule of the model was chosen with in view).
 
 ## Predicted vs published
 
