@@ -35,6 +35,9 @@ func (a *adminService) DenyCertificate(ctx context.Context, req *ginv1.DenyCerti
 		return nil, toStatus(fmt.Errorf("deny entry %s committed at %d but not in the state", e.GetSerial(), res.Index))
 	}
 	a.s.log.Warn("certificate denied", "serial", e.GetSerial(), "reason", e.GetReason(), "by", e.GetDeniedBy(), "changed", res.Changed, "index", res.Index)
+	if a.s.cfg.TLS == nil {
+		a.s.log.Warn("this master runs without TLS: the deny list is kept and replicated, but there are no certificates to refuse")
+	}
 	return &ginv1.DenyCertificateResponse{Entry: stored, Changed: res.Changed, Index: res.Index}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -66,8 +67,45 @@ func TestDenyAndDeleteNodeOverTLS(t *testing.T) {
 		t.Fatalf("binding %v, want %v", b, wantBinding)
 	}
 
+	// Readers never get the binding (nor machine_id): not in any answer
+	// that carries the node.
+	readerConn := p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleReader})
+	tc := ginv1.NewTopologyServiceClient(readerConn)
+	w, err := tc.Watch(ctx, &ginv1.WatchRequest{SinceIndex: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev *ginv1.WatchResponse
+	for ev.GetNode().GetName() != "node001" { // node001's registration, replayed
+		if ev, err = w.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node, err := tc.GetNode(ctx, &ginv1.GetNodeRequest{Name: "node001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := tc.ListNodes(ctx, &ginv1.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph, err := tc.GetGraph(ctx, &ginv1.GetGraphRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]proto.Message{"GetNode": node, "ListNodes": nodes, "GetGraph": graph, "Watch": ev} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{wantBinding.GetCaKeySha256(), agentSerial, rec.GetInventory().GetHost().GetMachineId()} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s hands readers %q", name, secret)
+			}
+		}
+	}
 	admin := ginv1.NewAdminServiceClient(p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleAdmin}))
-	reader := ginv1.NewAdminServiceClient(p.dial(t, s.Addr(), pki.Identity{Role: pki.RoleReader}))
+	reader := ginv1.NewAdminServiceClient(readerConn)
 	// Non-admins are refused every call of the deny list and node removal.
 	for name, call := range map[string]func(ginv1.AdminServiceClient) error{
 		"DenyCertificate": func(c ginv1.AdminServiceClient) error {
