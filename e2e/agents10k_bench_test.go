@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -22,6 +23,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
@@ -166,6 +168,9 @@ const (
 	// akMasterEnv adds K=V,K=V to the master's environment only (for
 	// instance GODEBUG=gctrace=1 or GOMEMLIMIT=1800MiB).
 	akMasterEnv = "GIN_LOAD_MASTER_ENV"
+	// akMasterArgsEnv replaces the master's --insecure with other flags
+	// (for instance "--insecure --memory-limit 900MiB").
+	akMasterArgsEnv = "GIN_LOAD_MASTER_ARGS"
 
 	akHeartbeat = 5 * time.Second
 	// Bounds of the waits; generous: a failure to get there is a finding.
@@ -214,23 +219,42 @@ type akLoad struct {
 	errs   []string
 
 	snaps *akSnapshots
+
+	// addrs are the masters' client addresses (one for this benchmark;
+	// BenchmarkThreeMastersAgents has three); creds gives an agent's
+	// transport credentials.
+	addrs []string
+	creds func(agent string) credentials.TransportCredentials
+	// reattach lets sessions that end reattach to another master (set
+	// while masters are killed); resent counts the full inventories
+	// reattaching agents had to send, detached the sessions that ended.
+	reattach  atomic.Bool
+	resent    atomic.Int64
+	detached  atomic.Int64
+	reattachT akSamples // time from a session's end to its reattachment
 }
 
+// reattached records one agent's reattachment after d.
+func (l *akLoad) reattached(d time.Duration) { l.reattachT.add(d) }
+
 func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
+	return startAkLoadWith(b, bin, cfg, akMasterArgs(b))
+}
+
+// startAkLoadWith is startAkLoad with the master's flags beyond the
+// benchmark's own.
+func startAkLoadWith(b *testing.B, bin string, cfg akConfig, args []string) *akLoad {
 	ports := foPorts(b, 3)
 	dir := b.TempDir()
-	l := &akLoad{b: b, cfg: cfg, start: time.Now(),
-		addr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
-		httpAddr: "127.0.0.1:" + strconv.Itoa(ports[2]),
-		dataDir:  filepath.Join(dir, "m1"),
-		scraper:  &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}},
-	}
-	l.master = &foProc{testproc.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
-		Argv: []string{filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", l.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
-			"--http-bind", l.httpAddr, "--data-dir", l.dataDir, "--heartbeat-interval", akHeartbeat.String(),
-			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info", "--insecure"}}}
-	b.Cleanup(func() { l.master.kill() })
-	akStartWithEnv(b, l.master, os.Getenv(akMasterEnv))
+	addr, httpAddr, dataDir := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[2]), filepath.Join(dir, "m1")
+	master := &foProc{testproc.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
+		Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--http-bind", httpAddr, "--data-dir", dataDir, "--heartbeat-interval", akHeartbeat.String(),
+			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}, args...)}}
+	b.Cleanup(func() { master.kill() })
+	akStartWithEnv(b, master, os.Getenv(akMasterEnv))
+	l := newAkLoad(b, cfg, master, addr, httpAddr)
+	l.dataDir = dataDir
 	l.snaps = watchAkSnapshots(b, filepath.Join(l.dataDir, "snapshots"), l.progress)
 	l.waitMaster("the master to lead", akAttachWait, func(m foMetrics) error {
 		if m.value("gin_master_raft_state", `state="Leader"`) != 1 {
@@ -239,7 +263,27 @@ func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
 		return nil
 	})
 	l.progress("gin-master pid %d on %s; %s", l.master.Pid(), l.addr, akProcLimit(l.master.Pid()))
+	return l
+}
 
+// akMasterArgs are the master's flags beyond the benchmark's own:
+// GIN_LOAD_MASTER_ARGS (space-separated), else --insecure.
+func akMasterArgs(b *testing.B) []string {
+	if v := os.Getenv(akMasterArgsEnv); v != "" {
+		fmt.Fprintf(os.Stderr, "agents10k: master flags %s\n", v)
+		return strings.Fields(v)
+	}
+	return []string{"--insecure"}
+}
+
+// newAkLoad is the simulated agents (and their template inventory) of a
+// load on master (client address addr, metrics on httpAddr), plaintext.
+func newAkLoad(b *testing.B, cfg akConfig, master *foProc, addr, httpAddr string) *akLoad {
+	l := &akLoad{b: b, cfg: cfg, start: time.Now(), master: master, addr: addr, httpAddr: httpAddr,
+		scraper: &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}},
+		creds:   func(string) credentials.TransportCredentials { return insecure.NewCredentials() },
+	}
+	l.addrs = []string{l.addr}
 	src, err := sim.NewSource("dgx-h100", sim.NodeOptions{NodeName: "template", Cluster: akCluster})
 	if err != nil {
 		b.Fatal(err)
@@ -583,27 +627,45 @@ func (l *akLoad) recording() *akWindow {
 	return l.rec
 }
 
-// akAgent is one simulated gin-agent: one connection, one session.
+// akAgent is one simulated gin-agent: one connection and one session at a
+// time. It starts at the master its name hashes to (as gin-agent spreads
+// itself over the master list), follows leader hints, and, once the load
+// allows it (akLoad.reattach), reattaches to the next master when its
+// session ends, as gin-agent does: a Hello with its acknowledged
+// generation and hash, and a full inventory only if the master is not in
+// sync (counted as a re-send).
 type akAgent struct {
 	l    *akLoad
 	idx  int
 	name string
 
-	conn   *grpc.ClientConn
-	stream ginv1.AgentService_SessionClient
-	ctx    context.Context
-	cancel context.CancelFunc
 	hb     time.Duration
 	reqs   chan akChange // to the sender goroutine
 	closed atomic.Bool
 
 	mu      sync.Mutex
-	gen     uint64   // acknowledged generation
-	pending uint64   // generation in flight (0: none)
-	change  akChange // the pending change
+	sess    *akSession // the current session (nil before attach)
+	master  int        // index into l.addrs of the session's master
+	gen     uint64     // acknowledged generation
+	pending uint64     // generation in flight (0: none)
+	change  akChange   // the pending change
 	sentAt  time.Time
 	hbSeq   uint64
 	hbAt    map[uint64]akSent
+}
+
+// akSession is one connection and its agent session.
+type akSession struct {
+	conn   *grpc.ClientConn
+	stream ginv1.AgentService_SessionClient
+	ctx    context.Context
+	cancel context.CancelFunc
+	ended  atomic.Bool
+}
+
+func (s *akSession) close() {
+	s.cancel()
+	_ = s.conn.Close()
 }
 
 // akChange is one change asked for: done is called when it is
@@ -694,81 +756,192 @@ func (a *akAgent) inventory(gen uint64) *ginv1.NodeInventory {
 	return akInventory(a.l.tmpl, a.idx, gen)
 }
 
-// attach opens the connection and the session, registers the node at
-// generation 1 and starts heartbeating.
-func (a *akAgent) attach() error {
-	var err error
-	a.conn, err = grpc.NewClient(a.l.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// gin-agent's keepalive (internal/agent.New).
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
-	if err != nil {
-		return err
-	}
-	a.ctx, a.cancel = context.WithCancel(context.Background())
-	if a.stream, err = ginv1.NewAgentServiceClient(a.conn).Session(a.ctx); err != nil {
-		return err
-	}
-	inv := a.inventory(1)
+// akHome is the master an agent starts at: a hash of its name over the
+// master list (gin-agent spreads itself the same way).
+func akHome(name string, masters int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return int(h.Sum32() % uint32(masters))
+}
+
+// open dials master i and says hello for generation gen (0: none held),
+// following a leader hint (a master that does not take agent sessions
+// answers with one instead of a HelloAck). It returns the session, the
+// master's index and the HelloAck.
+func (a *akAgent) open(i int, gen uint64, limit time.Duration) (*akSession, int, *ginv1.HelloAck, error) {
+	inv := a.inventory(max(gen, 1))
 	hash, err := inventory.ContentHash(inv)
 	if err != nil {
-		return err
+		return nil, i, nil, err
 	}
-	hctx, hcancel := context.WithTimeout(a.ctx, akRegisterWait)
+	if gen == 0 {
+		hash = ""
+	}
+	for hops := 0; ; hops++ {
+		s := &akSession{}
+		s.conn, err = grpc.NewClient(a.l.addrs[i], grpc.WithTransportCredentials(a.l.creds(a.name)),
+			// gin-agent's keepalive (internal/agent.New).
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+		if err != nil {
+			return nil, i, nil, err
+		}
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		ack, hint, err := a.hello(s, inv, hash, gen, limit)
+		if err == nil && ack != nil {
+			return s, i, ack, nil
+		}
+		s.close()
+		if err != nil {
+			return nil, i, nil, fmt.Errorf("%s: %w", a.l.addrs[i], err)
+		}
+		j := slices.Index(a.l.addrs, hint)
+		if j < 0 || hops >= len(a.l.addrs) {
+			return nil, i, nil, fmt.Errorf("%s answered the hello with leader hint %q and no HelloAck", a.l.addrs[i], hint)
+		}
+		i = j
+	}
+}
+
+// hello opens the session on s and says hello; it returns the HelloAck, or
+// the leader hint of a master that answered without one.
+func (a *akAgent) hello(s *akSession, inv *ginv1.NodeInventory, hash string, gen uint64, limit time.Duration) (*ginv1.HelloAck, string, error) {
+	var err error
+	if s.stream, err = ginv1.NewAgentServiceClient(s.conn).Session(s.ctx); err != nil {
+		return nil, "", err
+	}
+	hctx, hcancel := context.WithTimeout(s.ctx, limit)
 	defer hcancel()
 	stop := context.AfterFunc(hctx, func() {
 		if !errors.Is(hctx.Err(), context.Canceled) {
-			a.cancel()
+			s.cancel()
 		}
 	})
 	defer stop()
-	if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{
-		NodeName: a.name, MachineId: inv.GetHost().GetMachineId(), AgentVersion: "agents10k-bench", InventoryHash: hash,
+	if err := s.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{
+		NodeName: a.name, MachineId: inv.GetHost().GetMachineId(), AgentVersion: "agents10k-bench", InventoryHash: hash, LastAckedGeneration: gen,
 	}}}); err != nil {
-		return fmt.Errorf("send hello: %w", err)
+		return nil, "", fmt.Errorf("send hello: %w", err)
 	}
-	resp, err := a.stream.Recv()
+	resp, err := s.stream.Recv()
 	if err != nil {
-		return fmt.Errorf("hello ack: %w", err)
+		return nil, "", fmt.Errorf("hello ack: %w", err)
 	}
-	ack := resp.GetHelloAck()
-	if ack == nil {
-		return fmt.Errorf("answer to hello is %T, want a HelloAck (leader hint %q)", resp.GetMsg(), resp.GetLeaderHint())
+	if ack := resp.GetHelloAck(); ack != nil {
+		if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() != akHeartbeat {
+			return nil, "", fmt.Errorf("master names heartbeat interval %s, the benchmark runs it at %s", d.AsDuration(), akHeartbeat)
+		}
+		return ack, "", nil
 	}
-	a.hb = akHeartbeat
-	if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 {
-		a.hb = d.AsDuration()
+	if resp.GetLeaderHint() == "" {
+		return nil, "", fmt.Errorf("answer to hello is %T, want a HelloAck", resp.GetMsg())
 	}
-	if ack.GetInSync() || ack.GetHeldGeneration() != 0 {
-		return fmt.Errorf("a fresh master holds generation %d (in sync %v)", ack.GetHeldGeneration(), ack.GetInSync())
-	}
-	if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: inv}}); err != nil {
+	return nil, resp.GetLeaderHint(), nil
+}
+
+// sendInventory sends the full inventory of generation gen on s and waits
+// for its acknowledgement.
+func (a *akAgent) sendInventory(s *akSession, gen uint64) error {
+	if err := s.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: a.inventory(gen)}}); err != nil {
 		return fmt.Errorf("send inventory: %w", err)
 	}
 	for {
-		resp, err = a.stream.Recv()
+		resp, err := s.stream.Recv()
 		if err != nil {
 			return fmt.Errorf("inventory ack: %w", err)
 		}
 		if ack := resp.GetInventoryAck(); ack != nil {
-			if ack.GetAcceptedGeneration() != 1 {
-				return fmt.Errorf("master accepted generation %d, sent 1", ack.GetAcceptedGeneration())
+			if ack.GetAcceptedGeneration() != gen {
+				return fmt.Errorf("master accepted generation %d, sent %d", ack.GetAcceptedGeneration(), gen)
 			}
-			break
+			return nil
 		}
 	}
-	a.gen = 1
+}
+
+// attach opens the first session at the agent's home master, registers
+// the node at generation 1 and starts heartbeating.
+func (a *akAgent) attach() error {
+	a.hb = akHeartbeat
+	home, t0 := akHome(a.name, len(a.l.addrs)), time.Now()
+	var (
+		s   *akSession
+		i   int
+		ack *ginv1.HelloAck
+		err error
+	)
+	// A master that knows no leader yet (just elected, just started)
+	// answers without a hint: the agent tries the next one shortly.
+	for try := 0; ; try++ {
+		if s, i, ack, err = a.open((home+try)%len(a.l.addrs), 0, akRegisterWait); err == nil {
+			break
+		}
+		if len(a.l.addrs) == 1 || time.Since(t0) > akAttachWait {
+			return err
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond))))
+	}
+	if ack.GetInSync() || ack.GetHeldGeneration() != 0 {
+		s.close()
+		return fmt.Errorf("a fresh master holds generation %d (in sync %v)", ack.GetHeldGeneration(), ack.GetInSync())
+	}
+	if err := a.sendInventory(s, 1); err != nil {
+		s.close()
+		return err
+	}
+	a.mu.Lock()
+	a.gen, a.sess, a.master = 1, s, i
 	a.hbAt = map[uint64]akSent{}
+	a.mu.Unlock()
 	a.reqs = make(chan akChange, 1)
-	go a.send()
-	go a.recv()
+	go a.send(s)
+	go a.recv(s)
 	return nil
+}
+
+// reattach replaces a session that ended: the next masters in turn, after
+// a jittered wait, until one says hello back; a master not in sync gets
+// the full inventory (a re-send, counted). It runs in its own goroutine.
+func (a *akAgent) reattach(from int) {
+	l := a.l
+	t0 := time.Now()
+	a.mu.Lock()
+	gen := a.gen
+	a.mu.Unlock()
+	for try := 1; !a.closed.Load(); try++ {
+		time.Sleep(time.Duration(rand.Int64N(int64(min(try, 8)) * int64(250*time.Millisecond))))
+		i := (from + try) % len(l.addrs)
+		s, i, ack, err := a.open(i, gen, 10*time.Second)
+		if err != nil {
+			continue
+		}
+		if !ack.GetInSync() || ack.GetHeldGeneration() != gen {
+			l.resent.Add(1)
+			if err := a.sendInventory(s, gen); err != nil {
+				s.close()
+				continue
+			}
+		}
+		a.mu.Lock()
+		if a.closed.Load() {
+			a.mu.Unlock()
+			s.close()
+			return
+		}
+		a.sess, a.master = s, i
+		a.hbAt = map[uint64]akSent{}
+		a.mu.Unlock()
+		l.reattached(time.Since(t0))
+		go a.send(s)
+		go a.recv(s)
+		return
+	}
 }
 
 // askChange asks the agent to send its next generation; false when a change
 // is already in flight. done is called when the change is acknowledged.
 func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
 	a.mu.Lock()
-	busy := a.pending != 0
+	busy := a.pending != 0 || a.sess == nil || a.sess.ended.Load()
 	a.mu.Unlock()
 	if busy || a.closed.Load() {
 		return false
@@ -783,14 +956,14 @@ func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
 	}
 }
 
-// send heartbeats every a.hb (the first one at a random offset) and sends
-// the changes asked for; it is the only goroutine that sends.
-func (a *akAgent) send() {
+// send heartbeats on s every a.hb (the first one at a random offset) and
+// sends the changes asked for; it is the only goroutine that sends on s.
+func (a *akAgent) send(s *akSession) {
 	t := time.NewTimer(rand.N(a.hb))
 	defer t.Stop()
 	for {
 		select {
-		case <-a.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		case <-t.C:
 			t.Reset(a.hb)
@@ -803,8 +976,8 @@ func (a *akAgent) send() {
 			if w != nil {
 				w.hbSent.Add(1)
 			}
-			if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: seq, Generation: gen}}}); err != nil {
-				a.fail(fmt.Errorf("send heartbeat: %w", err))
+			if err := s.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: seq, Generation: gen}}}); err != nil {
+				a.fail(s, fmt.Errorf("send heartbeat: %w", err))
 				return
 			}
 		case c := <-a.reqs:
@@ -817,25 +990,25 @@ func (a *akAgent) send() {
 			a.mu.Lock()
 			a.pending, a.change, a.sentAt = next, c, time.Now()
 			a.mu.Unlock()
-			if err := a.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Delta{Delta: delta}}); err != nil {
-				a.fail(fmt.Errorf("send delta: %w", err))
+			if err := s.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Delta{Delta: delta}}); err != nil {
+				a.fail(s, fmt.Errorf("send delta: %w", err))
 				return
 			}
 		}
 	}
 }
 
-// recv reads the master's responses: heartbeat acks and inventory acks.
-func (a *akAgent) recv() {
+// recv reads the master's responses on s: heartbeat acks and inventory acks.
+func (a *akAgent) recv(s *akSession) {
 	for {
-		resp, err := a.stream.Recv()
+		resp, err := s.stream.Recv()
 		if err != nil {
-			a.fail(fmt.Errorf("receive: %w", err))
+			a.fail(s, fmt.Errorf("receive: %w", err))
 			return
 		}
 		now := time.Now()
 		if d := resp.GetHeartbeatInterval(); d != nil && d.AsDuration() > 0 && d.AsDuration() != a.hb {
-			a.fail(fmt.Errorf("master changed the heartbeat interval to %s", d.AsDuration()))
+			a.fail(s, fmt.Errorf("master changed the heartbeat interval to %s", d.AsDuration()))
 			return
 		}
 		switch m := resp.GetMsg().(type) {
@@ -845,7 +1018,7 @@ func (a *akAgent) recv() {
 			delete(a.hbAt, m.HeartbeatAck.GetSequence())
 			a.mu.Unlock()
 			if !ok {
-				a.fail(fmt.Errorf("heartbeat ack for sequence %d, never sent", m.HeartbeatAck.GetSequence()))
+				a.fail(s, fmt.Errorf("heartbeat ack for sequence %d, never sent", m.HeartbeatAck.GetSequence()))
 				return
 			}
 			if sent.w != nil {
@@ -856,7 +1029,7 @@ func (a *akAgent) recv() {
 			pending, sentAt, c := a.pending, a.sentAt, a.change
 			if got := m.InventoryAck.GetAcceptedGeneration(); got != pending {
 				a.mu.Unlock()
-				a.fail(fmt.Errorf("master acknowledged generation %d, in flight %d", got, pending))
+				a.fail(s, fmt.Errorf("master acknowledged generation %d, in flight %d", got, pending))
 				return
 			}
 			a.gen, a.pending, a.change = pending, 0, akChange{}
@@ -872,34 +1045,52 @@ func (a *akAgent) recv() {
 			// scanner role (one agent) needs a real fabric source, which
 			// simulated agents do not have.
 			if resp.GetMsg() != nil {
-				a.fail(fmt.Errorf("unexpected %T", resp.GetMsg()))
+				a.fail(s, fmt.Errorf("unexpected %T", resp.GetMsg()))
 				return
 			}
 		}
 	}
 }
 
-func (a *akAgent) fail(err error) {
-	if a.closed.Load() || status.Code(err) == codes.Canceled && a.ctx.Err() != nil {
+// fail ends session s: a failure of the benchmark, unless the agent is
+// closing or the load lets agents reattach (a master was killed).
+func (a *akAgent) fail(s *akSession, err error) {
+	if s.ended.Swap(true) {
+		return // its other goroutine reported it
+	}
+	ours := status.Code(err) == codes.Canceled && s.ctx.Err() != nil // closed by this process
+	s.close()
+	if a.closed.Load() || ours {
 		return
 	}
-	a.l.sessionFailed(a, err)
+	if !a.l.reattach.Load() {
+		a.l.sessionFailed(a, err)
+		return
+	}
+	a.mu.Lock()
+	from := a.master
+	// A change in flight is lost with the session: not counted.
+	c := a.change
+	a.pending, a.change = 0, akChange{}
+	a.mu.Unlock()
+	if c.done != nil {
+		c.done()
+	}
+	a.l.detached.Add(1)
+	go a.reattach(from)
 }
 
 func (a *akAgent) close() {
 	if a.closed.Swap(true) {
 		return
 	}
-	if a.cancel != nil {
-		a.cancel()
-	}
-	if a.conn != nil {
-		_ = a.conn.Close()
-	}
 	a.mu.Lock()
-	c := a.change
+	s, c := a.sess, a.change
 	a.change = akChange{}
 	a.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
 	if c.done != nil {
 		c.done()
 	}

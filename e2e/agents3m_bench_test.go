@@ -1,0 +1,506 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/testproc"
+)
+
+// BenchmarkThreeMastersAgents measures issue #16's target on real
+// processes: three gin-master processes (one Raft cluster on loopback,
+// each --memory-limit GIN_LOAD_MEMORY_LIMIT, default 900MiB) and
+// GIN_LOAD_AGENTS (default 25,000) simulated agents in this process, each
+// with its own gRPC connection and session (the agents of
+// BenchmarkMasterTenThousandAgents), each starting at the master its name
+// hashes to and following leader hints (a master that does not hold agent
+// sessions sends its agents to the leader). Phases:
+//
+//  1. registration from cold (GIN_LOAD_REGISTER_CONCURRENCY at a time);
+//     then where the sessions are, per master;
+//  2. loaded: GIN_LOAD_RATE inventory changes per second for
+//     GIN_LOAD_WINDOW seconds (default 60) from random agents, heartbeats
+//     from all: commit and heartbeat-ack latencies, each master's RSS
+//     (VmRSS sampled every second, and VmHWM) and CPU;
+//  3. SIGKILL the leader: every agent whose session ends reattaches to the
+//     next master (jittered waits, as gin-agent): the time until every
+//     agent holds a session again, how many full inventories were re-sent
+//     (a Hello the master was not in sync with), the most nodes the leader
+//     reports DOWN (polled every 500 ms, and for 3 heartbeat intervals
+//     after), and the slowest node list (ListNodes) answered meanwhile;
+//     then the killed master is restarted on its data directory;
+//  4. SIGKILL the follower holding the most sessions, the same figures.
+//
+// Run it with, for instance,
+//
+//	go test -run '^$' -bench BenchmarkThreeMastersAgents -benchtime=1x -timeout 60m ./e2e/
+func BenchmarkThreeMastersAgents(b *testing.B) {
+	cfg := akConfig{
+		agents:      benchEnv(b, akAgentsEnv, 25000, 1, 1<<20),
+		rate:        benchEnv(b, akRateEnv, 10, 1, 1000),
+		window:      time.Duration(benchEnv(b, akWindowEnv, 60, 1, 3600)) * time.Second,
+		concurrency: benchEnv(b, akConcurrencyEnv, 64, 1, 4096),
+	}
+	memLimit := os.Getenv(mmMemoryLimitEnv)
+	if memLimit == "" {
+		memLimit = "900MiB"
+	}
+	raiseFileLimitAsRoot(b, uint64(cfg.agents+akSpareFDs))
+	bin := binaries(b)
+	c := startThreeMasters(b, bin, cfg, memLimit)
+	l := c.l
+
+	regDur, _ := l.register()
+	c.waitAttached("every agent attached and every node up", akAttachWait, time.Now())
+	l.progress("registration of %d agents over 3 masters took %.1f s (%.0f nodes/s); sessions per master %v; RSS per master %v MiB",
+		cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds(), c.sessions(), c.rssMiB())
+	c.quiesce()
+
+	var w *mmWindow
+	for b.Loop() {
+		w = c.measure("loaded")
+	}
+
+	leaderKill := c.killAndReattach(c.leader(), "the leader")
+	c.restart(leaderKill.killed)
+	followerKill := c.killAndReattach(c.busiestFollower(), "the follower holding the most sessions")
+
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(cfg.agents), "agents")
+	b.ReportMetric(regDur.Seconds(), "registration_s")
+	b.ReportMetric(w.commit.q(0.50), "commit_p50_ms")
+	b.ReportMetric(w.commit.q(0.99), "commit_p99_ms")
+	b.ReportMetric(w.commit.max(), "commit_max_ms")
+	b.ReportMetric(w.hb.q(0.99), "hb_ack_p99_ms")
+	for i, m := range c.masters {
+		b.ReportMetric(w.rssMax[i]/(1<<20), fmt.Sprintf("m%d_rss_MiB", i+1))
+		b.ReportMetric(w.hwm[i]/(1<<20), fmt.Sprintf("m%d_hwm_MiB", i+1))
+		b.ReportMetric(w.cpu[i], fmt.Sprintf("m%d_cpu_s/s", i+1))
+		_ = m
+	}
+	for _, k := range []struct {
+		name string
+		r    mmKill
+	}{{"leader", leaderKill}, {"follower", followerKill}} {
+		b.ReportMetric(k.r.reattach.Seconds(), k.name+"_reattach_s")
+		b.ReportMetric(float64(k.r.held), k.name+"_sessions_held")
+		b.ReportMetric(float64(k.r.resent), k.name+"_resent")
+		b.ReportMetric(k.r.downMax, k.name+"_nodes_down_max")
+		b.ReportMetric(k.r.readMax, k.name+"_read_max_ms")
+	}
+}
+
+// mmMemoryLimitEnv sets every master's --memory-limit (default 900MiB).
+const mmMemoryLimitEnv = "GIN_LOAD_MEMORY_LIMIT"
+
+// mmMaster is one of the three masters.
+type mmMaster struct {
+	foProc
+	id, addr, http, dataDir string
+	snaps                   *akSnapshots
+}
+
+// mmCluster is three masters and the simulated agents.
+type mmCluster struct {
+	b       *testing.B
+	l       *akLoad
+	masters []*mmMaster
+	conns   []*grpc.ClientConn // to each master, for reads
+}
+
+func startThreeMasters(b *testing.B, bin string, cfg akConfig, memLimit string) *mmCluster {
+	ports := foPorts(b, 9)
+	dir := b.TempDir()
+	var addrs []string
+	for i := range 3 {
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(ports[3*i]))
+	}
+	c := &mmCluster{b: b}
+	for i := range 3 {
+		m := &mmMaster{id: fmt.Sprintf("m%d", i+1), addr: addrs[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
+		m.dataDir = filepath.Join(dir, m.id)
+		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
+			Argv: []string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
+				"--http-bind", m.http, "--data-dir", m.dataDir, "--bootstrap-expect", "3", "--join", strings.Join(addrs, ","),
+				"--heartbeat-interval", akHeartbeat.String(), "--snapshot-interval", akSnapshotInterval.String(),
+				"--memory-limit", memLimit, "--log-level", "info", "--insecure"}}}
+		b.Cleanup(func() { m.kill() })
+		m.start(b)
+		conn, err := grpc.NewClient(m.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = conn.Close() })
+		c.masters, c.conns = append(c.masters, m), append(c.conns, conn)
+	}
+	c.l = newAkLoad(b, cfg, &c.masters[0].foProc, addrs[0], c.masters[0].http)
+	c.l.addrs = addrs
+	for _, m := range c.masters {
+		m.snaps = watchAkSnapshots(b, filepath.Join(m.dataDir, "snapshots"), func(f string, args ...any) { c.l.progress(m.id+": "+f, args...) })
+	}
+	c.l.snaps = c.masters[0].snaps
+	c.poll("a leader", akAttachWait, func() error {
+		if c.leader() < 0 {
+			return errors.New("no leader")
+		}
+		return nil
+	})
+	l := c.l
+	l.progress("3 masters, leader %s, --memory-limit %s; %s", c.masters[c.leader()].id, memLimit, akProcLimit(c.masters[0].Pid()))
+	return c
+}
+
+// scrapeAll scrapes every live master (nil for a dead or silent one).
+func (c *mmCluster) scrapeAll() []foMetrics {
+	out := make([]foMetrics, len(c.masters))
+	for i, m := range c.masters {
+		if !m.alive() {
+			continue
+		}
+		if got, err := c.l.scraper.scrape(m.http); err == nil {
+			out[i] = got
+		}
+	}
+	return out
+}
+
+// leader is the index of the live master that says it leads, -1 for none.
+func (c *mmCluster) leader() int {
+	for i, m := range c.scrapeAll() {
+		if m != nil && m.value("gin_master_raft_state", `state="Leader"`) == 1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// sessions is the number of agent sessions each master holds.
+func (c *mmCluster) sessions() []int {
+	out := make([]int, len(c.masters))
+	for i, m := range c.scrapeAll() {
+		if m != nil {
+			out[i] = int(m.value("gin_master_connected_agents", ""))
+		}
+	}
+	return out
+}
+
+func (c *mmCluster) rssMiB() []int {
+	out := make([]int, len(c.masters))
+	for i, m := range c.masters {
+		if m.alive() {
+			rss, _ := akProcMem(m.Pid())
+			out[i] = int(rss / (1 << 20))
+		}
+	}
+	return out
+}
+
+// busiestFollower is the live follower holding the most sessions.
+func (c *mmCluster) busiestFollower() int {
+	lead, best, most := c.leader(), -1, -1
+	for i, n := range c.sessions() {
+		if i != lead && c.masters[i].alive() && n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
+func (c *mmCluster) poll(what string, limit time.Duration, cond func() error) {
+	c.b.Helper()
+	t0 := time.Now()
+	var err error
+	for time.Since(t0) < limit {
+		if n := c.l.failed.Load(); n > 0 {
+			c.fatalf("%d agent sessions ended unexpectedly", n)
+		}
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	c.fatalf("timed out after %s waiting for %s: %v", limit, what, err)
+}
+
+func (c *mmCluster) fatalf(format string, args ...any) {
+	c.b.Helper()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, format, args...)
+	c.l.errMu.Lock()
+	if len(c.l.errs) > 0 {
+		fmt.Fprintf(&sb, "\n%d sessions failed, the first: %s", c.l.failed.Load(), strings.Join(c.l.errs, "; "))
+	}
+	c.l.errMu.Unlock()
+	for _, m := range c.masters {
+		fmt.Fprintf(&sb, "\n--- %s (running %v), last lines of %s:\n%s", m.id, m.alive(), m.Log, foTail(m.Log, 20))
+	}
+	c.b.Fatal(sb.String())
+}
+
+// waitAttached waits until the live masters hold one session per agent
+// and the leader has every node up.
+func (c *mmCluster) waitAttached(what string, limit time.Duration, t0 time.Time) time.Duration {
+	n := float64(len(c.l.agents))
+	c.poll(what, limit, func() error {
+		ms := c.scrapeAll()
+		total, up := 0.0, -1.0
+		for _, m := range ms {
+			if m == nil {
+				continue
+			}
+			total += m.value("gin_master_connected_agents", "")
+			if m.value("gin_master_raft_state", `state="Leader"`) == 1 {
+				up = m.value("gin_master_nodes", `state="up"`)
+			}
+		}
+		if total != n || up != n {
+			return fmt.Errorf("%v sessions, %v nodes up on the leader", total, up)
+		}
+		return nil
+	})
+	d := time.Since(t0)
+	c.l.progress("%s after %.1f s; sessions per master %v", what, d.Seconds(), c.sessions())
+	return d
+}
+
+// quiesce waits until no master has started a snapshot for akQuiet and
+// every agent has heartbeated since.
+func (c *mmCluster) quiesce() {
+	c.poll("snapshots to finish", akSnapshotWait, func() error {
+		for _, m := range c.masters {
+			if m.alive() && m.snaps.quietFor() < akQuiet {
+				return fmt.Errorf("%s took a snapshot %.0f s ago", m.id, m.snaps.quietFor().Seconds())
+			}
+		}
+		return nil
+	})
+	time.Sleep(akSettle)
+}
+
+// mmWindow is the loaded window's figures, per master where they differ.
+type mmWindow struct {
+	*akWindow
+	rssMax, hwm, cpu []float64
+}
+
+// measure runs the loaded window: changes at cfg.rate from random agents,
+// heartbeats from all; every master's RSS sampled every second.
+func (c *mmCluster) measure(name string) *mmWindow {
+	l := c.l
+	n := len(c.masters)
+	w := &mmWindow{akWindow: &akWindow{}, rssMax: make([]float64, n), hwm: make([]float64, n), cpu: make([]float64, n)}
+	cpu0 := make([]float64, n)
+	for i, m := range c.masters {
+		cpu0[i] = akProcCPU(m.Pid())
+	}
+	t0 := time.Now()
+	l.recMu.Lock()
+	l.rec = w.akWindow
+	l.recMu.Unlock()
+	l.progress("%s window: %d changes/s for %s from %d agents; load %s", name, l.cfg.rate, l.cfg.window, len(l.agents), akLoadavg())
+	var inflight sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(l.cfg.rate))
+	sample := time.NewTicker(time.Second)
+	end := time.After(l.cfg.window)
+	sent, skipped := 0, 0
+loop:
+	for {
+		select {
+		case <-tick.C:
+			if l.agents[rand.IntN(len(l.agents))].askChange(&inflight, w.akWindow) {
+				sent++
+			} else {
+				skipped++
+			}
+		case <-sample.C:
+			for i, m := range c.masters {
+				rss, _ := akProcMem(m.Pid())
+				w.rssMax[i] = max(w.rssMax[i], rss)
+			}
+		case <-end:
+			break loop
+		}
+	}
+	tick.Stop()
+	sample.Stop()
+	elapsed := time.Since(t0)
+	for i, m := range c.masters {
+		rss, hwm := akProcMem(m.Pid())
+		w.rssMax[i], w.hwm[i] = max(w.rssMax[i], rss), hwm
+		w.cpu[i] = (akProcCPU(m.Pid()) - cpu0[i]) / elapsed.Seconds()
+	}
+	l.recMu.Lock()
+	l.rec = nil
+	l.recMu.Unlock()
+	done := make(chan struct{})
+	go func() { inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(akAckWait):
+		c.fatalf("%s: changes still unacknowledged %s after the window", name, akAckWait)
+	}
+	if n := l.failed.Load(); n > 0 {
+		c.fatalf("%s: %d agent sessions ended unexpectedly", name, n)
+	}
+	var rt []string
+	for _, m := range c.masters {
+		r := akRuntimeMetrics(l.scraper.web, m.http)
+		rt = append(rt, fmt.Sprintf("%s: heap in use %.0f MiB, stacks %.0f MiB, %v goroutines, next GC %.0f MiB",
+			m.id, r["go_memstats_heap_inuse_bytes"]/(1<<20), r["go_memstats_stack_inuse_bytes"]/(1<<20), r["go_goroutines"], r["go_memstats_next_gc_bytes"]/(1<<20)))
+	}
+	l.progress("%s: %d changes sent (%d skipped), %d acked: commit p50 %.1f ms, p99 %.1f ms, max %.1f ms; heartbeat acks %d of %d, p99 %.1f ms, max %.1f ms; "+
+		"RSS max per master %.0f / %.0f / %.0f MiB (HWM %.0f / %.0f / %.0f), CPU %.3f / %.3f / %.3f s/s; sessions %v; %s; load %s",
+		name, sent, skipped, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), w.hb.n(), w.hbSent.Load(), w.hb.q(0.99), w.hb.max(),
+		w.rssMax[0]/(1<<20), w.rssMax[1]/(1<<20), w.rssMax[2]/(1<<20), w.hwm[0]/(1<<20), w.hwm[1]/(1<<20), w.hwm[2]/(1<<20),
+		w.cpu[0], w.cpu[1], w.cpu[2], c.sessions(), strings.Join(rt, "; "), akLoadavg())
+	if w.commit.n() == 0 {
+		c.fatalf("%s: no change was committed", name)
+	}
+	return w
+}
+
+// mmKill is what one master's death did.
+type mmKill struct {
+	killed   int
+	held     int           // sessions it held
+	reattach time.Duration // until every agent held a session again
+	resent   int64         // full inventories re-sent
+	downMax  float64       // most nodes the leader reported DOWN
+	readMax  float64       // slowest ListNodes answered meanwhile, ms
+}
+
+// killAndReattach SIGKILLs master i and waits until every agent holds a
+// session with a live master again, then watches for 3 heartbeat
+// intervals more for nodes marked down.
+func (c *mmCluster) killAndReattach(i int, what string) mmKill {
+	l := c.l
+	m := c.masters[i]
+	held := c.sessions()[i]
+	r := mmKill{killed: i, held: held}
+	resent0 := l.resent.Load()
+	l.reattachT = akSamples{}
+	l.reattach.Store(true)
+	l.progress("SIGKILL %s (%s, %d sessions)", m.id, what, held)
+	t0 := time.Now()
+	if !m.kill() {
+		c.fatalf("%s did not die within 10 s of SIGKILL", m.id)
+	}
+	watch := func() error {
+		ms := c.scrapeAll()
+		total := 0.0
+		for _, x := range ms {
+			if x == nil {
+				continue
+			}
+			total += x.value("gin_master_connected_agents", "")
+			if x.value("gin_master_raft_state", `state="Leader"`) == 1 {
+				r.downMax = max(r.downMax, x.value("gin_master_nodes", `state="down"`))
+			}
+		}
+		if d := c.readNodes(i); d > r.readMax {
+			r.readMax = d
+		}
+		if total != float64(len(l.agents)) {
+			return fmt.Errorf("%v sessions on the live masters", total)
+		}
+		return nil
+	}
+	c.poll(fmt.Sprintf("every agent reattached after killing %s", m.id), akAttachWait, watch)
+	r.reattach = time.Since(t0)
+	after := time.Now()
+	for time.Since(after) < 3*akHeartbeat {
+		_ = watch()
+		time.Sleep(500 * time.Millisecond)
+	}
+	l.reattach.Store(false)
+	r.resent = l.resent.Load() - resent0
+	l.progress("killed %s (%s): %d sessions reattached in %.1f s (per agent p50 %.1f s, p99 %.1f s, max %.1f s); %d inventories re-sent; "+
+		"at most %.0f nodes DOWN on the leader; slowest node list %.0f ms; sessions now %v; RSS %v MiB",
+		m.id, what, l.reattachT.n(), r.reattach.Seconds(), l.reattachT.q(0.5)/1000, l.reattachT.q(0.99)/1000, l.reattachT.max()/1000,
+		r.resent, r.downMax, r.readMax, c.sessions(), c.rssMiB())
+	return r
+}
+
+// readNodes lists the nodes on a live master other than dead (stale reads
+// allowed) and returns how long it took in ms (NaN when it failed).
+func (c *mmCluster) readNodes(dead int) float64 {
+	for i, conn := range c.conns {
+		if i == dead || !c.masters[i].alive() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t0 := time.Now()
+		_, err := ginv1.NewTopologyServiceClient(conn).ListNodes(ctx, &ginv1.ListNodesRequest{Nodes: "ak00000"})
+		cancel()
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(time.Since(t0)) / float64(time.Millisecond)
+	}
+	return math.NaN()
+}
+
+// restart starts master i again on its data directory and waits until it
+// has caught up with the leader and no snapshot is being taken.
+func (c *mmCluster) restart(i int) {
+	m := c.masters[i]
+	m.start(c.b)
+	t0 := time.Now()
+	c.poll(m.id+" caught up after its restart", akAttachWait, func() error {
+		ms := c.scrapeAll()
+		lead := -1
+		for j, x := range ms {
+			if x != nil && x.value("gin_master_raft_state", `state="Leader"`) == 1 {
+				lead = j
+			}
+		}
+		if lead < 0 || ms[i] == nil {
+			return errors.New("no leader, or the restarted master does not answer yet")
+		}
+		commit, applied := ms[lead].value("gin_master_raft_commit_index", ""), ms[i].value("gin_master_raft_applied_index", "")
+		if applied+10 < commit {
+			return fmt.Errorf("%s applied %v of the leader's %v", m.id, applied, commit)
+		}
+		return nil
+	})
+	c.l.progress("%s restarted and caught up in %.1f s; RSS %v MiB", m.id, time.Since(t0).Seconds(), c.rssMiB())
+	c.quiesce()
+}
+
+// raiseFileLimitAsRoot raises this process's open-file limit to need:
+// the soft limit to the hard one, and as root the hard one too (the
+// masters, started from this process, inherit it).
+func raiseFileLimitAsRoot(b *testing.B, need uint64) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
+	if lim.Max < need && os.Geteuid() == 0 {
+		lim.Max = need
+	}
+	lim.Cur = max(lim.Cur, min(need, lim.Max))
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatalf("open-file limit %d: %v", need, err)
+	}
+	if lim.Cur < need {
+		b.Fatalf("open-file limit %d is below the %d this benchmark needs: raise ulimit -Hn or run as root", lim.Cur, need)
+	}
+}
