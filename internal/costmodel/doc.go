@@ -2,9 +2,10 @@
 // own model (latency + size / bandwidth per algorithm and protocol, with
 // NCCL 2.30's default constants, reference nccl-plugin.md §6) plus what
 // NCCL cannot see from one node: leaf/spine hops and oversubscription,
-// degraded links (through the shape's NIC rate), Ethernet latency, and the
-// per-node NIC bytes of a 2- or 3-node tree. Plans, estimates and host ordering
-// all use it.
+// degraded links (through the shape's NIC rate), Ethernet latency, the
+// per-node NIC bytes of a 2- or 3-node tree, and what NVLS really delivers
+// (the switch limit, NCCL's NVLS chunking in mid sizes, the NVLink bytes
+// per GPU count: nvls.go). Plans, estimates and host ordering all use it.
 //
 // Two models share the code:
 //   - PredictNCCL/CostNCCL: NCCL's model as NCCL computes it for the shape

@@ -9,9 +9,9 @@ import (
 // GIN's additions to NCCL's model. Each is a physical constant, documented
 // in docs/CALIBRATION.md; none is fitted to a single calibration point
 // except NVLinkLLStepUs, which is the slope of a 7-point series, and
-// NVLSSwitchFactor and NVLSLoopUs, fitted on half of one published H100
-// curve and checked on the other half and on held-out H100 and GB200 NVL72
-// runs.
+// NVLSSwitchFactor and NVLSChunkUs, fitted on half of one published H100
+// curve and checked on the other half, a held-out H100 run and the GB200 NVL72
+// curve.
 const (
 	// NICGBpsPerGbps is the effective busbw a NIC delivers per Gb/s of
 	// line rate: 12 GB/s per 100 Gb/s (NCCL maintainers, nccl-tests#119,
@@ -36,17 +36,19 @@ const (
 	// NVLSSwitchFactor scales NCCL's NVLS efficiency (0.85 on SM90, 0.74
 	// on SM100) in GIN's model: NVLink SHARP all_reduce is limited by the
 	// NVSwitch's multimem load-reduce/store path, which NCCL's model prices
-	// as 0.85 of the ring graph's channels. With NVLSLoopUs it is fitted
+	// as 0.85 of the ring graph's channels. With NVLSChunkUs it is fitted
 	// (linear least squares, TestNVLSFit) on every other size of the
 	// published 1 × 8 H100 NCCL 2.29.2 all_reduce curve; held out: the
-	// sizes between, nccl-tests#212's 8×H100 peak and the 72-GPU GB200
-	// NVL72 curve (coreweave/nccl-tests#43), docs/CALIBRATION.md.
+	// sizes between and nccl-tests#212's 8×H100 peak; checked on the
+	// 72-GPU GB200 NVL72 curve (coreweave/nccl-tests#43), docs/CALIBRATION.md.
 	NVLSSwitchFactor = 0.8604
-	// NVLSLoopUs is the cost of one NVLS loop (nvlsChannels × nHeads
-	// chunks) beyond those of the full 128 KiB chunk: the per-loop
-	// synchronisation that makes NCCL's smaller chunks for mid-size
-	// messages slower per byte (see nvls.go). Fitted with NVLSSwitchFactor.
-	NVLSLoopUs = 3.500
+	// NVLSChunkUs is the cost of one NVLS chunk (a loop is nvlsChannels ×
+	// nHeads chunks, and a channel takes its nHeads chunks of a loop one
+	// after another, each with its own flag handshake over NVLink) for the
+	// loops beyond those of the full 128 KiB chunk: what makes NCCL's
+	// smaller chunks for mid-size messages slower per byte (nvls.go).
+	// Fitted with NVLSSwitchFactor.
+	NVLSChunkUs = 0.4375
 )
 
 // params is a Shape translated into NCCL's model inputs.

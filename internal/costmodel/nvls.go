@@ -5,8 +5,8 @@ package costmodel
 // chunk starts at NCCL_NVLS_CHUNKSIZE (128 KiB) and drops to 64, 32 and
 // 16 KiB for messages under 64, 8 and 2 loops of the larger chunk. Smaller
 // chunks mean more loops per byte; each loop pays a fixed synchronisation
-// cost (NVLSLoopUs), and the first loop fills the pipeline before data
-// flows at the switch rate. That is the mid-size NVLS ramp the published
+// cost per chunk a channel takes in it (NVLSChunkUs × nHeads), and the first
+// loop fills the pipeline before data flows at the switch rate. That is the mid-size NVLS ramp the published
 // curves show (H100: 321 GB/s busbw at 32 MiB, 444 at 512 MiB, 481 at
 // 8 GiB), which NCCL's α-β model (one latency + size / bandwidth) has no
 // term for.
@@ -55,10 +55,10 @@ func nvlsChunk(bytes uint64, ops int) uint64 {
 
 // nvlsRampUs is what GIN adds to an NVLS cell of bytes at algorithm
 // bandwidth algbw (GB/s, the switch-limited peak): one loop of pipeline
-// fill, and NVLSLoopUs for every loop beyond those a message of the same
-// size would need at the full 128 KiB chunk (the peak already prices
-// those). nHeads is the GPUs of the NVLink domain (every rank is a head
-// on one node or one MNNVL clique).
+// fill, and NVLSChunkUs × nHeads for every loop beyond those a message of
+// the same size would need at the full 128 KiB chunk (the peak already
+// prices those). nHeads is the GPUs of the NVLink domain (every rank is a
+// head on one node or one MNNVL clique).
 func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
 	ops := p.nvlsChannels() * p.ppn
 	c := nvlsChunk(bytes, ops)
@@ -68,7 +68,7 @@ func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
 	loop := float64(uint64(ops) * c)
 	fill := loop / (1000 * algbw)
 	extraLoops := float64(bytes)/loop - float64(bytes)/float64(uint64(ops)*nvlsMaxChunk)
-	return fill + NVLSLoopUs*extraLoops
+	return fill + NVLSChunkUs*float64(p.ppn)*extraLoops
 }
 
 // nvlsFitGPUs is the GPU count the NVLS constants were fitted at (one
@@ -84,7 +84,7 @@ const nvlsFitGPUs = 8
 // published 8×H100 sweep (NVIDIA/nccl#1455: NVLS algbw 258, ~265, ~270,
 // ~273 GB/s on 5 to 8 GPUs; busbw 365-370 like ring on 2 to 4) follows
 // n/(n+1). It is applied up to 8 GPUs: above, in multi-node NVLink domains,
-// NCCL's form stands (the held-out 72-GPU GB200 NVL72 curve agrees with it,
+// NCCL's form stands (the 72-GPU GB200 NVL72 curve agrees with it,
 // not with n/(n+1)).
 func nvlsGPUCount(n int) float64 {
 	if n >= nvlsFitGPUs {

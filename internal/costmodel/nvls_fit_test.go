@@ -51,11 +51,11 @@ func nvlsFitSet(pts []nccltests.Point) (fit, held []nccltests.Point) {
 // least squares on pts of shape s (every rank a head): with L NCCL's NVLS
 // latency, c NCCL's chunk and ops = nvlsChannels × nHeads,
 //
-//	t − L = (S + ops·c)·x + o·S·(1/(ops·c) − 1/(ops·128 KiB))
+//	t − L = (S + ops·c)·x + o·nHeads·S·(1/(ops·c) − 1/(ops·128 KiB))
 //
-// is linear in x (1 / the peak algorithm bandwidth) and o (NVLSLoopUs);
+// is linear in x (1 / the peak algorithm bandwidth) and o (NVLSChunkUs);
 // the switch factor is that peak over NCCL's NVLS bandwidth for s.
-func fitNVLS(t *testing.T, s Shape, pts []nccltests.Point) (factor, loopUs float64) {
+func fitNVLS(t *testing.T, s Shape, pts []nccltests.Point) (factor, chunkUs float64) {
 	t.Helper()
 	p, err := derive(s, false)
 	if err != nil {
@@ -71,7 +71,7 @@ func fitNVLS(t *testing.T, s Shape, pts []nccltests.Point) (factor, loopUs float
 		S := float64(pt.Bytes)
 		c := nvlsChunk(pt.Bytes, ops)
 		a := (S + float64(uint64(ops)*c)) / 1000 // µs per (1 / GB/s)
-		b := S/float64(uint64(ops)*c) - S/float64(uint64(ops)*nvlsMaxChunk)
+		b := float64(p.ppn) * (S/float64(uint64(ops)*c) - S/float64(uint64(ops)*nvlsMaxChunk))
 		y := pt.TimeUs - p.latency(collAllReduce, algoNVLS, protoSimple, pt.Bytes, ch)
 		sxx, sxo, soo, sxy, soy = sxx+a*a, sxo+a*b, soo+b*b, sxy+a*y, soy+b*y
 	}
@@ -84,7 +84,7 @@ func fitNVLS(t *testing.T, s Shape, pts []nccltests.Point) (factor, loopUs float
 	return 1 / x / bw, o
 }
 
-// TestNVLSFit re-derives NVLSSwitchFactor and NVLSLoopUs from the
+// TestNVLSFit re-derives NVLSSwitchFactor and NVLSChunkUs from the
 // calibration half of the published H100 curve: the constants in model.go
 // are that fit, rounded, not numbers tuned by hand.
 func TestNVLSFit(t *testing.T) {
@@ -92,10 +92,10 @@ func TestNVLSFit(t *testing.T) {
 	if len(fit) < 4 || len(held) < 4 {
 		t.Fatalf("%d fit and %d held-out sizes", len(fit), len(held))
 	}
-	factor, loopUs := fitNVLS(t, dgxH100, fit)
-	t.Logf("fit on %d sizes: switch factor %.4f, per-loop %.3f µs", len(fit), factor, loopUs)
-	if math.Abs(factor-NVLSSwitchFactor) > 0.0005 || math.Abs(loopUs-NVLSLoopUs) > 0.005 {
-		t.Errorf("NVLSSwitchFactor %.4f, NVLSLoopUs %.3f; the fit gives %.4f, %.3f", NVLSSwitchFactor, NVLSLoopUs, factor, loopUs)
+	factor, chunkUs := fitNVLS(t, dgxH100, fit)
+	t.Logf("fit on %d sizes: switch factor %.4f, per chunk %.4f µs", len(fit), factor, chunkUs)
+	if math.Abs(factor-NVLSSwitchFactor) > 0.0005 || math.Abs(chunkUs-NVLSChunkUs) > 0.0005 {
+		t.Errorf("NVLSSwitchFactor %.4f, NVLSChunkUs %.4f; the fit gives %.4f, %.4f", NVLSSwitchFactor, NVLSChunkUs, factor, chunkUs)
 	}
 	// The model with those constants reproduces the fitted sizes and the
 	// held-out sizes between them within a few percent (the goal for
