@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testwait"
 )
 
@@ -31,7 +32,11 @@ import (
 //  5. the master killed after the prolog: the agents serve every rank;
 //  6. every master down and nothing held: all stand aside alike; strict fails all;
 //  7. one node's agent down with every master down: strict fails that node's ranks
-//     (the job fails at init instead of diverging).
+//     (the job fails at init instead of diverging);
+//  8. mutual TLS: a TLS master with agents named like the Slurm nodes carrying their
+//     agent certificates, the strict prolog through them, ranks from the agents; one
+//     node's agent down, its ranks read the plan from the master with a reader
+//     certificate; the epilog expires it with the scheduler certificate.
 func TestPluginUnderSrun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slurm e2e: skipped with -short")
@@ -366,7 +371,99 @@ func TestPluginUnderSrun(t *testing.T) {
 	}
 	release(job6)
 
-	fmt.Fprintf(os.Stderr, "plugin under srun: 7 scenarios, 16 ranks each\n")
+	// 8. Mutual TLS: a master serving it, one agent per Slurm node named like
+	// it with its agent certificate (an agent pins only jobs that include its
+	// node), the prolog through them, the ranks from their agents; with n4's
+	// agent down its ranks ask the master with a reader certificate
+	// (NCCL_GIN_TLS_*); the epilog expires the plan with the scheduler
+	// certificate of its defaults file.
+	tdir := filepath.Join(dir, "tls")
+	initArgs := []string{"tls", "init", "--dir", tdir, "--cert", "master/tm1", "--cert", "reader", "--cert", "scheduler"}
+	for _, n := range nodes {
+		initArgs = append(initArgs, "--cert", "agent/"+n)
+	}
+	if out, err := runTool(t, bin, "ginctl", initArgs...); err != nil {
+		t.Fatalf("ginctl tls init: %v\n%s", err, out)
+	}
+	tflags := func(base string) []string {
+		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
+	}
+	tmaster := &testproc.Proc{Name: "tls-master", Log: filepath.Join(dir, "tls-master.log"), Argv: append([]string{
+		filepath.Join(bin, "gin-master"), "--node-id", "tm1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
+		"--http-bind", "", "--data-dir", filepath.Join(dir, "tls-m1"), "--heartbeat-interval", "1s"}, tflags("master-tm1")...)}
+	if err := tmaster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmaster.Kill(10 * time.Second) })
+	taddr := logAddr(t, tmaster, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
+	tsockDir := filepath.Join(dir, "tsock")
+	if err := os.MkdirAll(tsockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tagents := map[string]*testproc.Proc{}
+	for _, n := range nodes {
+		a := &testproc.Proc{Name: "tls-agent-" + n, Log: filepath.Join(dir, "tls-agent-"+n+".log"), Argv: append([]string{
+			filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", taddr, "--metrics-bind", "",
+			"--plan-socket", filepath.Join(tsockDir, n+".sock"), "--plan-dir", filepath.Join(dir, "tls-plans-"+n), "--heartbeat-interval", "1s"},
+			tflags("agent-"+n)...)}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tagents[n] = a
+		t.Cleanup(func() { a.Kill(10 * time.Second) })
+	}
+	reader := append([]string{"--master", taddr}, tflags("reader")...)
+	waitFor(t, "the 4 TLS agents registered", 60*time.Second, func() bool {
+		out, err := runTool(t, bin, "ginctl", append(reader, "nodes", "-o", "json")...)
+		return err == nil && strings.Count(out, `"state": "up"`) == 4
+	})
+	perNode = []string{"bash", "-c", `export NCCL_GIN_AGENT_SOCKET=` + tsockDir + `/$SLURMD_NODENAME.sock GIN_PLAN_SOCKET=` + tsockDir + `/$SLURMD_NODENAME.sock; exec "$@"`, "pernode"}
+	fromTLSAgent := "GIN: Connected to topology service at unix:" + tsockDir + "/"
+	job8 := allocate()
+	if out, err := prologStep(job8, "GIN_PROLOG_STRICT=1"); err != nil {
+		t.Fatalf("TLS: prolog step (strict): %v\n%s", err, out)
+	}
+	pinned8, err := runTool(t, bin, "ginctl", append(reader, "plan", "--job", job8, "-o", "json")...)
+	if err != nil {
+		t.Fatalf("TLS: ginctl plan as reader: %v\n%s", err, pinned8)
+	}
+	_, hash8 := same("TLS: prolog + srun", ranks(job8), fromTLSAgent)
+	if !hashRE.MatchString(hash8) || !strings.Contains(pinned8, hash8) {
+		t.Fatalf("TLS: ranks used plan %s; the master pinned:\n%s", hash8, pinned8)
+	}
+	tagents["n4"].Kill(10 * time.Second)
+	per = ranks(job8, "NCCL_GIN_MASTER_HOST="+taddr, "NCCL_GIN_TLS_CA="+filepath.Join(tdir, "ca.pem"),
+		"NCCL_GIN_TLS_CERT="+filepath.Join(tdir, "reader.pem"), "NCCL_GIN_TLS_KEY="+filepath.Join(tdir, "reader-key.pem"))
+	if _, h := same("TLS: n4's agent down", per, ""); h != hash8 {
+		t.Fatalf("TLS: n4's agent down: plan %s, want %s", h, hash8)
+	}
+	viaMaster = 0
+	for r, out := range per {
+		if strings.Contains(out, "no node agent at "+tsockDir+"/n4.sock") {
+			if !strings.Contains(out, "over mTLS as spiffe://gin/reader") {
+				t.Fatalf("TLS: rank %d on n4 did not read the plan from the master as reader:\n%s", r, out)
+			}
+			viaMaster++
+		}
+	}
+	if viaMaster == 0 {
+		t.Fatal("TLS: no rank of n4 asked the master")
+	}
+	defaults := filepath.Join(dir, "gin-slurm-tls")
+	if err := os.WriteFile(defaults, []byte("GIN_MASTER_HOST="+taddr+"\nGIN_TLS_CA="+filepath.Join(tdir, "ca.pem")+
+		"\nGIN_TLS_CERT="+filepath.Join(tdir, "scheduler.pem")+"\nGIN_TLS_KEY="+filepath.Join(tdir, "scheduler-key.pem")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	epilog, _ := filepath.Abs("../deploy/slurm/gin-epilog.sh")
+	if out, err := run(time.Minute, []string{"GIN_SLURM_DEFAULTS=" + defaults}, "srun", "--jobid="+job8, "-N4", "-n4", "--ntasks-per-node=1", "bash", epilog); err != nil || strings.Contains(out, "not expired") {
+		t.Fatalf("TLS: epilog step: %v\n%s", err, out)
+	}
+	if out, err := runTool(t, bin, "ginctl", append(reader, "plan", "--job", job8)...); err == nil || !strings.Contains(out, "has no plan") {
+		t.Fatalf("TLS: the epilog did not expire the plan: %v\n%s", err, out)
+	}
+	release(job8)
+
+	fmt.Fprintf(os.Stderr, "plugin under srun: 8 scenarios (the last with mutual TLS), 16 ranks each\n")
 }
 
 func mapValues(m map[int]string) []string {

@@ -34,6 +34,7 @@ masters (admin).`,
   ginctl tls cert create --dir /etc/gin/tls --role master --name m1 --dns m1.example.org --ip 10.0.0.11
   ginctl tls cert create --dir /etc/gin/tls --role agent --name node001 --days 30
   ginctl tls cert create --dir /etc/gin/tls --role admin
+  ginctl tls init --dir /etc/gin/tls --cert master/m1=m1.example.org --cert agent/node001 --cert admin   # idempotent
   ginctl tls deny 3F2A9C01D4E5B6A7 --reason "laptop stolen"`,
 		Args: noArgs,
 	}
