@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testtmpfs"
 )
@@ -178,8 +179,8 @@ func TestDiskFullSingleMaster(t *testing.T) {
 	testtmpfs.Fill(t, dir, diskFullLeave)
 	for job := 10; job <= 12; job++ {
 		st := c.pinStatus(c.clients[0], job)
-		if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "data dir "+dir+" is full") {
-			t.Fatalf("plan %d on a full data dir: %s %q; want RESOURCE_EXHAUSTED naming the data dir %s", job, st.Code(), st.Message(), dir)
+		if st.Code() != codes.ResourceExhausted || !apierr.IsDataDirFull(st.Err()) || !strings.Contains(st.Message(), "data dir "+dir+" is full") {
+			t.Fatalf("plan %d on a full data dir: %s %q %v; want RESOURCE_EXHAUSTED (DATA_DIR_FULL) naming the data dir %s", job, st.Code(), st.Message(), st.Details(), dir)
 		}
 	}
 	if _, out, err := c.plan(c.join, 13); err == nil || !strings.Contains(out, "data dir "+dir+" is full") {

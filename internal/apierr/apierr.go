@@ -49,3 +49,29 @@ func IsNotLeader(err error) bool {
 	}
 	return false
 }
+
+// ReasonDataDirFull marks the ResourceExhausted a master answers a write
+// with while its data dir is below the free space it keeps: the cluster's
+// state, not the request, is at fault (the write may succeed on another
+// master's leadership, or here once space is freed).
+const ReasonDataDirFull = "DATA_DIR_FULL"
+
+// DataDirFullInfo is the detail of a refusal for a full data dir.
+func DataDirFullInfo(dataDir string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: ReasonDataDirFull, Domain: Domain, Metadata: map[string]string{"data_dir": dataDir}}
+}
+
+// IsDataDirFull reports whether err is a master's refusal for a full data
+// dir.
+func IsDataDirFull(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok || s.Code() != codes.ResourceExhausted {
+		return false
+	}
+	for _, d := range s.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonDataDirFull && ei.GetDomain() == Domain {
+			return true
+		}
+	}
+	return false
+}

@@ -55,3 +55,29 @@ func TestLeaderHint(t *testing.T) {
 		})
 	}
 }
+
+func TestIsDataDirFull(t *testing.T) {
+	full, err := status.New(codes.ResourceExhausted, "data dir /d is full").WithDetails(DataDirFullInfo("/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongCode, _ := status.New(codes.Unavailable, "x").WithDetails(DataDirFullInfo("/d"))
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a full data dir", full.Err(), true},
+		{"a cap is another refusal", status.Error(codes.ResourceExhausted, "--max-nodes reached"), false},
+		{"the reason on another code", wrongCode.Err(), false},
+		{"not a status", errors.New("data dir /d is full"), false},
+		{"nil", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsDataDirFull(tc.err); got != tc.want {
+				t.Fatalf("IsDataDirFull = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -72,12 +72,13 @@ func toStatus(err error) error {
 		return err
 	}
 	var (
-		ve *inventory.ValidationError
-		br *badRequest
-		nf *notFound
-		nl *ginraft.NotLeaderError
-		fb *forbidden
-		hb *errHandshakeBusy
+		ve   *inventory.ValidationError
+		br   *badRequest
+		nf   *notFound
+		nl   *ginraft.NotLeaderError
+		full *ginraft.DataDirFullError
+		fb   *forbidden
+		hb   *errHandshakeBusy
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -123,7 +124,13 @@ func toStatus(err error) error {
 			st = wd
 		}
 		return st.Err()
-	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied), errors.Is(err, ginraft.ErrDataDirFull):
+	case errors.As(err, &full):
+		st := status.New(codes.ResourceExhausted, err.Error())
+		if wd, derr := st.WithDetails(apierr.DataDirFullInfo(full.Dir)); derr == nil {
+			st = wd
+		}
+		return st.Err()
+	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())

@@ -50,8 +50,8 @@ func (rejections) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Con
 func (rejections) HandleConn(context.Context, stats.ConnStats)                       {}
 
 // rejectionReason says why s rejects a request ("" when it does not: a
-// success, a redirect to the leader, an unavailable cluster, a lookup that
-// found nothing, a cancelled call).
+// success, a redirect to the leader, an unavailable cluster, a full data
+// dir, a lookup that found nothing, a cancelled call).
 func rejectionReason(s *status.Status) string {
 	switch s.Code() {
 	case codes.InvalidArgument:
@@ -59,6 +59,9 @@ func rejectionReason(s *status.Status) string {
 	case codes.AlreadyExists:
 		return "conflict"
 	case codes.ResourceExhausted:
+		if apierr.IsDataDirFull(s.Err()) {
+			return "" // the master's disk, not the request
+		}
 		return "too large"
 	case codes.FailedPrecondition:
 		if apierr.IsNotLeader(s.Err()) {

@@ -16,6 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
+	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/testlog"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -138,6 +139,7 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 // A follower's redirect carries ErrorInfo NOT_LEADER and is no rejection.
 func TestRejectionReason(t *testing.T) {
 	redirect, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m2"))
+	full, _ := status.New(codes.ResourceExhausted, "data dir /d is full").WithDetails(apierr.DataDirFullInfo("/d"))
 	tests := []struct {
 		name string
 		st   *status.Status
@@ -148,6 +150,8 @@ func TestRejectionReason(t *testing.T) {
 		{"bad field", status.New(codes.InvalidArgument, "x"), "invalid"},
 		{"identity conflict", status.New(codes.AlreadyExists, "x"), "conflict"},
 		{"oversized", status.New(codes.ResourceExhausted, "grpc: received message larger than max"), "too large"},
+		{"a full data dir is the master's, not the request's", full, ""},
+		{"a full data dir through toStatus", status.Convert(toStatus(&ginraft.DataDirFullError{Dir: "/d", Free: 1, MinFree: 2})), ""},
 		{"unparsable", status.New(codes.Internal, "grpc: failed to unmarshal the received message: x"), "malformed"},
 		{"a server bug is no rejection", status.New(codes.Internal, "boom"), ""},
 		{"not found is an answer", status.New(codes.NotFound, "plan not found"), ""},
