@@ -989,9 +989,10 @@ type Prediction struct {
 	NRanks    uint32  `protobuf:"varint,9,opt,name=n_ranks,json=nRanks,proto3" json:"n_ranks,omitempty"`
 	NNodes    uint32  `protobuf:"varint,10,opt,name=n_nodes,json=nNodes,proto3" json:"n_nodes,omitempty"`
 	// What the figure stands on: "measured" (a stored measurement of this
-	// placement's shape at this size), "calibrated" (interpolated between, or
-	// extrapolated at the bandwidth of, measured sizes of this shape) or
-	// "modelled" (the cost model alone). Algorithm and protocol UNSPECIFIED
+	// placement's shape at this size), "calibrated" (the cost model scaled by
+	// measurements: between or above measured sizes of this shape, or from a
+	// forced ring run of a nearby node count) or "modelled" (the cost model
+	// alone). Algorithm and protocol UNSPECIFIED
 	// with a measured basis: NCCL's default choice was measured.
 	Basis string `protobuf:"bytes,11,opt,name=basis,proto3" json:"basis,omitempty"`
 	// The measurement a measured or calibrated figure comes from; for a
