@@ -985,6 +985,11 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	if err := waitFor("both agents' nodes up at the end", 60*time.Second, nodesUp); err != nil {
 		problems = append(problems, err.Error())
+		for _, a := range c.agents {
+			if line := lastProblemLine(a); line != "" {
+				problems = append(problems, fmt.Sprintf("  agent %s last logged: %s", a.Name, line))
+			}
+		}
 	}
 	if err := agentsUseTLS(c); err != nil {
 		problems = append(problems, err.Error())

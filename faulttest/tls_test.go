@@ -81,6 +81,19 @@ func servedSerial(addr string, src *pki.Source) (*big.Int, error) {
 // connections after its TLS files changed (internal/raft).
 const raftRedialLine = "TLS files changed: closing pooled Raft connections"
 
+// lastProblemLine is the last WARN or ERROR line of p's log ("" if none),
+// cut to 400 bytes: why an agent is not up, for the failure message.
+func lastProblemLine(p *testproc.Proc) string {
+	b, _ := os.ReadFile(p.Log)
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "level=WARN") || strings.Contains(lines[i], "level=ERROR") {
+			return lines[i][:min(len(lines[i]), 400)]
+		}
+	}
+	return ""
+}
+
 // logCount is how many times p's log holds text.
 func logCount(p *testproc.Proc, text string) int {
 	b, _ := os.ReadFile(p.Log)
