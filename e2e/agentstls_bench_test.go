@@ -70,6 +70,9 @@ func BenchmarkAgentRegistrationTLS(b *testing.B) {
 			return nil
 		})
 		rss, _ := akProcMem(l.master.Pid())
+		rt := akRuntimeMetrics(l.scraper.web, l.httpAddr)
+		l.progress("%s: heap in use %.0f MiB, stacks %.0f MiB, %v goroutines; last GC (GODEBUG=gctrace=1 in %s): %s", mode,
+			rt["go_memstats_heap_inuse_bytes"]/(1<<20), rt["go_memstats_stack_inuse_bytes"]/(1<<20), rt["go_goroutines"], akMasterEnv, akLastGCTrace(l.master.Log))
 		for _, a := range l.agents {
 			a.close()
 		}
