@@ -15,8 +15,8 @@ import (
 
 // TestTLSDenyAndNodeDelete runs the README's deny-list and node-removal
 // lines on the real binaries: an agent registers node001 over mTLS; the
-// node cannot be deleted under its live session; `ginctl tls deny` with the
-// serial `ginctl tls cert create` printed ends the agent's session, whose
+// node cannot be deleted under its live session; `ginctl tls deny --cert`
+// (the serial `ginctl tls cert create` printed) ends the agent's session, whose
 // reconnections are then refused naming the serial; the node is deleted
 // and registered again by an agent with a renewed certificate.
 func TestTLSDenyAndNodeDelete(t *testing.T) {
@@ -101,8 +101,9 @@ func TestTLSDenyAndNodeDelete(t *testing.T) {
 	if out, err := ctl(append(admin, "node", "delete", "node001")...); err == nil || !strings.Contains(out, "live agent session") {
 		t.Fatalf("node delete under a live session: %v\n%s", err, out)
 	}
-	// The serial as openssl prints it: "serial=<HEX>".
-	out := mustCtl(append(admin, "tls", "deny", "serial="+agentSerial, "--reason", "node stolen")...)
+	// As the README does it: by the certificate file (its serial is the one
+	// cert create printed).
+	out := mustCtl(append(admin, "tls", "deny", "--cert", filepath.Join(tdir, "agent-node001.pem"), "--reason", "node stolen")...)
 	if !strings.Contains(out, "denied serial "+agentSerial) {
 		t.Fatalf("tls deny: %s", out)
 	}
@@ -124,7 +125,7 @@ func TestTLSDenyAndNodeDelete(t *testing.T) {
 	startAgent("agent-renewed", rdir)
 	waitFor(t, "node001 registered again with the renewed certificate", 60*time.Second, registered)
 	out = mustCtl(append(admin, "tls", "denied", "-o", "json")...)
-	if !strings.Contains(out, `"serial": "`+agentSerial+`"`) || strings.Contains(out, renewedSerial) {
+	if !strings.Contains(out, `"serial": "`+agentSerial+`"`) || !strings.Contains(out, `"identity": "spiffe://gin/agent/node001"`) || strings.Contains(out, renewedSerial) {
 		t.Fatalf("deny list:\n%s", out)
 	}
 }

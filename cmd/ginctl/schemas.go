@@ -43,6 +43,7 @@ func jsonOutputs() []jsonOutput {
 		{"tls deny", "ginctl-tls-deny", (*ginv1.DenyCertificateResponse)(nil), false},
 		{"tls denied", "ginctl-tls-denied", []*ginv1.DeniedCertificate(nil), false},
 		{"tls allow", "ginctl-tls-allow", (*ginv1.AllowCertificateResponse)(nil), false},
+		{"tls allow --expired", "ginctl-tls-allow-expired", []*ginv1.AllowCertificateResponse(nil), false},
 		{"node delete", "ginctl-node-delete", (*ginv1.DeleteNodeResponse)(nil), false},
 	}
 }

@@ -109,11 +109,11 @@ Roles: master (NAME = its --node-id; the certificate also names localhost,
 			if err != nil {
 				return err
 			}
-			serial, err := pki.CertSerial(certPath)
+			leaf, err := pki.ReadCertificate(certPath)
 			if err != nil {
 				return err
 			}
-			return a.printCreated(tlsCreated{Cert: certPath, Key: keyPath, Identity: req.Identity.String(), Serial: serial})
+			return a.printCreated(tlsCreated{Cert: certPath, Key: keyPath, Identity: req.Identity.String(), Serial: pki.FormatSerial(leaf.SerialNumber)})
 		},
 	}
 	f := certCreate.Flags()

@@ -48,12 +48,13 @@ func (s *Server) denyEntry(ctx context.Context, req *ginv1.DenyCertificateReques
 	if err != nil {
 		return nil, invalidf("serial", "%v", err)
 	}
-	e := &ginv1.DeniedCertificate{Serial: serial, Reason: req.GetReason(), DeniedAt: timestamppb.Now()}
+	e := &ginv1.DeniedCertificate{Serial: serial, Reason: req.GetReason(), DeniedAt: timestamppb.Now(),
+		Identity: req.GetIdentity(), NotAfter: req.GetNotAfter()}
 	if id, ok := authz.Identity(ctx); ok {
 		e.DeniedBy = id.String()
 	}
 	if err := state.CheckDeniedCertificate(e); err != nil {
-		return nil, invalidf("reason", "%v", err)
+		return nil, invalidf("entry", "%v", err)
 	}
 	if _, ok := s.store.DeniedCertificate(serial); !ok {
 		if n := len(s.store.DeniedCertificates()); n >= state.MaxDeniedCertificates {

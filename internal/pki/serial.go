@@ -61,13 +61,13 @@ func ParseSerial(s string) (string, error) {
 	return FormatSerial(n), nil
 }
 
-// CertSerial is the FormatSerial of the first certificate in a PEM file.
-func CertSerial(path string) (string, error) {
+// ReadCertificate reads the first certificate of a PEM file (bounded).
+func ReadCertificate(path string) (*x509.Certificate, error) {
 	certs, err := readCerts(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return FormatSerial(certs[0].SerialNumber), nil
+	return certs[0], nil
 }
 
 // KeySHA256 is the hex SHA-256 of a certificate's public key (its

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
@@ -49,6 +50,23 @@ func CheckDeniedCertificate(e *ginv1.DeniedCertificate) error {
 	}
 	if err := inventory.CheckText(e.GetDeniedBy()); err != nil {
 		return fmt.Errorf("denied_by: %w", err)
+	}
+	if id := e.GetIdentity(); id != "" {
+		if len(id) > maxDeniedByLen {
+			return fmt.Errorf("identity is %d bytes, more than %d", len(id), maxDeniedByLen)
+		}
+		u, err := url.Parse(id)
+		if err != nil {
+			return fmt.Errorf("identity %q: %w", id, err)
+		}
+		if _, err := pki.ParseIdentity(u); err != nil {
+			return err
+		}
+	}
+	if t := e.GetNotAfter(); t != nil {
+		if err := t.CheckValid(); err != nil {
+			return fmt.Errorf("not_after: %w", err)
+		}
 	}
 	return nil
 }

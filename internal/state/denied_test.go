@@ -17,6 +17,11 @@ func denyCmd(serial, reason string) *statev1.DenyCertificate {
 	return &statev1.DenyCertificate{Entry: &ginv1.DeniedCertificate{Serial: serial, Reason: reason, DeniedBy: "spiffe://gin/admin"}}
 }
 
+func withIdentity(cmd *statev1.DenyCertificate, id string) *statev1.DenyCertificate {
+	cmd.Entry.Identity = id
+	return cmd
+}
+
 func TestDenyCertificateRules(t *testing.T) {
 	s := New(nil)
 	hooked := 0
@@ -37,7 +42,9 @@ func TestDenyCertificateRules(t *testing.T) {
 		{"reason too long", denyCmd("3F2B", strings.Repeat("x", MaxDenyReasonLen+1)), "more than 256", false, 1},
 		{"control character", denyCmd("3F2B", "a\x1b[31mb"), "reason", false, 1},
 		{"no entry", &statev1.DenyCertificate{}, "missing", false, 1},
-		{"second serial", denyCmd("3F2B", ""), "", true, 2},
+		{"an identity that is no GIN identity", withIdentity(denyCmd("3F2B", ""), "spiffe://gin/root"), "want one of", false, 1},
+		{"an identity that is no URL", withIdentity(denyCmd("3F2B", ""), "%zz"), "identity", false, 1},
+		{"second serial, with its identity", withIdentity(denyCmd("3F2B", ""), "spiffe://gin/agent/node007"), "", true, 2},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,7 +34,13 @@ type DeniedCertificate struct {
 	// The identity that denied it (spiffe://gin/admin/...), "" without TLS.
 	DeniedBy string `protobuf:"bytes,4,opt,name=denied_by,json=deniedBy,proto3" json:"denied_by,omitempty"`
 	// Raft index that committed it.
-	Index         uint64 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	Index uint64 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	// The certificate's identity (spiffe://gin/<role>[/<name>]) and expiry,
+	// when the denier had the certificate (ginctl tls deny --cert FILE);
+	// "" and null when only the serial was given. An entry whose certificate
+	// has expired can be taken off (ginctl tls allow --expired).
+	Identity      string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"`
+	NotAfter      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -104,6 +110,20 @@ func (x *DeniedCertificate) GetIndex() uint64 {
 	return 0
 }
 
+func (x *DeniedCertificate) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *DeniedCertificate) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
 // DenyCertificateRequest names a certificate by its serial (hex; either
 // case; with or without ':' between bytes; an "0x" or "serial=" prefix is
 // accepted).
@@ -111,7 +131,10 @@ type DenyCertificateRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Serial string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
 	// Why (at most 256 bytes), shown in the refusals and the list.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional, from the certificate itself: its identity and expiry.
+	Identity      string                 `protobuf:"bytes,3,opt,name=identity,proto3" json:"identity,omitempty"`
+	NotAfter      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -158,6 +181,20 @@ func (x *DenyCertificateRequest) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *DenyCertificateRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *DenyCertificateRequest) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
 }
 
 // DenyCertificateResponse is the entry as stored.
@@ -1091,16 +1128,20 @@ var File_gin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x01\n" +
+	"\x12gin/v1/admin.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x02\n" +
 	"\x11DeniedCertificate\x12\x16\n" +
 	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x127\n" +
 	"\tdenied_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeniedAt\x12\x1b\n" +
 	"\tdenied_by\x18\x04 \x01(\tR\bdeniedBy\x12\x14\n" +
-	"\x05index\x18\x05 \x01(\x04R\x05index\"H\n" +
+	"\x05index\x18\x05 \x01(\x04R\x05index\x12\x1a\n" +
+	"\bidentity\x18\x06 \x01(\tR\bidentity\x127\n" +
+	"\tnot_after\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x9d\x01\n" +
 	"\x16DenyCertificateRequest\x12\x16\n" +
 	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"z\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bidentity\x18\x03 \x01(\tR\bidentity\x127\n" +
+	"\tnot_after\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"z\n" +
 	"\x17DenyCertificateResponse\x12/\n" +
 	"\x05entry\x18\x01 \x01(\v2\x19.gin.v1.DeniedCertificateR\x05entry\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12\x14\n" +
@@ -1210,31 +1251,33 @@ var file_gin_v1_admin_proto_goTypes = []any{
 }
 var file_gin_v1_admin_proto_depIdxs = []int32{
 	18, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
-	0,  // 1: gin.v1.DenyCertificateResponse.entry:type_name -> gin.v1.DeniedCertificate
-	0,  // 2: gin.v1.ListDeniedCertificatesResponse.entries:type_name -> gin.v1.DeniedCertificate
-	19, // 3: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
-	16, // 4: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
-	13, // 5: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
-	15, // 6: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
-	9,  // 7: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
-	11, // 8: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
-	1,  // 9: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
-	3,  // 10: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
-	5,  // 11: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
-	7,  // 12: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
-	14, // 13: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
-	17, // 14: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
-	10, // 15: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
-	12, // 16: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
-	2,  // 17: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
-	4,  // 18: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
-	6,  // 19: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
-	8,  // 20: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
-	13, // [13:21] is the sub-list for method output_type
-	5,  // [5:13] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	18, // 1: gin.v1.DeniedCertificate.not_after:type_name -> google.protobuf.Timestamp
+	18, // 2: gin.v1.DenyCertificateRequest.not_after:type_name -> google.protobuf.Timestamp
+	0,  // 3: gin.v1.DenyCertificateResponse.entry:type_name -> gin.v1.DeniedCertificate
+	0,  // 4: gin.v1.ListDeniedCertificatesResponse.entries:type_name -> gin.v1.DeniedCertificate
+	19, // 5: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
+	16, // 6: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
+	13, // 7: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
+	15, // 8: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
+	9,  // 9: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
+	11, // 10: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
+	1,  // 11: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
+	3,  // 12: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
+	5,  // 13: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
+	7,  // 14: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
+	14, // 15: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
+	17, // 16: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
+	10, // 17: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
+	12, // 18: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
+	2,  // 19: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
+	4,  // 20: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
+	6,  // 21: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
+	8,  // 22: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
+	15, // [15:23] is the sub-list for method output_type
+	7,  // [7:15] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_admin_proto_init() }
