@@ -52,10 +52,22 @@ func TestTLSDenyCertFile(t *testing.T) {
 	}
 	r := run("tls", "denied", "-o", "json")
 	var entries []struct {
-		Serial, Identity, NotAfter string `json:"not_after"`
+		Serial   string `json:"serial"`
+		Identity string `json:"identity"`
+		NotAfter string `json:"not_after"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil || len(entries) != 2 {
 		t.Fatalf("tls denied -o json: %v\n%s", err, r.stdout)
+	}
+	for _, e := range entries {
+		na, err := time.Parse(time.RFC3339Nano, e.NotAfter)
+		wantID, wantExpired := "spiffe://gin/agent/new", false
+		if e.Serial == expiredSerial {
+			wantID, wantExpired = "spiffe://gin/agent/old", true
+		}
+		if err != nil || e.Identity != wantID || na.Before(now) != wantExpired {
+			t.Errorf("entry %+v: want identity %s, expired %v (%v)", e, wantID, wantExpired, err)
+		}
 	}
 	r = run("tls", "denied")
 	if !strings.Contains(r.stdout, "spiffe://gin/agent/old") || !strings.Contains(r.stdout, validSerial) {
