@@ -15,7 +15,8 @@ const MaxScale = 2
 
 // NearbyForRing says whether m's ring runs may be scaled to a communicator
 // of shape key: m forced ring, and the two shapes differ only in their
-// node count, both multi-node, at most MaxScale apart. That is sound for a
+// node count, both multi-node over NICs (not one MNNVL clique), at most
+// MaxScale apart. That is sound for a
 // ring over the network: with the same GPUs, NVLink domain, GPUs and NICs
 // per node, NIC rate and fabric tiers, a ring's bandwidth per NIC does not
 // depend on the node count, and the model carries what does (the latency
@@ -25,7 +26,7 @@ const MaxScale = 2
 func NearbyForRing(m *ginv1.Measurement, key *ginv1.PlacementShape) bool {
 	a, b := m.GetShape(), key
 	if m.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_RING || a.GetNodeCount() == b.GetNodeCount() ||
-		a.GetNodeCount() < 2 || b.GetNodeCount() < 2 {
+		a.GetNodeCount() < 2 || b.GetNodeCount() < 2 || a.GetNicsPerNode() == 0 {
 		return false
 	}
 	lo, hi := min(a.GetNodeCount(), b.GetNodeCount()), max(a.GetNodeCount(), b.GetNodeCount())

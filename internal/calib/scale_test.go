@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 )
@@ -90,5 +92,39 @@ func TestScaledRing(t *testing.T) {
 				t.Errorf("estimate basis %q, evidence %q", p.GetBasis(), p.GetEvidence())
 			}
 		})
+	}
+}
+
+// TestNearbyForRingKeys: which keys a forced ring run may be scaled to.
+func TestNearbyForRingKeys(t *testing.T) {
+	base := &ginv1.PlacementShape{GpuModel: "H100", NvlinkDomainSize: 8, GpusPerNode: 8, NicsPerNode: 8, NicGbps: 400, NodeCount: 4, FabricTiers: 1}
+	with := func(edit func(k *ginv1.PlacementShape)) *ginv1.PlacementShape {
+		k := proto.CloneOf(base)
+		edit(k)
+		return k
+	}
+	ring := &ginv1.Measurement{Algorithm: ginv1.Algorithm_ALGORITHM_RING, Shape: base}
+	mnnvl := &ginv1.Measurement{Algorithm: ginv1.Algorithm_ALGORITHM_RING,
+		Shape: &ginv1.PlacementShape{GpuModel: "GB200", NvlinkDomainSize: 72, GpusPerNode: 4, NodeCount: 4}}
+	for _, tc := range []struct {
+		name string
+		m    *ginv1.Measurement
+		key  *ginv1.PlacementShape
+		want bool
+	}{
+		{"8 nodes", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 8 }), true},
+		{"2 nodes", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 2 }), true},
+		{"same node count", ring, base, false},
+		{"9 nodes: over 2×", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 9 }), false},
+		{"one node", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 1 }), false},
+		{"other NIC rate", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 8; k.NicGbps = 200 }), false},
+		{"other tiers", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 8; k.FabricTiers = 2 }), false},
+		{"other GPU", ring, with(func(k *ginv1.PlacementShape) { k.NodeCount = 8; k.GpuModel = "A100" }), false},
+		{"a tree run", &ginv1.Measurement{Algorithm: ginv1.Algorithm_ALGORITHM_TREE, Shape: base}, with(func(k *ginv1.PlacementShape) { k.NodeCount = 8 }), false},
+		{"one MNNVL clique", mnnvl, &ginv1.PlacementShape{GpuModel: "GB200", NvlinkDomainSize: 72, GpusPerNode: 4, NodeCount: 8}, false},
+	} {
+		if got := NearbyForRing(tc.m, tc.key); got != tc.want {
+			t.Errorf("%s: NearbyForRing = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

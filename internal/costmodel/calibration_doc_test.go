@@ -190,7 +190,7 @@ has been added, removed or renumbered since (api/proto/gin/v1/calibration.proto)
   least 64 MiB; below the smallest size the model decides.
 - a communicator whose shape has no measurement at all gets the forced ring runs of a nearby shape
   scaled to it: the same GPU model, NVLink domain, GPUs and NICs per node, NIC rate and fabric
-  tiers, at most 2× more or fewer nodes (both multi-node): GIN's model on the communicator's shape
+  tiers, at most 2× more or fewer nodes (both multi-node over NICs, not one MNNVL clique): GIN's model on the communicator's shape
   times the measured/model ratio on the measured one. A ring's bandwidth per NIC does not depend on
   the node count and the model carries the longer ring's latency, so that is sound; nothing else is
   scaled (NCCL's default may change algorithm with the node count, and a tree's bytes per node
