@@ -430,6 +430,7 @@ const (
 	termLeader
 	killFollower
 	rotateCerts
+	killAgentMaster
 	nFaults
 )
 
@@ -445,6 +446,7 @@ func (f fault) String() string {
 		"SIGTERM leader (planned shutdown) + restart",
 		"kill-9 a follower, restart it behind the snapshots",
 		"reissue every certificate in place (rotation under load)",
+		"kill-9 the master holding agents (its share), restart it",
 	}[f]
 }
 
@@ -837,6 +839,11 @@ func TestFaultCampaign(t *testing.T) {
 			}
 			desc = fmt.Sprintf("reissued %d certificates in place; every master served its new one after %s, redialled Raft after %s",
 				len(made), served.Round(time.Millisecond), time.Since(fstart).Round(time.Millisecond))
+		case killAgentMaster:
+			var err error
+			if desc, err = killAgentsMaster(c, l, hold); err != nil {
+				t.Fatalf("round %d: %v", r+1, err)
+			}
 		}
 		healStart := time.Now()
 		var waits []string // what "healthy" waited on, in order, with times

@@ -259,6 +259,13 @@ const heldWait = 3 * time.Second
 // them as its source wrote them), so the log, the hash and every client
 // see one form; the FSM applies the same rule to older entries.
 func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (resultWithGen, error) {
+	return s.putInventoryBound(ctx, inv, sessionBinding(ctx))
+}
+
+// putInventoryBound is putInventory for a node whose agent's certificate is
+// binding (nil without TLS): the session's own, or the one a relaying
+// master verified.
+func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory, binding *statev1.NodeBinding) (resultWithGen, error) {
 	inv, _ = inventory.Canonical(inv)
 	if err := inventory.Validate(inv); err != nil {
 		return resultWithGen{}, err
@@ -291,7 +298,7 @@ func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (re
 			errResourceExhausted, inv.GetNodeName(), n, s.cfg.MaxNodes)
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
-		Inventory: inv, ContentHash: hash, At: timestamppb.Now(), Binding: sessionBinding(ctx),
+		Inventory: inv, ContentHash: hash, At: timestamppb.Now(), Binding: binding,
 	}}})
 	if err != nil {
 		return resultWithGen{}, err

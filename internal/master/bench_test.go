@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -130,4 +132,94 @@ func BenchmarkCommitTLS(b *testing.B) {
 	b.ReportMetric(percentileUs(lat[1], 99), "tls-p99-µs")
 	b.ReportMetric(percentileUs(lat[1], 50)/percentileUs(lat[0], 50), "p50-tls/plain")
 	b.ReportMetric(percentileUs(lat[1], 99)/percentileUs(lat[0], 99), "p99-tls/plain")
+}
+
+// BenchmarkCommitThroughFollower compares what an agent sees, from sending
+// an inventory on its session to the InventoryAck, with its session on the
+// leader and on a follower (which relays to the leader and acknowledges
+// once the leader has committed; issue #16). One three-master cluster with
+// Raft's default timeouts; every op commits one inventory through each
+// session, in alternating order, so both see the same load: leader-* and
+// follower-* percentiles and their ratios.
+func BenchmarkCommitThroughFollower(b *testing.B) {
+	ms := startClusterWith(b, 3, func(c *Config) {
+		c.HeartbeatInterval = time.Minute
+		c.FastRaft = false // loopback timeouts lose the leader on a loaded machine
+	})
+	waitUntil(b, "cluster", func() bool { return formed(ms) })
+	leader := leaderOf(ms)
+	commits := []func() time.Duration{sessionCommits(b, leader.s.Addr(), "benchl"), sessionCommits(b, followerOf(ms, leader).s.Addr(), "benchf")}
+	lat := make([][]time.Duration, 2)
+	op := 0
+	b.ResetTimer()
+	for b.Loop() {
+		for k := range 2 {
+			i := (op + k) % 2
+			lat[i] = append(lat[i], commits[i]())
+		}
+		op++
+	}
+	b.StopTimer()
+	for i := range lat {
+		slices.Sort(lat[i])
+	}
+	if l := leaderOf(ms); l != leader {
+		b.Fatal("leadership moved during the run: the figures mix both roles")
+	}
+	b.ReportMetric(0, "ns/op") // two commits per op: the percentiles are the figures
+	b.ReportMetric(percentileUs(lat[0], 50), "leader-p50-µs")
+	b.ReportMetric(percentileUs(lat[0], 99), "leader-p99-µs")
+	b.ReportMetric(percentileUs(lat[1], 50), "follower-p50-µs")
+	b.ReportMetric(percentileUs(lat[1], 99), "follower-p99-µs")
+	b.ReportMetric(percentileUs(lat[1], 50)/percentileUs(lat[0], 50), "p50-follower/leader")
+	b.ReportMetric(percentileUs(lat[1], 99)/percentileUs(lat[0], 99), "p99-follower/leader")
+}
+
+// sessionCommits opens an agent session for node on the master at addr
+// and returns a function that sends the next generation of a DGX H100
+// inventory (one NVLink toggled) and returns the time to its ack.
+func sessionCommits(b *testing.B, addr, node string) func() time.Duration {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	st, err := ginv1.NewAgentServiceClient(conn).Session(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inv := simInventory(b, "dgx-h100", node)
+	if err := st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{NodeName: node, MachineId: inv.GetHost().GetMachineId()}}}); err != nil {
+		b.Fatal(err)
+	}
+	if r, err := st.Recv(); err != nil || r.GetHelloAck() == nil {
+		b.Fatalf("hello on %s: %v, %v", addr, r, err)
+	}
+	gen := uint64(0)
+	return func() time.Duration {
+		gen++
+		next := proto.CloneOf(inv)
+		next.Generation = gen
+		if gen%2 == 0 {
+			next.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
+		}
+		t0 := time.Now()
+		if err := st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: next}}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				b.Fatalf("generation %d through %s: %v", gen, addr, err)
+			}
+			if a := r.GetInventoryAck(); a != nil {
+				if a.GetAcceptedGeneration() != gen {
+					b.Fatalf("ack for generation %d, want %d", a.GetAcceptedGeneration(), gen)
+				}
+				return time.Since(t0)
+			}
+		}
+	}
 }

@@ -121,15 +121,19 @@ func (s *Server) relayTimeout() time.Duration {
 // commitInventory commits a node's full inventory or delta (exactly one is
 // set) sent on a session of this master, here or through the leader.
 func (s *Server) commitInventory(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta) (resultWithGen, error) {
+	binding := sessionBinding(ctx) // the agent's certificate, verified here
 	ctx, cancel := context.WithTimeout(ctx, s.relayTimeout())
 	defer cancel()
 	var res resultWithGen
 	err := s.onLeader(ctx, func() error {
 		var err error
-		res, err = s.commitInventoryHere(ctx, name, machineID, inv, delta)
+		res, err = s.commitInventoryHere(ctx, name, machineID, inv, delta, binding)
 		return err
 	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
 		req := &ginv1.RelayInventoryRequest{NodeName: name, MachineId: machineID}
+		if binding != nil {
+			req.AgentCertificate = &ginv1.AgentCertificate{Identity: binding.GetIdentity(), CaKeySha256: binding.GetCaKeySha256(), Serial: binding.GetSerial()}
+		}
 		if delta != nil {
 			req.Update = &ginv1.RelayInventoryRequest_Delta{Delta: delta}
 		} else {
@@ -151,7 +155,8 @@ func (s *Server) commitFabricScan(ctx context.Context, node string, scan *ginv1.
 	ctx, cancel := context.WithTimeout(ctx, s.relayTimeout())
 	defer cancel()
 	return s.onLeader(ctx, func() error {
-		return s.importFabricScanHere(ctx, node, scan)
+		_, err := s.importFabricScanHere(ctx, node, scan)
+		return err
 	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
 		_, err := c.ImportFabricScan(ctx, &ginv1.RelayFabricScanRequest{NodeName: node, Scan: scan})
 		return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/pki"
 )
 
 // relayService is the leader's side of RelayService: what the other
@@ -28,7 +30,11 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayInvento
 	if err := r.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := r.s.commitInventoryHere(ctx, req.GetNodeName(), req.GetMachineId(), req.GetInventory(), req.GetDelta())
+	binding, err := relayedBinding(req.GetNodeName(), req.GetAgentCertificate())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := r.s.commitInventoryHere(ctx, req.GetNodeName(), req.GetMachineId(), req.GetInventory(), req.GetDelta(), binding)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -42,10 +48,11 @@ func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayFab
 	if err := r.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := r.s.importFabricScanHere(ctx, req.GetNodeName(), req.GetScan()); err != nil {
+	idx, err := r.s.importFabricScanHere(ctx, req.GetNodeName(), req.GetScan())
+	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.RelayFabricScanResponse{Index: r.s.store.Index()}, nil
+	return &ginv1.RelayFabricScanResponse{Index: idx}, nil
 }
 
 func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSessionsRequest) (*ginv1.ReportSessionsResponse, error) {
@@ -90,7 +97,7 @@ func (r *relayService) leading() error {
 // commitInventoryHere commits, on the leader, a node's full inventory or
 // its delta against the inventory held (exactly one is set) for a session
 // of node name opened with machineID.
-func (s *Server) commitInventoryHere(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta) (resultWithGen, error) {
+func (s *Server) commitInventoryHere(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta, binding *statev1.NodeBinding) (resultWithGen, error) {
 	if delta != nil {
 		rec, ok := s.store.Node(name)
 		if !ok {
@@ -110,15 +117,30 @@ func (s *Server) commitInventoryHere(ctx context.Context, name, machineID string
 	if m := inv.GetHost().GetMachineId(); m != "" && machineID != "" && m != machineID {
 		return resultWithGen{}, invalidf("inventory.host.machine_id", "%q does not match the session's machine %q", m, machineID)
 	}
-	return s.putInventory(ctx, inv)
+	return s.putInventoryBound(ctx, inv, binding)
+}
+
+// relayedBinding is the node binding of a relayed write: the agent
+// certificate the relaying master verified, which must name the node (nil
+// when the relay carries none, as without TLS).
+func relayedBinding(node string, c *ginv1.AgentCertificate) (*statev1.NodeBinding, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if want := (pki.Identity{Role: pki.RoleAgent, Name: node}).String(); c.GetIdentity() != want {
+		return nil, invalidf("agent_certificate.identity", "%q, want %q for node %q", c.GetIdentity(), want, node)
+	}
+	if len(c.GetCaKeySha256()) > 128 || len(c.GetSerial()) > 128 {
+		return nil, invalidf("agent_certificate", "a field is longer than 128 bytes")
+	}
+	return &statev1.NodeBinding{Identity: c.GetIdentity(), CaKeySha256: c.GetCaKeySha256(), Serial: c.GetSerial()}, nil
 }
 
 // importFabricScanHere imports, on the leader, the scan uploaded by node's
 // agent, which must be the scanner this leader named.
-func (s *Server) importFabricScanHere(ctx context.Context, node string, scan *ginv1.FabricTopology) error {
+func (s *Server) importFabricScanHere(ctx context.Context, node string, scan *ginv1.FabricTopology) (uint64, error) {
 	if sc := s.scanner(); sc != node {
-		return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, node, sc)
+		return 0, fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, node, sc)
 	}
-	_, err := s.importFabric(ctx, scan)
-	return err
+	return s.importFabric(ctx, scan)
 }

@@ -58,6 +58,11 @@ func (p *planRecorder) has(job string) bool {
 
 func startFleet(t *testing.T, ms []*member, names ...string) *fleet {
 	t.Helper()
+	return startFleetWith(t, ms, func(*agent.Config) {}, names...)
+}
+
+func startFleetWith(t *testing.T, ms []*member, mod func(*agent.Config), names ...string) *fleet {
+	t.Helper()
 	var addrs []string
 	for _, m := range ms {
 		addrs = append(addrs, m.s.Addr())
@@ -69,12 +74,14 @@ func startFleet(t *testing.T, ms []*member, names ...string) *fleet {
 			t.Fatal(err)
 		}
 		pr := &planRecorder{jobs: map[string]bool{}}
-		a, err := agent.New(agent.Config{
+		cfg := agent.Config{
 			NodeName: n, Masters: addrs, HeartbeatInterval: relayHeartbeat, Source: src, Plans: pr,
 			InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 			Logger:      testLogger(n),
 			DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
-		})
+		}
+		mod(&cfg)
+		a, err := agent.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,5 +350,44 @@ func pinPlan(t *testing.T, ms []*member, job, nodes string) {
 		defer cancel()
 		_, err := (&planService{s: l.s}).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes})
 		return err == nil
+	})
+}
+
+// One agent of the whole cluster scans the fabric, named by the leader
+// wherever it is attached; its scans reach the state through its master
+// (relayed from a follower); when it stops, another agent takes over.
+func TestOneFabricScannerAcrossMasters(t *testing.T) {
+	ms := startRelayCluster(t)
+	names := fleetNames(6)
+	f := startFleetWith(t, ms, func(c *agent.Config) {
+		c.FabricScanner = func(context.Context) (*ginv1.FabricTopology, error) {
+			return &ginv1.FabricTopology{Source: "test:" + c.NodeName, Switches: []*ginv1.FabricSwitch{{Guid: "0x1", Tier: 1}}}, nil
+		}
+		c.FabricScanInterval = time.Hour
+	}, names...)
+	leader := leaderOf(ms)
+	testwait.For(t, 30*time.Second, "every agent registered and up on the leader", func() bool { return f.settled() && allUp(leader, names) })
+	scanners := func() []string {
+		var out []string
+		for n, fa := range f.agents {
+			if fa.a.Status().FabricScanner {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	var first string
+	testwait.For(t, 30*time.Second, "exactly one scanner and its scan in the state", func() bool {
+		sc := scanners()
+		if len(sc) != 1 {
+			return false
+		}
+		first = sc[0]
+		return leader.s.store.View().Fabric.GetSource() == "test:"+first
+	})
+	f.stop(first)
+	testwait.For(t, 30*time.Second, "another agent scanning, its scan in the state", func() bool {
+		sc := scanners()
+		return len(sc) == 1 && sc[0] != first && leader.s.store.View().Fabric.GetSource() == "test:"+sc[0]
 	})
 }

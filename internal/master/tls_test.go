@@ -283,15 +283,30 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	if iack, err := fsess.send(inv2); err != nil || iack.GetAcceptedGeneration() != 1 {
 		t.Fatalf("inventory through a follower over mTLS: %v, %v", iack, err)
 	}
-	if _, ok := leaderOf(ms).s.store.Node("node002"); !ok {
+	rec, ok := leaderOf(ms).s.store.Node("node002")
+	if !ok {
 		t.Fatal("the follower acknowledged node002 before the leader held it")
+	}
+	// Bound to the agent's certificate, not to the relaying master's.
+	if got, want := rec.GetBinding().GetIdentity(), (pki.Identity{Role: pki.RoleAgent, Name: "node002"}).String(); got != want {
+		t.Fatalf("node002 registered through a follower is bound to %q, want %q", got, want)
+	}
+	// So the same agent is welcome on the leader too.
+	onLeader, err := grpc.NewClient(leaderOf(ms).s.Addr(), grpc.WithTransportCredentials(pki.ClientCredentialsFrom(
+		p.sourceIn(t, t.TempDir(), pki.Identity{Role: pki.RoleAgent, Name: "node002"}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onLeader.Close()
+	if _, lack := openSession(t, onLeader, inv2); lack == nil || !lack.GetInSync() {
+		t.Fatalf("node002's agent on the leader: hello ack %v, want in sync", lack)
 	}
 	// Only master certificates relay: an agent calling RelayService for
 	// another node is refused by the table.
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
 	lagent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node004"})
-	_, err := ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayInventoryRequest{NodeName: "node003",
+	_, err = ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayInventoryRequest{NodeName: "node003",
 		Update: &ginv1.RelayInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("RelayService.PutInventory with an agent certificate: %v, want PermissionDenied", err)

@@ -33,9 +33,13 @@ type RelayInventoryRequest struct {
 	//
 	//	*RelayInventoryRequest_Inventory
 	//	*RelayInventoryRequest_Delta
-	Update        isRelayInventoryRequest_Update `protobuf_oneof:"update"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Update isRelayInventoryRequest_Update `protobuf_oneof:"update"`
+	// The agent's certificate as the relaying master verified it (with TLS
+	// on; unset without): the node is bound to it, as when the agent writes
+	// on the leader itself (gin.state.v1.NodeBinding).
+	AgentCertificate *AgentCertificate `protobuf:"bytes,5,opt,name=agent_certificate,json=agentCertificate,proto3" json:"agent_certificate,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RelayInventoryRequest) Reset() {
@@ -107,6 +111,13 @@ func (x *RelayInventoryRequest) GetDelta() *InventoryDelta {
 	return nil
 }
 
+func (x *RelayInventoryRequest) GetAgentCertificate() *AgentCertificate {
+	if x != nil {
+		return x.AgentCertificate
+	}
+	return nil
+}
+
 type isRelayInventoryRequest_Update interface {
 	isRelayInventoryRequest_Update()
 }
@@ -123,6 +134,70 @@ func (*RelayInventoryRequest_Inventory) isRelayInventoryRequest_Update() {}
 
 func (*RelayInventoryRequest_Delta) isRelayInventoryRequest_Update() {}
 
+// AgentCertificate is what binds a node to its agent's certificate.
+type AgentCertificate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// spiffe://gin/agent/<node_name>
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// SHA-256 of the public key of the CA that issued it (hex).
+	CaKeySha256 string `protobuf:"bytes,2,opt,name=ca_key_sha256,json=caKeySha256,proto3" json:"ca_key_sha256,omitempty"`
+	// Its serial (canonical hex).
+	Serial        string `protobuf:"bytes,3,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentCertificate) Reset() {
+	*x = AgentCertificate{}
+	mi := &file_gin_v1_relay_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentCertificate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentCertificate) ProtoMessage() {}
+
+func (x *AgentCertificate) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_relay_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentCertificate.ProtoReflect.Descriptor instead.
+func (*AgentCertificate) Descriptor() ([]byte, []int) {
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AgentCertificate) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *AgentCertificate) GetCaKeySha256() string {
+	if x != nil {
+		return x.CaKeySha256
+	}
+	return ""
+}
+
+func (x *AgentCertificate) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
 // RelayInventoryResponse says what was committed.
 type RelayInventoryResponse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -137,7 +212,7 @@ type RelayInventoryResponse struct {
 
 func (x *RelayInventoryResponse) Reset() {
 	*x = RelayInventoryResponse{}
-	mi := &file_gin_v1_relay_proto_msgTypes[1]
+	mi := &file_gin_v1_relay_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -149,7 +224,7 @@ func (x *RelayInventoryResponse) String() string {
 func (*RelayInventoryResponse) ProtoMessage() {}
 
 func (x *RelayInventoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_relay_proto_msgTypes[1]
+	mi := &file_gin_v1_relay_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -162,7 +237,7 @@ func (x *RelayInventoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayInventoryResponse.ProtoReflect.Descriptor instead.
 func (*RelayInventoryResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_relay_proto_rawDescGZIP(), []int{1}
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RelayInventoryResponse) GetAcceptedGeneration() uint64 {
@@ -197,7 +272,7 @@ type RelayFabricScanRequest struct {
 
 func (x *RelayFabricScanRequest) Reset() {
 	*x = RelayFabricScanRequest{}
-	mi := &file_gin_v1_relay_proto_msgTypes[2]
+	mi := &file_gin_v1_relay_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +284,7 @@ func (x *RelayFabricScanRequest) String() string {
 func (*RelayFabricScanRequest) ProtoMessage() {}
 
 func (x *RelayFabricScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_relay_proto_msgTypes[2]
+	mi := &file_gin_v1_relay_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +297,7 @@ func (x *RelayFabricScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayFabricScanRequest.ProtoReflect.Descriptor instead.
 func (*RelayFabricScanRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_relay_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RelayFabricScanRequest) GetNodeName() string {
@@ -249,7 +324,7 @@ type RelayFabricScanResponse struct {
 
 func (x *RelayFabricScanResponse) Reset() {
 	*x = RelayFabricScanResponse{}
-	mi := &file_gin_v1_relay_proto_msgTypes[3]
+	mi := &file_gin_v1_relay_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +336,7 @@ func (x *RelayFabricScanResponse) String() string {
 func (*RelayFabricScanResponse) ProtoMessage() {}
 
 func (x *RelayFabricScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_relay_proto_msgTypes[3]
+	mi := &file_gin_v1_relay_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +349,7 @@ func (x *RelayFabricScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayFabricScanResponse.ProtoReflect.Descriptor instead.
 func (*RelayFabricScanResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_relay_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RelayFabricScanResponse) GetIndex() uint64 {
@@ -300,7 +375,7 @@ type ReportSessionsRequest struct {
 
 func (x *ReportSessionsRequest) Reset() {
 	*x = ReportSessionsRequest{}
-	mi := &file_gin_v1_relay_proto_msgTypes[4]
+	mi := &file_gin_v1_relay_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +387,7 @@ func (x *ReportSessionsRequest) String() string {
 func (*ReportSessionsRequest) ProtoMessage() {}
 
 func (x *ReportSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_relay_proto_msgTypes[4]
+	mi := &file_gin_v1_relay_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +400,7 @@ func (x *ReportSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ReportSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_relay_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReportSessionsRequest) GetServerId() string {
@@ -361,7 +436,7 @@ type ReportSessionsResponse struct {
 
 func (x *ReportSessionsResponse) Reset() {
 	*x = ReportSessionsResponse{}
-	mi := &file_gin_v1_relay_proto_msgTypes[5]
+	mi := &file_gin_v1_relay_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +448,7 @@ func (x *ReportSessionsResponse) String() string {
 func (*ReportSessionsResponse) ProtoMessage() {}
 
 func (x *ReportSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_relay_proto_msgTypes[5]
+	mi := &file_gin_v1_relay_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +461,7 @@ func (x *ReportSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ReportSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_relay_proto_rawDescGZIP(), []int{5}
+	return file_gin_v1_relay_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReportSessionsResponse) GetFabricScanner() string {
@@ -400,14 +475,19 @@ var File_gin_v1_relay_proto protoreflect.FileDescriptor
 
 const file_gin_v1_relay_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\xc4\x01\n" +
+	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\x8b\x02\n" +
 	"\x15RelayInventoryRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1d\n" +
 	"\n" +
 	"machine_id\x18\x02 \x01(\tR\tmachineId\x125\n" +
 	"\tinventory\x18\x03 \x01(\v2\x15.gin.v1.NodeInventoryH\x00R\tinventory\x12.\n" +
-	"\x05delta\x18\x04 \x01(\v2\x16.gin.v1.InventoryDeltaH\x00R\x05deltaB\b\n" +
-	"\x06update\"y\n" +
+	"\x05delta\x18\x04 \x01(\v2\x16.gin.v1.InventoryDeltaH\x00R\x05delta\x12E\n" +
+	"\x11agent_certificate\x18\x05 \x01(\v2\x18.gin.v1.AgentCertificateR\x10agentCertificateB\b\n" +
+	"\x06update\"j\n" +
+	"\x10AgentCertificate\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
+	"\rca_key_sha256\x18\x02 \x01(\tR\vcaKeySha256\x12\x16\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\"y\n" +
 	"\x16RelayInventoryResponse\x12/\n" +
 	"\x13accepted_generation\x18\x01 \x01(\x04R\x12acceptedGeneration\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x18\n" +
@@ -440,33 +520,35 @@ func file_gin_v1_relay_proto_rawDescGZIP() []byte {
 	return file_gin_v1_relay_proto_rawDescData
 }
 
-var file_gin_v1_relay_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_gin_v1_relay_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_gin_v1_relay_proto_goTypes = []any{
 	(*RelayInventoryRequest)(nil),   // 0: gin.v1.RelayInventoryRequest
-	(*RelayInventoryResponse)(nil),  // 1: gin.v1.RelayInventoryResponse
-	(*RelayFabricScanRequest)(nil),  // 2: gin.v1.RelayFabricScanRequest
-	(*RelayFabricScanResponse)(nil), // 3: gin.v1.RelayFabricScanResponse
-	(*ReportSessionsRequest)(nil),   // 4: gin.v1.ReportSessionsRequest
-	(*ReportSessionsResponse)(nil),  // 5: gin.v1.ReportSessionsResponse
-	(*NodeInventory)(nil),           // 6: gin.v1.NodeInventory
-	(*InventoryDelta)(nil),          // 7: gin.v1.InventoryDelta
-	(*FabricTopology)(nil),          // 8: gin.v1.FabricTopology
+	(*AgentCertificate)(nil),        // 1: gin.v1.AgentCertificate
+	(*RelayInventoryResponse)(nil),  // 2: gin.v1.RelayInventoryResponse
+	(*RelayFabricScanRequest)(nil),  // 3: gin.v1.RelayFabricScanRequest
+	(*RelayFabricScanResponse)(nil), // 4: gin.v1.RelayFabricScanResponse
+	(*ReportSessionsRequest)(nil),   // 5: gin.v1.ReportSessionsRequest
+	(*ReportSessionsResponse)(nil),  // 6: gin.v1.ReportSessionsResponse
+	(*NodeInventory)(nil),           // 7: gin.v1.NodeInventory
+	(*InventoryDelta)(nil),          // 8: gin.v1.InventoryDelta
+	(*FabricTopology)(nil),          // 9: gin.v1.FabricTopology
 }
 var file_gin_v1_relay_proto_depIdxs = []int32{
-	6, // 0: gin.v1.RelayInventoryRequest.inventory:type_name -> gin.v1.NodeInventory
-	7, // 1: gin.v1.RelayInventoryRequest.delta:type_name -> gin.v1.InventoryDelta
-	8, // 2: gin.v1.RelayFabricScanRequest.scan:type_name -> gin.v1.FabricTopology
-	0, // 3: gin.v1.RelayService.PutInventory:input_type -> gin.v1.RelayInventoryRequest
-	2, // 4: gin.v1.RelayService.ImportFabricScan:input_type -> gin.v1.RelayFabricScanRequest
-	4, // 5: gin.v1.RelayService.ReportSessions:input_type -> gin.v1.ReportSessionsRequest
-	1, // 6: gin.v1.RelayService.PutInventory:output_type -> gin.v1.RelayInventoryResponse
-	3, // 7: gin.v1.RelayService.ImportFabricScan:output_type -> gin.v1.RelayFabricScanResponse
-	5, // 8: gin.v1.RelayService.ReportSessions:output_type -> gin.v1.ReportSessionsResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	7, // 0: gin.v1.RelayInventoryRequest.inventory:type_name -> gin.v1.NodeInventory
+	8, // 1: gin.v1.RelayInventoryRequest.delta:type_name -> gin.v1.InventoryDelta
+	1, // 2: gin.v1.RelayInventoryRequest.agent_certificate:type_name -> gin.v1.AgentCertificate
+	9, // 3: gin.v1.RelayFabricScanRequest.scan:type_name -> gin.v1.FabricTopology
+	0, // 4: gin.v1.RelayService.PutInventory:input_type -> gin.v1.RelayInventoryRequest
+	3, // 5: gin.v1.RelayService.ImportFabricScan:input_type -> gin.v1.RelayFabricScanRequest
+	5, // 6: gin.v1.RelayService.ReportSessions:input_type -> gin.v1.ReportSessionsRequest
+	2, // 7: gin.v1.RelayService.PutInventory:output_type -> gin.v1.RelayInventoryResponse
+	4, // 8: gin.v1.RelayService.ImportFabricScan:output_type -> gin.v1.RelayFabricScanResponse
+	6, // 9: gin.v1.RelayService.ReportSessions:output_type -> gin.v1.ReportSessionsResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_relay_proto_init() }
@@ -487,7 +569,7 @@ func file_gin_v1_relay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_relay_proto_rawDesc), len(file_gin_v1_relay_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
