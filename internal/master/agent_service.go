@@ -183,7 +183,10 @@ func (a *agentService) putInventory(ctx context.Context, stream responder, log *
 	if inv != nil && inv.GetNodeName() != name {
 		return invalidf("inventory.node_name", "%q does not match the session's node %q", inv.GetNodeName(), name)
 	}
+	a.s.sessions.writeStarted(name)
 	res, err := a.s.commitInventory(ctx, name, machineID, inv, delta)
+	a.s.sessions.writeDone(name, time.Now())
+	a.s.live.seen(ctx, name)
 	if err != nil {
 		gen := inv.GetGeneration()
 		if delta != nil {

@@ -54,6 +54,9 @@ type liveness struct {
 	// node, the master whose latest report listed it.
 	reporters map[string]*reporter
 	holder    map[string]string
+	// writing reports whether a node's session on this master has a write
+	// in flight (its agent is there, its heartbeats wait); nil: none.
+	writing func(node string) bool
 	// afterCheck runs after every check (the leader re-picks the fabric
 	// scanner when its master went silent); nil: nothing.
 	afterCheck func()
@@ -185,7 +188,7 @@ func (l *liveness) check(ctx context.Context) {
 				last = g
 			}
 		}
-		if now.Sub(last) > limit {
+		if now.Sub(last) > limit && (l.writing == nil || !l.writing(name)) {
 			down = append(down, name)
 		}
 	}

@@ -243,6 +243,7 @@ func New(cfg Config) (*Server, error) {
 	s.reachedLeader.Store(time.Now().UnixNano())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = s.refreshScanner
+	s.live.writing = s.sessions.writing
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the

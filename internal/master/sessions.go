@@ -18,6 +18,10 @@ type sessions struct {
 type sessionEntry struct {
 	streams int
 	last    time.Time
+	// writing counts the node's writes in flight: its session loop waits
+	// for the leader and reads no heartbeat meanwhile, but the agent is
+	// there (its stream is open), so it counts as heard from now.
+	writing int
 }
 
 // add records a new stream of node n, heard from at now.
@@ -54,6 +58,34 @@ func (c *sessions) beat(n string, now time.Time) {
 	if e := c.m[n]; e != nil && now.After(e.last) {
 		e.last = now
 	}
+}
+
+// writeStarted and writeDone bracket a write of node n's session.
+func (c *sessions) writeStarted(n string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[n]; e != nil {
+		e.writing++
+	}
+}
+
+func (c *sessions) writeDone(n string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[n]; e != nil {
+		e.writing--
+		if now.After(e.last) {
+			e.last = now
+		}
+	}
+}
+
+// writing reports whether node n has a write in flight here.
+func (c *sessions) writing(n string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[n]
+	return e != nil && e.writing > 0
 }
 
 // count is how many nodes have a session here.
@@ -93,6 +125,9 @@ func (c *sessions) report(now time.Time) (nodes []string, agesMs []uint32) {
 	agesMs = make([]uint32, 0, len(c.m))
 	for n, e := range c.m {
 		age := max(now.Sub(e.last).Milliseconds(), 0)
+		if e.writing > 0 {
+			age = 0
+		}
 		nodes = append(nodes, n)
 		agesMs = append(agesMs, uint32(min(age, math.MaxUint32)))
 	}
