@@ -351,3 +351,70 @@ func TestDiskFullAtStartExitsForARestart(t *testing.T) {
 	c := &diskFullCluster{t: t, bin: bin}
 	waitFor(t, "the restarted master to lead", 60*time.Second, func() bool { return c.cluster(addr).leader == "m1" })
 }
+
+// TestDiskFullLeaderHandsOver: when the leader's data dir fills in a
+// cluster of three, it refuses the write that finds it full, hands
+// leadership over once to a master with space, and writes go on there; it
+// keeps its own state and catches up once space is freed. Leadership moves
+// once, not back and forth.
+func TestDiskFullLeaderHandsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	dirs := []string{testtmpfs.Mount(t, diskFullTmpfs), testtmpfs.Mount(t, diskFullTmpfs), testtmpfs.Mount(t, diskFullTmpfs)}
+	bin := binaries(t)
+	c := startDiskFullCluster(t, bin, 3, func(i int) string { return dirs[i] }, 0)
+	var before raftView
+	waitFor(t, "a leader", 60*time.Second, func() bool {
+		before = c.cluster(c.join)
+		return strings.HasPrefix(before.leader, "m")
+	})
+	old, _ := strconv.Atoi(strings.TrimPrefix(before.leader, "m"))
+	old-- // index of the leader
+	if _, out, err := c.plan(c.join, 1); err != nil {
+		t.Fatalf("plan 1: %v\n%s", err, out)
+	}
+
+	testtmpfs.Fill(t, dirs[old], diskFullLeave)
+	if st := c.pinStatus(c.clients[old], 30); st.Code() != codes.ResourceExhausted || !apierr.IsDataDirFull(st.Err()) {
+		t.Fatalf("the write that finds the leader's data dir full: %s %q, want RESOURCE_EXHAUSTED (DATA_DIR_FULL)", st.Code(), st.Message())
+	}
+	var after raftView
+	waitFor(t, "another master to lead", 30*time.Second, func() bool {
+		after = c.cluster(c.join)
+		return strings.HasPrefix(after.leader, "m") && after.leader != before.leader
+	})
+	newIdx, _ := strconv.Atoi(strings.TrimPrefix(after.leader, "m"))
+	leaderAddr := c.clients[newIdx-1]
+	hashes := map[int]string{}
+	for job := 30; job <= 34; job++ {
+		h, out, err := c.plan(c.join, job)
+		if err != nil {
+			t.Fatalf("plan %d after the hand-over: %v\n%s", job, err, out)
+		}
+		hashes[job] = h
+	}
+	committed := c.cluster(leaderAddr).commit
+	if now := c.cluster(leaderAddr); now.leader != after.leader || now.term != after.term || !c.procs[old].Alive() {
+		t.Fatalf("leadership moved again: %+v after the hand-over %+v (old leader alive %v)", now, after, c.procs[old].Alive())
+	}
+	if v := c.cluster(c.clients[old]); v.applied >= committed {
+		t.Fatalf("the full master applied up to %d, the leader's commit %d: it must refuse to append", v.applied, committed)
+	}
+
+	testtmpfs.Free(t, dirs[old])
+	waitFor(t, "the old leader to catch up without a restart", 60*time.Second, func() bool {
+		return c.cluster(c.clients[old]).applied >= committed
+	})
+	if now := c.cluster(leaderAddr); now.leader != after.leader || now.term != after.term {
+		t.Fatalf("leadership moved again: %+v after the hand-over %+v", now, after)
+	}
+	for job, want := range hashes {
+		if got, out, err := c.plan(c.join, job); err != nil || got != want {
+			t.Fatalf("plan %d: hash %q (%v), want %q\n%s", job, got, err, want, out)
+		}
+	}
+	if b, _ := os.ReadFile(c.procs[old].Log); !strings.Contains(string(b), "leadership handed over") {
+		t.Errorf("the full leader did not log the hand-over")
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	hraft "github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +25,11 @@ import (
 //     than MinFreeBytes free, with a DataDirFullError (RESOURCE_EXHAUSTED);
 //     nothing is written and leadership is kept, and writes are taken again
 //     as soon as space returns;
+//     A leader of several voters also hands leadership over once (and
+//     again at most every fullHandoffEvery): the most up-to-date follower
+//     takes it, and a follower whose own disk is full is never that one
+//     (it refuses appends, so it lags, and Raft elects no lagging server),
+//     so writes go on elsewhere while this master keeps replicating;
 //   - a follower refuses to append replicated entries under the same
 //     threshold: it stays a follower (heartbeats carry no entries) and
 //     catches up from the leader once space returns;
@@ -141,4 +148,45 @@ func logStoreFailure(dir string, err error) error {
 // space in every case seen).
 func diskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, wal.ErrSealed)
+}
+
+// fullHandoffEvery bounds how often a leader whose data dir is full hands
+// leadership over: should every master's disk be full, leadership moves at
+// most this often, not at every write.
+const fullHandoffEvery = time.Minute
+
+// handOffFull hands leadership to another voter, in the background, when
+// this leader's data dir is full and it has not done so within
+// fullHandoffEvery. A single-voter cluster keeps its leader (it refuses
+// writes until space returns).
+func (n *Node) handOffFull() {
+	now := time.Now().UnixNano()
+	last := n.fullHandoff.Load()
+	if last != 0 && time.Duration(now-last) < fullHandoffEvery {
+		return
+	}
+	if !n.fullHandoff.CompareAndSwap(last, now) {
+		return // another proposal is handing over
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	others := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == hraft.Voter && string(srv.ID) != n.cfg.ID {
+			others++
+		}
+	}
+	if others == 0 {
+		return
+	}
+	n.log.Warn("data dir is full: handing leadership to another master", slog.String("data_dir", n.cfg.DataDir))
+	go func() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership hand-over (data dir full) failed; writes stay refused here until space returns", slog.Any("err", err))
+			return
+		}
+		n.log.Warn("leadership handed over: this master's data dir is full", slog.String("data_dir", n.cfg.DataDir))
+	}()
 }

@@ -171,6 +171,9 @@ type Node struct {
 	counted   *countingLogStore // logs as Raft uses it, counting errors
 	guard     *diskGuard
 	failed    *failure // the log store's first write error
+	// fullHandoff is when this leader last handed leadership over because
+	// its data dir was full (unix ns; 0: never).
+	fullHandoff atomic.Int64
 	store     *state.Store
 	log       *slog.Logger
 	fsm       *FSM
@@ -445,6 +448,7 @@ func (n *Node) Apply(ctx context.Context, cmd *statev1.Command) (state.Result, e
 		// Refused before anything is written (a follower's proposal is
 		// refused by Raft as not the leader).
 		if err := n.guard.check(); err != nil {
+			n.handOffFull()
 			return state.Result{}, err
 		}
 	}
