@@ -57,7 +57,7 @@ func (s *Server) denyEntry(ctx context.Context, req *ginv1.DenyCertificateReques
 		return nil, invalidf("entry", "%v", err)
 	}
 	if _, ok := s.store.DeniedCertificate(serial); !ok {
-		if n := len(s.store.DeniedCertificates()); n >= state.MaxDeniedCertificates {
+		if n := s.store.DeniedCount(); n >= state.MaxDeniedCertificates {
 			return nil, fmt.Errorf("%w: serial %s not denied: the deny list holds %d entries, the most it may; take entries of expired certificates off it (ginctl tls allow SERIAL)",
 				errResourceExhausted, serial, n)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -242,6 +244,18 @@ func TestDenyValidationAndBound(t *testing.T) {
 		if _, err := s.store.DenyCertificate(1, &statev1.DenyCertificate{Entry: &ginv1.DeniedCertificate{Serial: serial}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newMasterCollector(s))
+	want := fmt.Sprintf(`# HELP gin_master_denied_certificates Certificate serials on the replicated deny list (ginctl tls deny).
+# TYPE gin_master_denied_certificates gauge
+gin_master_denied_certificates{server="m1"} %d
+# HELP gin_master_denied_certificates_limit The most entries the deny list holds; compare with gin_master_denied_certificates (ginctl tls allow --expired makes room).
+# TYPE gin_master_denied_certificates_limit gauge
+gin_master_denied_certificates_limit{server="m1"} %d
+`, state.MaxDeniedCertificates, state.MaxDeniedCertificates)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gin_master_denied_certificates", "gin_master_denied_certificates_limit"); err != nil {
+		t.Fatal(err)
 	}
 	_, err := admin.DenyCertificate(ctx, &ginv1.DenyCertificateRequest{Serial: "ABCDEF"})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprint(state.MaxDeniedCertificates)) {

@@ -16,6 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/state"
 	"github.com/gin-topology/gin/internal/webui"
 )
 
@@ -45,6 +46,7 @@ type masterCollector struct {
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
 	nodesLimit, plansLimit                                *prometheus.Desc
+	denied, deniedLimit                                   *prometheus.Desc
 	handshakes, handshakesRefused                         *prometheus.Desc
 	dataDirFree, dataDirMinFree                           *prometheus.Desc
 }
@@ -67,6 +69,8 @@ func newMasterCollector(s *Server) *masterCollector {
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
 		plansLimit:         d("gin_master_pinned_plans_limit", "The most plans this master pins (--max-plans); compare with gin_master_pinned_plans.", id, nil),
+		denied:             d("gin_master_denied_certificates", "Certificate serials on the replicated deny list (ginctl tls deny).", id, nil),
+		deniedLimit:        d("gin_master_denied_certificates_limit", "The most entries the deny list holds; compare with gin_master_denied_certificates (ginctl tls allow --expired makes room).", id, nil),
 		handshakes:         d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
 		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, or no slot within --hello-timeout.", id, nil),
 		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
@@ -78,7 +82,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree} {
 		ch <- d
 	}
 }
@@ -125,6 +129,8 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.plans, float64(nplans), id)
 	g(c.nodesLimit, float64(s.cfg.MaxNodes), id)
 	g(c.plansLimit, float64(s.cfg.MaxPlans), id)
+	g(c.denied, float64(s.store.DeniedCount()), id)
+	g(c.deniedLimit, float64(state.MaxDeniedCertificates), id)
 	g(c.handshakes, float64(s.admission.inFlight()), id, "in_flight")
 	g(c.handshakes, float64(s.admission.waiting.Load()), id, "waiting")
 	ch <- prometheus.MustNewConstMetric(c.handshakesRefused, prometheus.CounterValue, float64(s.admission.refused.Load()), id)

@@ -124,6 +124,13 @@ func (s *Store) Denied(serial string) (reason string, denied bool) {
 	return e.GetReason(), ok
 }
 
+// DeniedCount is the length of the deny list.
+func (s *Store) DeniedCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.denied)
+}
+
 // DeniedCertificate returns one entry of the deny list; callers must not
 // modify it.
 func (s *Store) DeniedCertificate(serial string) (*ginv1.DeniedCertificate, bool) {
