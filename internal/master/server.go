@@ -137,7 +137,8 @@ type Config struct {
 	RecoverPeers []ginraft.Member
 	// MinFreeBytes is the free space kept under DataDir (0:
 	// ginraft.DefaultMinFreeBytes): below it writes are refused with
-	// RESOURCE_EXHAUSTED naming the data dir, until space returns.
+	// RESOURCE_EXHAUSTED naming the data dir, until space returns, and a
+	// leader of several masters hands leadership over.
 	MinFreeBytes uint64
 	Logger       *slog.Logger
 }

@@ -27,9 +27,10 @@ import (
 //     as soon as space returns;
 //     A leader of several voters also hands leadership over once (and
 //     again at most every fullHandoffEvery): the most up-to-date follower
-//     takes it, and a follower whose own disk is full is never that one
-//     (it refuses appends, so it lags, and Raft elects no lagging server),
-//     so writes go on elsewhere while this master keeps replicating;
+//     takes it. A follower whose own disk is full lags from the first
+//     append it refuses, so it is passed over (Raft elects no lagging
+//     server); one chosen before that hands over in turn. Writes go on
+//     elsewhere while this master keeps replicating;
 //   - a follower refuses to append replicated entries under the same
 //     threshold: it stays a follower (heartbeats carry no entries) and
 //     catches up from the leader once space returns;
