@@ -154,6 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Long: `gin-master receives node inventories from gin-agents over gRPC, replicates them
 with Raft (hashicorp/raft, log in <data-dir>/wal, snapshots in <data-dir>/snapshots),
 builds the cluster's topology graph and answers ginctl and the NCCL tuner plugin.
+Every master of a cluster holds agent sessions: a follower relays its agents'
+inventories to the leader and reports their heartbeats to it every half
+--heartbeat-interval; the leader marks nodes down after --missed-heartbeats.
 
 A fresh --data-dir is bootstrapped as a single-voter cluster (--bootstrap).
 
