@@ -130,14 +130,14 @@ func (s *Server) commitInventory(ctx context.Context, name, machineID string, in
 		res, err = s.commitInventoryHere(ctx, name, machineID, inv, delta, binding)
 		return err
 	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
-		req := &ginv1.RelayInventoryRequest{NodeName: name, MachineId: machineID}
+		req := &ginv1.RelayServicePutInventoryRequest{NodeName: name, MachineId: machineID}
 		if binding != nil {
 			req.AgentCertificate = &ginv1.AgentCertificate{Identity: binding.GetIdentity(), CaKeySha256: binding.GetCaKeySha256(), Serial: binding.GetSerial()}
 		}
 		if delta != nil {
-			req.Update = &ginv1.RelayInventoryRequest_Delta{Delta: delta}
+			req.Update = &ginv1.RelayServicePutInventoryRequest_Delta{Delta: delta}
 		} else {
-			req.Update = &ginv1.RelayInventoryRequest_Inventory{Inventory: inv}
+			req.Update = &ginv1.RelayServicePutInventoryRequest_Inventory{Inventory: inv}
 		}
 		r, err := c.PutInventory(ctx, req)
 		if err != nil {
@@ -158,7 +158,7 @@ func (s *Server) commitFabricScan(ctx context.Context, node string, scan *ginv1.
 		_, err := s.importFabricScanHere(ctx, node, scan)
 		return err
 	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
-		_, err := c.ImportFabricScan(ctx, &ginv1.RelayFabricScanRequest{NodeName: node, Scan: scan})
+		_, err := c.ImportFabricScan(ctx, &ginv1.RelayServiceImportFabricScanRequest{NodeName: node, Scan: scan})
 		return err
 	})
 }

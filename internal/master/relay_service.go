@@ -20,7 +20,7 @@ type relayService struct {
 	s *Server
 }
 
-func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayInventoryRequest) (*ginv1.RelayInventoryResponse, error) {
+func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayServicePutInventoryRequest) (*ginv1.RelayServicePutInventoryResponse, error) {
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
@@ -38,10 +38,10 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayInvento
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.RelayInventoryResponse{AcceptedGeneration: res.Generation, Index: res.Index, Changed: res.Changed}, nil
+	return &ginv1.RelayServicePutInventoryResponse{AcceptedGeneration: res.Generation, Index: res.Index, Changed: res.Changed}, nil
 }
 
-func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayFabricScanRequest) (*ginv1.RelayFabricScanResponse, error) {
+func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayServiceImportFabricScanRequest) (*ginv1.RelayServiceImportFabricScanResponse, error) {
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
@@ -52,7 +52,7 @@ func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayFab
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.RelayFabricScanResponse{Index: idx}, nil
+	return &ginv1.RelayServiceImportFabricScanResponse{Index: idx}, nil
 }
 
 func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSessionsRequest) (*ginv1.ReportSessionsResponse, error) {

@@ -306,8 +306,8 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
 	lagent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node004"})
-	_, err = ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayInventoryRequest{NodeName: "node003",
-		Update: &ginv1.RelayInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
+	_, err = ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayServicePutInventoryRequest{NodeName: "node003",
+		Update: &ginv1.RelayServicePutInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("RelayService.PutInventory with an agent certificate: %v, want PermissionDenied", err)
 	}

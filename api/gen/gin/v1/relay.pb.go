@@ -21,8 +21,8 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// RelayInventoryRequest is one inventory write of an agent session.
-type RelayInventoryRequest struct {
+// RelayServicePutInventoryRequest is one inventory write of an agent session.
+type RelayServicePutInventoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session's node (the name the agent's certificate carries; checked by
 	// the relaying master).
@@ -31,9 +31,9 @@ type RelayInventoryRequest struct {
 	MachineId string `protobuf:"bytes,2,opt,name=machine_id,json=machineId,proto3" json:"machine_id,omitempty"`
 	// Types that are valid to be assigned to Update:
 	//
-	//	*RelayInventoryRequest_Inventory
-	//	*RelayInventoryRequest_Delta
-	Update isRelayInventoryRequest_Update `protobuf_oneof:"update"`
+	//	*RelayServicePutInventoryRequest_Inventory
+	//	*RelayServicePutInventoryRequest_Delta
+	Update isRelayServicePutInventoryRequest_Update `protobuf_oneof:"update"`
 	// The agent's certificate as the relaying master verified it (with TLS
 	// on; unset without): the node is bound to it, as when the agent writes
 	// on the leader itself (gin.state.v1.NodeBinding).
@@ -42,20 +42,20 @@ type RelayInventoryRequest struct {
 	sizeCache        protoimpl.SizeCache
 }
 
-func (x *RelayInventoryRequest) Reset() {
-	*x = RelayInventoryRequest{}
+func (x *RelayServicePutInventoryRequest) Reset() {
+	*x = RelayServicePutInventoryRequest{}
 	mi := &file_gin_v1_relay_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *RelayInventoryRequest) String() string {
+func (x *RelayServicePutInventoryRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*RelayInventoryRequest) ProtoMessage() {}
+func (*RelayServicePutInventoryRequest) ProtoMessage() {}
 
-func (x *RelayInventoryRequest) ProtoReflect() protoreflect.Message {
+func (x *RelayServicePutInventoryRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_gin_v1_relay_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -67,72 +67,72 @@ func (x *RelayInventoryRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use RelayInventoryRequest.ProtoReflect.Descriptor instead.
-func (*RelayInventoryRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use RelayServicePutInventoryRequest.ProtoReflect.Descriptor instead.
+func (*RelayServicePutInventoryRequest) Descriptor() ([]byte, []int) {
 	return file_gin_v1_relay_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *RelayInventoryRequest) GetNodeName() string {
+func (x *RelayServicePutInventoryRequest) GetNodeName() string {
 	if x != nil {
 		return x.NodeName
 	}
 	return ""
 }
 
-func (x *RelayInventoryRequest) GetMachineId() string {
+func (x *RelayServicePutInventoryRequest) GetMachineId() string {
 	if x != nil {
 		return x.MachineId
 	}
 	return ""
 }
 
-func (x *RelayInventoryRequest) GetUpdate() isRelayInventoryRequest_Update {
+func (x *RelayServicePutInventoryRequest) GetUpdate() isRelayServicePutInventoryRequest_Update {
 	if x != nil {
 		return x.Update
 	}
 	return nil
 }
 
-func (x *RelayInventoryRequest) GetInventory() *NodeInventory {
+func (x *RelayServicePutInventoryRequest) GetInventory() *NodeInventory {
 	if x != nil {
-		if x, ok := x.Update.(*RelayInventoryRequest_Inventory); ok {
+		if x, ok := x.Update.(*RelayServicePutInventoryRequest_Inventory); ok {
 			return x.Inventory
 		}
 	}
 	return nil
 }
 
-func (x *RelayInventoryRequest) GetDelta() *InventoryDelta {
+func (x *RelayServicePutInventoryRequest) GetDelta() *InventoryDelta {
 	if x != nil {
-		if x, ok := x.Update.(*RelayInventoryRequest_Delta); ok {
+		if x, ok := x.Update.(*RelayServicePutInventoryRequest_Delta); ok {
 			return x.Delta
 		}
 	}
 	return nil
 }
 
-func (x *RelayInventoryRequest) GetAgentCertificate() *AgentCertificate {
+func (x *RelayServicePutInventoryRequest) GetAgentCertificate() *AgentCertificate {
 	if x != nil {
 		return x.AgentCertificate
 	}
 	return nil
 }
 
-type isRelayInventoryRequest_Update interface {
-	isRelayInventoryRequest_Update()
+type isRelayServicePutInventoryRequest_Update interface {
+	isRelayServicePutInventoryRequest_Update()
 }
 
-type RelayInventoryRequest_Inventory struct {
+type RelayServicePutInventoryRequest_Inventory struct {
 	Inventory *NodeInventory `protobuf:"bytes,3,opt,name=inventory,proto3,oneof"`
 }
 
-type RelayInventoryRequest_Delta struct {
+type RelayServicePutInventoryRequest_Delta struct {
 	Delta *InventoryDelta `protobuf:"bytes,4,opt,name=delta,proto3,oneof"`
 }
 
-func (*RelayInventoryRequest_Inventory) isRelayInventoryRequest_Update() {}
+func (*RelayServicePutInventoryRequest_Inventory) isRelayServicePutInventoryRequest_Update() {}
 
-func (*RelayInventoryRequest_Delta) isRelayInventoryRequest_Update() {}
+func (*RelayServicePutInventoryRequest_Delta) isRelayServicePutInventoryRequest_Update() {}
 
 // AgentCertificate is what binds a node to its agent's certificate.
 type AgentCertificate struct {
@@ -198,8 +198,8 @@ func (x *AgentCertificate) GetSerial() string {
 	return ""
 }
 
-// RelayInventoryResponse says what was committed.
-type RelayInventoryResponse struct {
+// RelayServicePutInventoryResponse says what was committed.
+type RelayServicePutInventoryResponse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	AcceptedGeneration uint64                 `protobuf:"varint,1,opt,name=accepted_generation,json=acceptedGeneration,proto3" json:"accepted_generation,omitempty"`
 	// Raft index of the commit.
@@ -210,20 +210,20 @@ type RelayInventoryResponse struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *RelayInventoryResponse) Reset() {
-	*x = RelayInventoryResponse{}
+func (x *RelayServicePutInventoryResponse) Reset() {
+	*x = RelayServicePutInventoryResponse{}
 	mi := &file_gin_v1_relay_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *RelayInventoryResponse) String() string {
+func (x *RelayServicePutInventoryResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*RelayInventoryResponse) ProtoMessage() {}
+func (*RelayServicePutInventoryResponse) ProtoMessage() {}
 
-func (x *RelayInventoryResponse) ProtoReflect() protoreflect.Message {
+func (x *RelayServicePutInventoryResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_gin_v1_relay_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -235,34 +235,34 @@ func (x *RelayInventoryResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use RelayInventoryResponse.ProtoReflect.Descriptor instead.
-func (*RelayInventoryResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use RelayServicePutInventoryResponse.ProtoReflect.Descriptor instead.
+func (*RelayServicePutInventoryResponse) Descriptor() ([]byte, []int) {
 	return file_gin_v1_relay_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *RelayInventoryResponse) GetAcceptedGeneration() uint64 {
+func (x *RelayServicePutInventoryResponse) GetAcceptedGeneration() uint64 {
 	if x != nil {
 		return x.AcceptedGeneration
 	}
 	return 0
 }
 
-func (x *RelayInventoryResponse) GetIndex() uint64 {
+func (x *RelayServicePutInventoryResponse) GetIndex() uint64 {
 	if x != nil {
 		return x.Index
 	}
 	return 0
 }
 
-func (x *RelayInventoryResponse) GetChanged() bool {
+func (x *RelayServicePutInventoryResponse) GetChanged() bool {
 	if x != nil {
 		return x.Changed
 	}
 	return false
 }
 
-// RelayFabricScanRequest is one fabric scan of the scanner agent.
-type RelayFabricScanRequest struct {
+// RelayServiceImportFabricScanRequest is one fabric scan of the scanner agent.
+type RelayServiceImportFabricScanRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	Scan          *FabricTopology        `protobuf:"bytes,2,opt,name=scan,proto3" json:"scan,omitempty"`
@@ -270,20 +270,20 @@ type RelayFabricScanRequest struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *RelayFabricScanRequest) Reset() {
-	*x = RelayFabricScanRequest{}
+func (x *RelayServiceImportFabricScanRequest) Reset() {
+	*x = RelayServiceImportFabricScanRequest{}
 	mi := &file_gin_v1_relay_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *RelayFabricScanRequest) String() string {
+func (x *RelayServiceImportFabricScanRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*RelayFabricScanRequest) ProtoMessage() {}
+func (*RelayServiceImportFabricScanRequest) ProtoMessage() {}
 
-func (x *RelayFabricScanRequest) ProtoReflect() protoreflect.Message {
+func (x *RelayServiceImportFabricScanRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_gin_v1_relay_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -295,47 +295,47 @@ func (x *RelayFabricScanRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use RelayFabricScanRequest.ProtoReflect.Descriptor instead.
-func (*RelayFabricScanRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use RelayServiceImportFabricScanRequest.ProtoReflect.Descriptor instead.
+func (*RelayServiceImportFabricScanRequest) Descriptor() ([]byte, []int) {
 	return file_gin_v1_relay_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *RelayFabricScanRequest) GetNodeName() string {
+func (x *RelayServiceImportFabricScanRequest) GetNodeName() string {
 	if x != nil {
 		return x.NodeName
 	}
 	return ""
 }
 
-func (x *RelayFabricScanRequest) GetScan() *FabricTopology {
+func (x *RelayServiceImportFabricScanRequest) GetScan() *FabricTopology {
 	if x != nil {
 		return x.Scan
 	}
 	return nil
 }
 
-// RelayFabricScanResponse says where the scan was committed.
-type RelayFabricScanResponse struct {
+// RelayServiceImportFabricScanResponse says where the scan was committed.
+type RelayServiceImportFabricScanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *RelayFabricScanResponse) Reset() {
-	*x = RelayFabricScanResponse{}
+func (x *RelayServiceImportFabricScanResponse) Reset() {
+	*x = RelayServiceImportFabricScanResponse{}
 	mi := &file_gin_v1_relay_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *RelayFabricScanResponse) String() string {
+func (x *RelayServiceImportFabricScanResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*RelayFabricScanResponse) ProtoMessage() {}
+func (*RelayServiceImportFabricScanResponse) ProtoMessage() {}
 
-func (x *RelayFabricScanResponse) ProtoReflect() protoreflect.Message {
+func (x *RelayServiceImportFabricScanResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_gin_v1_relay_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -347,12 +347,12 @@ func (x *RelayFabricScanResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use RelayFabricScanResponse.ProtoReflect.Descriptor instead.
-func (*RelayFabricScanResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use RelayServiceImportFabricScanResponse.ProtoReflect.Descriptor instead.
+func (*RelayServiceImportFabricScanResponse) Descriptor() ([]byte, []int) {
 	return file_gin_v1_relay_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *RelayFabricScanResponse) GetIndex() uint64 {
+func (x *RelayServiceImportFabricScanResponse) GetIndex() uint64 {
 	if x != nil {
 		return x.Index
 	}
@@ -475,8 +475,8 @@ var File_gin_v1_relay_proto protoreflect.FileDescriptor
 
 const file_gin_v1_relay_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\x8b\x02\n" +
-	"\x15RelayInventoryRequest\x12\x1b\n" +
+	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\x95\x02\n" +
+	"\x1fRelayServicePutInventoryRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1d\n" +
 	"\n" +
 	"machine_id\x18\x02 \x01(\tR\tmachineId\x125\n" +
@@ -487,25 +487,25 @@ const file_gin_v1_relay_proto_rawDesc = "" +
 	"\x10AgentCertificate\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
 	"\rca_key_sha256\x18\x02 \x01(\tR\vcaKeySha256\x12\x16\n" +
-	"\x06serial\x18\x03 \x01(\tR\x06serial\"y\n" +
-	"\x16RelayInventoryResponse\x12/\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\"\x83\x01\n" +
+	" RelayServicePutInventoryResponse\x12/\n" +
 	"\x13accepted_generation\x18\x01 \x01(\x04R\x12acceptedGeneration\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x18\n" +
-	"\achanged\x18\x03 \x01(\bR\achanged\"a\n" +
-	"\x16RelayFabricScanRequest\x12\x1b\n" +
+	"\achanged\x18\x03 \x01(\bR\achanged\"n\n" +
+	"#RelayServiceImportFabricScanRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12*\n" +
-	"\x04scan\x18\x02 \x01(\v2\x16.gin.v1.FabricTopologyR\x04scan\"/\n" +
-	"\x17RelayFabricScanResponse\x12\x14\n" +
+	"\x04scan\x18\x02 \x01(\v2\x16.gin.v1.FabricTopologyR\x04scan\"<\n" +
+	"$RelayServiceImportFabricScanResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"c\n" +
 	"\x15ReportSessionsRequest\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x17\n" +
 	"\aages_ms\x18\x03 \x03(\rR\x06agesMs\"?\n" +
 	"\x16ReportSessionsResponse\x12%\n" +
-	"\x0efabric_scanner\x18\x01 \x01(\tR\rfabricScanner2\x83\x02\n" +
-	"\fRelayService\x12M\n" +
-	"\fPutInventory\x12\x1d.gin.v1.RelayInventoryRequest\x1a\x1e.gin.v1.RelayInventoryResponse\x12S\n" +
-	"\x10ImportFabricScan\x12\x1e.gin.v1.RelayFabricScanRequest\x1a\x1f.gin.v1.RelayFabricScanResponse\x12O\n" +
+	"\x0efabric_scanner\x18\x01 \x01(\tR\rfabricScanner2\xb1\x02\n" +
+	"\fRelayService\x12a\n" +
+	"\fPutInventory\x12'.gin.v1.RelayServicePutInventoryRequest\x1a(.gin.v1.RelayServicePutInventoryResponse\x12m\n" +
+	"\x10ImportFabricScan\x12+.gin.v1.RelayServiceImportFabricScanRequest\x1a,.gin.v1.RelayServiceImportFabricScanResponse\x12O\n" +
 	"\x0eReportSessions\x12\x1d.gin.v1.ReportSessionsRequest\x1a\x1e.gin.v1.ReportSessionsResponseB2Z0github.com/gin-topology/gin/api/gen/gin/v1;ginv1b\x06proto3"
 
 var (
@@ -522,27 +522,27 @@ func file_gin_v1_relay_proto_rawDescGZIP() []byte {
 
 var file_gin_v1_relay_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_gin_v1_relay_proto_goTypes = []any{
-	(*RelayInventoryRequest)(nil),   // 0: gin.v1.RelayInventoryRequest
-	(*AgentCertificate)(nil),        // 1: gin.v1.AgentCertificate
-	(*RelayInventoryResponse)(nil),  // 2: gin.v1.RelayInventoryResponse
-	(*RelayFabricScanRequest)(nil),  // 3: gin.v1.RelayFabricScanRequest
-	(*RelayFabricScanResponse)(nil), // 4: gin.v1.RelayFabricScanResponse
-	(*ReportSessionsRequest)(nil),   // 5: gin.v1.ReportSessionsRequest
-	(*ReportSessionsResponse)(nil),  // 6: gin.v1.ReportSessionsResponse
-	(*NodeInventory)(nil),           // 7: gin.v1.NodeInventory
-	(*InventoryDelta)(nil),          // 8: gin.v1.InventoryDelta
-	(*FabricTopology)(nil),          // 9: gin.v1.FabricTopology
+	(*RelayServicePutInventoryRequest)(nil),      // 0: gin.v1.RelayServicePutInventoryRequest
+	(*AgentCertificate)(nil),                     // 1: gin.v1.AgentCertificate
+	(*RelayServicePutInventoryResponse)(nil),     // 2: gin.v1.RelayServicePutInventoryResponse
+	(*RelayServiceImportFabricScanRequest)(nil),  // 3: gin.v1.RelayServiceImportFabricScanRequest
+	(*RelayServiceImportFabricScanResponse)(nil), // 4: gin.v1.RelayServiceImportFabricScanResponse
+	(*ReportSessionsRequest)(nil),                // 5: gin.v1.ReportSessionsRequest
+	(*ReportSessionsResponse)(nil),               // 6: gin.v1.ReportSessionsResponse
+	(*NodeInventory)(nil),                        // 7: gin.v1.NodeInventory
+	(*InventoryDelta)(nil),                       // 8: gin.v1.InventoryDelta
+	(*FabricTopology)(nil),                       // 9: gin.v1.FabricTopology
 }
 var file_gin_v1_relay_proto_depIdxs = []int32{
-	7, // 0: gin.v1.RelayInventoryRequest.inventory:type_name -> gin.v1.NodeInventory
-	8, // 1: gin.v1.RelayInventoryRequest.delta:type_name -> gin.v1.InventoryDelta
-	1, // 2: gin.v1.RelayInventoryRequest.agent_certificate:type_name -> gin.v1.AgentCertificate
-	9, // 3: gin.v1.RelayFabricScanRequest.scan:type_name -> gin.v1.FabricTopology
-	0, // 4: gin.v1.RelayService.PutInventory:input_type -> gin.v1.RelayInventoryRequest
-	3, // 5: gin.v1.RelayService.ImportFabricScan:input_type -> gin.v1.RelayFabricScanRequest
+	7, // 0: gin.v1.RelayServicePutInventoryRequest.inventory:type_name -> gin.v1.NodeInventory
+	8, // 1: gin.v1.RelayServicePutInventoryRequest.delta:type_name -> gin.v1.InventoryDelta
+	1, // 2: gin.v1.RelayServicePutInventoryRequest.agent_certificate:type_name -> gin.v1.AgentCertificate
+	9, // 3: gin.v1.RelayServiceImportFabricScanRequest.scan:type_name -> gin.v1.FabricTopology
+	0, // 4: gin.v1.RelayService.PutInventory:input_type -> gin.v1.RelayServicePutInventoryRequest
+	3, // 5: gin.v1.RelayService.ImportFabricScan:input_type -> gin.v1.RelayServiceImportFabricScanRequest
 	5, // 6: gin.v1.RelayService.ReportSessions:input_type -> gin.v1.ReportSessionsRequest
-	2, // 7: gin.v1.RelayService.PutInventory:output_type -> gin.v1.RelayInventoryResponse
-	4, // 8: gin.v1.RelayService.ImportFabricScan:output_type -> gin.v1.RelayFabricScanResponse
+	2, // 7: gin.v1.RelayService.PutInventory:output_type -> gin.v1.RelayServicePutInventoryResponse
+	4, // 8: gin.v1.RelayService.ImportFabricScan:output_type -> gin.v1.RelayServiceImportFabricScanResponse
 	6, // 9: gin.v1.RelayService.ReportSessions:output_type -> gin.v1.ReportSessionsResponse
 	7, // [7:10] is the sub-list for method output_type
 	4, // [4:7] is the sub-list for method input_type
@@ -560,8 +560,8 @@ func file_gin_v1_relay_proto_init() {
 	file_gin_v1_fabric_proto_init()
 	file_gin_v1_inventory_proto_init()
 	file_gin_v1_relay_proto_msgTypes[0].OneofWrappers = []any{
-		(*RelayInventoryRequest_Inventory)(nil),
-		(*RelayInventoryRequest_Delta)(nil),
+		(*RelayServicePutInventoryRequest_Inventory)(nil),
+		(*RelayServicePutInventoryRequest_Delta)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

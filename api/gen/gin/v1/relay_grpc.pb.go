@@ -37,9 +37,9 @@ const (
 type RelayServiceClient interface {
 	// Commits a node's inventory (full or a delta against the leader's copy)
 	// sent on a session the calling master holds; answered once committed.
-	PutInventory(ctx context.Context, in *RelayInventoryRequest, opts ...grpc.CallOption) (*RelayInventoryResponse, error)
+	PutInventory(ctx context.Context, in *RelayServicePutInventoryRequest, opts ...grpc.CallOption) (*RelayServicePutInventoryResponse, error)
 	// Imports a fabric scan uploaded by the node the leader named scanner.
-	ImportFabricScan(ctx context.Context, in *RelayFabricScanRequest, opts ...grpc.CallOption) (*RelayFabricScanResponse, error)
+	ImportFabricScan(ctx context.Context, in *RelayServiceImportFabricScanRequest, opts ...grpc.CallOption) (*RelayServiceImportFabricScanResponse, error)
 	// The agents the calling master holds, with how long ago each was last
 	// heard from; the leader decides node state from these and its own
 	// sessions. Sent every half heartbeat interval.
@@ -54,9 +54,9 @@ func NewRelayServiceClient(cc grpc.ClientConnInterface) RelayServiceClient {
 	return &relayServiceClient{cc}
 }
 
-func (c *relayServiceClient) PutInventory(ctx context.Context, in *RelayInventoryRequest, opts ...grpc.CallOption) (*RelayInventoryResponse, error) {
+func (c *relayServiceClient) PutInventory(ctx context.Context, in *RelayServicePutInventoryRequest, opts ...grpc.CallOption) (*RelayServicePutInventoryResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(RelayInventoryResponse)
+	out := new(RelayServicePutInventoryResponse)
 	err := c.cc.Invoke(ctx, RelayService_PutInventory_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -64,9 +64,9 @@ func (c *relayServiceClient) PutInventory(ctx context.Context, in *RelayInventor
 	return out, nil
 }
 
-func (c *relayServiceClient) ImportFabricScan(ctx context.Context, in *RelayFabricScanRequest, opts ...grpc.CallOption) (*RelayFabricScanResponse, error) {
+func (c *relayServiceClient) ImportFabricScan(ctx context.Context, in *RelayServiceImportFabricScanRequest, opts ...grpc.CallOption) (*RelayServiceImportFabricScanResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(RelayFabricScanResponse)
+	out := new(RelayServiceImportFabricScanResponse)
 	err := c.cc.Invoke(ctx, RelayService_ImportFabricScan_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -97,9 +97,9 @@ func (c *relayServiceClient) ReportSessions(ctx context.Context, in *ReportSessi
 type RelayServiceServer interface {
 	// Commits a node's inventory (full or a delta against the leader's copy)
 	// sent on a session the calling master holds; answered once committed.
-	PutInventory(context.Context, *RelayInventoryRequest) (*RelayInventoryResponse, error)
+	PutInventory(context.Context, *RelayServicePutInventoryRequest) (*RelayServicePutInventoryResponse, error)
 	// Imports a fabric scan uploaded by the node the leader named scanner.
-	ImportFabricScan(context.Context, *RelayFabricScanRequest) (*RelayFabricScanResponse, error)
+	ImportFabricScan(context.Context, *RelayServiceImportFabricScanRequest) (*RelayServiceImportFabricScanResponse, error)
 	// The agents the calling master holds, with how long ago each was last
 	// heard from; the leader decides node state from these and its own
 	// sessions. Sent every half heartbeat interval.
@@ -114,10 +114,10 @@ type RelayServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedRelayServiceServer struct{}
 
-func (UnimplementedRelayServiceServer) PutInventory(context.Context, *RelayInventoryRequest) (*RelayInventoryResponse, error) {
+func (UnimplementedRelayServiceServer) PutInventory(context.Context, *RelayServicePutInventoryRequest) (*RelayServicePutInventoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PutInventory not implemented")
 }
-func (UnimplementedRelayServiceServer) ImportFabricScan(context.Context, *RelayFabricScanRequest) (*RelayFabricScanResponse, error) {
+func (UnimplementedRelayServiceServer) ImportFabricScan(context.Context, *RelayServiceImportFabricScanRequest) (*RelayServiceImportFabricScanResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportFabricScan not implemented")
 }
 func (UnimplementedRelayServiceServer) ReportSessions(context.Context, *ReportSessionsRequest) (*ReportSessionsResponse, error) {
@@ -145,7 +145,7 @@ func RegisterRelayServiceServer(s grpc.ServiceRegistrar, srv RelayServiceServer)
 }
 
 func _RelayService_PutInventory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(RelayInventoryRequest)
+	in := new(RelayServicePutInventoryRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -157,13 +157,13 @@ func _RelayService_PutInventory_Handler(srv interface{}, ctx context.Context, de
 		FullMethod: RelayService_PutInventory_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(RelayServiceServer).PutInventory(ctx, req.(*RelayInventoryRequest))
+		return srv.(RelayServiceServer).PutInventory(ctx, req.(*RelayServicePutInventoryRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _RelayService_ImportFabricScan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(RelayFabricScanRequest)
+	in := new(RelayServiceImportFabricScanRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func _RelayService_ImportFabricScan_Handler(srv interface{}, ctx context.Context
 		FullMethod: RelayService_ImportFabricScan_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(RelayServiceServer).ImportFabricScan(ctx, req.(*RelayFabricScanRequest))
+		return srv.(RelayServiceServer).ImportFabricScan(ctx, req.(*RelayServiceImportFabricScanRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
