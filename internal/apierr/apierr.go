@@ -38,12 +38,18 @@ func NotLeaderInfo(leaderID string) *errdetails.ErrorInfo {
 // IsNotLeader reports whether err is a follower's redirect: another master
 // (the leader) may succeed where this one refused.
 func IsNotLeader(err error) bool {
+	return hasReason(err, codes.FailedPrecondition, ReasonNotLeader)
+}
+
+// hasReason reports whether err is a status with code carrying GIN's
+// ErrorInfo reason.
+func hasReason(err error, code codes.Code, reason string) bool {
 	s, ok := status.FromError(err)
-	if !ok || s.Code() != codes.FailedPrecondition {
+	if !ok || s.Code() != code {
 		return false
 	}
 	for _, d := range s.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonNotLeader && ei.GetDomain() == Domain {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == reason && ei.GetDomain() == Domain {
 			return true
 		}
 	}
@@ -64,14 +70,5 @@ func DataDirFullInfo(dataDir string) *errdetails.ErrorInfo {
 // IsDataDirFull reports whether err is a master's refusal for a full data
 // dir.
 func IsDataDirFull(err error) bool {
-	s, ok := status.FromError(err)
-	if !ok || s.Code() != codes.ResourceExhausted {
-		return false
-	}
-	for _, d := range s.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == ReasonDataDirFull && ei.GetDomain() == Domain {
-			return true
-		}
-	}
-	return false
+	return hasReason(err, codes.ResourceExhausted, ReasonDataDirFull)
 }
