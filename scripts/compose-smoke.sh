@@ -5,11 +5,11 @@
 # checks with ginctl (as admin) inside the network:
 #   1. 3 voters, exactly one leader, every master agrees on it, every member's
 #      client address registered and its Raft address = its container's IP;
-#   2. node01..node04 up (a consistent read through the leader) and the
-#      leader holding the 4 agents' sessions (its gin_master_connected_agents,
-#      read from the host at the container's IP:5002/metrics);
+#   2. node01..node04 up (a consistent read through the leader) and the 4
+#      agents' sessions held by the masters (their gin_master_connected_agents
+#      add up to 4, read from the host at the containers' IP:5002/metrics);
 #   3. `docker kill` of the leader: a new leader among the other two, the
-#      nodes still there and up, the agents reconnected to the new leader;
+#      nodes still there and up, the agents reconnected to the live masters;
 #   4. the killed master started again: 3 members agreeing again, nodes up;
 #   5. TLS is on: the certs service exited 0, every master says it serves
 #      mTLS, ginctl without a certificate is refused, an agent's certificate
@@ -185,6 +185,7 @@ if leader == excluded:
     sys.exit(f"{excluded} (killed) is still the leader")
 print(f"{len(want)} voters, {len(live)} live masters ({' '.join(live)}) agree: leader {leader}")
 open(os.path.join(work, "leader"), "w").write(leader)
+open(os.path.join(work, "live"), "w").write(" ".join(live))
 PY
 }
 
@@ -204,34 +205,38 @@ print(f"{len(nodes)} nodes up ({' '.join(names)}), 8 GPUs and {nodes[0]['nvlinks
 PY
 }
 
-# agents_ok: the leader (from the last members_ok) has a session with every
-# agent. /metrics is read from the host at the container's IP (no HTTP client
-# in the scratch image).
+# agents_ok: every agent holds a session with one of the live masters (from
+# the last members_ok; agents spread over the masters, a follower relays to
+# the leader): their gin_master_connected_agents add up to the agents.
+# /metrics is read from the host at the containers' IPs (no HTTP client in
+# the scratch image).
 agents_ok() {
-  local leader ip
-  leader=$(cat "$work/leader")
-  ip=$(ip_of "$(cid "$leader")")
-  python3 - "$leader" "$ip" "${#agents[@]}" <<'PY'
+  local m hosts=""
+  for m in $(cat "$work/live"); do hosts="$hosts $m=$(ip_of "$(cid "$m")")"; done
+  python3 - "${#agents[@]}" $hosts <<'PY'
 import sys, urllib.request
-leader, ip, want = sys.argv[1], sys.argv[2], float(sys.argv[3])
-url = f"http://{ip}:5002/metrics"
-try:
-    text = urllib.request.urlopen(url, timeout=3).read().decode()
-except Exception as e:
-    sys.exit(f"{url}: {e}")
-vals = [float(l.rsplit(None, 1)[1]) for l in text.splitlines() if l.startswith("gin_master_connected_agents")]
-if not vals:
-    sys.exit(f"{url}: no gin_master_connected_agents")
-if sum(vals) != want:
-    sys.exit(f"leader {leader} has {sum(vals):g} agent sessions, want {want:g}")
-print(f"leader {leader} holds {sum(vals):g} agent sessions ({url})")
+want, per = float(sys.argv[1]), {}
+for kv in sys.argv[2:]:
+    m, ip = kv.split("=", 1)
+    url = f"http://{ip}:5002/metrics"
+    try:
+        text = urllib.request.urlopen(url, timeout=3).read().decode()
+    except Exception as e:
+        sys.exit(f"{url}: {e}")
+    vals = [float(l.rsplit(None, 1)[1]) for l in text.splitlines() if l.startswith("gin_master_connected_agents")]
+    if not vals:
+        sys.exit(f"{url}: no gin_master_connected_agents")
+    per[m] = sum(vals)
+if sum(per.values()) != want:
+    sys.exit(f"agent sessions {per}: {sum(per.values()):g}, want {want:g}")
+print(f"{sum(per.values()):g} agent sessions over the live masters ({', '.join(f'{m} {v:g}' for m, v in sorted(per.items()))})")
 PY
 }
 
 # --- 1, 2: the cluster forms --------------------------------------------------
 wait_until "3 masters, one leader they all agree on" members_ok - "${masters[@]}"
 wait_until "the 4 agents' nodes up" nodes_ok
-wait_until "the agents connected to the leader" agents_ok
+wait_until "every agent connected to a master" agents_ok
 ctl members
 ctl nodes
 leader=$(cat "$work/leader")
@@ -244,7 +249,7 @@ docker kill "$(cid "$leader")" >/dev/null
 [ "$(docker inspect -f '{{.State.Running}}' "$(cid "$leader")")" = false ] || die "$leader still runs after docker kill"
 wait_until "a new leader among ${others[*]}" members_ok "$leader" "${others[@]}"
 wait_until "the nodes still there and up (through the new leader)" nodes_ok
-wait_until "the agents reconnected to the new leader" agents_ok
+wait_until "every agent reconnected to a live master" agents_ok
 ctl members
 
 # --- 4: bring it back ---------------------------------------------------------
@@ -252,7 +257,7 @@ log "starting $leader again"
 compose start "$leader" >"$work/start.log" 2>&1 || { cat "$work/start.log"; die "compose start $leader failed"; }
 wait_until "3 live masters agreeing on one leader again" members_ok - "${masters[@]}"
 wait_until "the nodes up" nodes_ok
-wait_until "the agents connected to the leader" agents_ok
+wait_until "every agent connected to a master" agents_ok
 ctl --master "$leader:5000" cluster
 
 # --- 5: TLS is on, and a second up keeps the certificates ---------------------
