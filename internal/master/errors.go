@@ -112,7 +112,7 @@ func toStatus(err error) error {
 	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown), errors.Is(err, errOutdated), errors.Is(err, errShuttingDown),
-		errors.Is(err, errDetached), errors.Is(err, errNoLeader):
+		errors.Is(err, errDetached), errors.Is(err, errNoLeader), errors.Is(err, errRelayTimedOut):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, errFailedPrecondition):
 		return status.Error(codes.FailedPrecondition, err.Error())

@@ -25,6 +25,10 @@ import (
 // errNoLeader: this master knows no leader to relay to (an election).
 var errNoLeader = errors.New("no leader known to relay to")
 
+// errRelayTimedOut: the leader did not answer a relay in time (UNAVAILABLE:
+// the agent moves on and says hello elsewhere).
+var errRelayTimedOut = errors.New("relay to the leader timed out")
+
 // relayRetryWait is the pause between relay attempts while the leader is
 // unknown, unreachable or moving.
 const relayRetryWait = 50 * time.Millisecond
@@ -93,7 +97,7 @@ func (s *Server) onLeader(ctx context.Context, local func() error, remote func(c
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return status.Errorf(codes.Unavailable, "relay to the leader: %v (last attempt: %v)", ctx.Err(), last)
+			return fmt.Errorf("%w (%v; last attempt: %v)", errRelayTimedOut, ctx.Err(), last)
 		case <-t.C:
 		}
 	}
