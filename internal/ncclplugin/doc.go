@@ -87,7 +87,7 @@
 // agent listens on the socket (absent or refused), the masters
 // (plaintext without certificates; with NCCL_GIN_TLS_CA/CERT/KEY, else
 // GIN_TLS_*, mutual TLS, and a reader certificate only reads the pinned
-// plan, PlanService.GetPlan, while scheduler, admin and agent certificates
+// plan, PlanService.GetPlan from the leader, while scheduler, admin and agent certificates
 // may pin it, PlanService.GetOrCreatePlan), starting at a master
 // chosen by the process id and moving on on UNAVAILABLE, a NOT_LEADER
 // redirect (to the hinted leader first) or no answer (the one client-side

@@ -285,7 +285,11 @@ func fetchOne(ctx context.Context, addr string, creds dialCreds, req *ginv1.GetO
 	if creds.create {
 		resp, err = client.GetOrCreatePlan(ctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
 	} else {
-		resp, err = client.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: req.GetJobId()}, grpc.Header(&hdr), grpc.Trailer(&trl))
+		// From the leader (followers redirect): a follower that has not
+		// applied the pin yet would answer NOT_FOUND, a final refusal,
+		// and this rank would stand aside while the others apply the plan.
+		resp, err = client.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: req.GetJobId(), Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT},
+			grpc.Header(&hdr), grpc.Trailer(&trl))
 	}
 	hint := apierr.LeaderHint(hdr, trl)
 	if err != nil {
