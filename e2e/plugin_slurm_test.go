@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-topology/gin/internal/testcerts"
 	"github.com/gin-topology/gin/internal/testproc"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -385,17 +386,9 @@ func TestPluginUnderSrun(t *testing.T) {
 	if out, err := runTool(t, bin, "ginctl", initArgs...); err != nil {
 		t.Fatalf("ginctl tls init: %v\n%s", err, out)
 	}
-	tflags := func(base string) []string {
-		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
-	}
-	tmaster := &testproc.Proc{Name: "tls-master", Log: filepath.Join(dir, "tls-master.log"), Argv: append([]string{
-		filepath.Join(bin, "gin-master"), "--node-id", "tm1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-		"--http-bind", "", "--data-dir", filepath.Join(dir, "tls-m1"), "--heartbeat-interval", "1s"}, tflags("master-tm1")...)}
-	if err := tmaster.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmaster.Kill(10 * time.Second) })
-	taddr := logAddr(t, tmaster, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
+	tcerts := testcerts.Dir(tdir)
+	tflags := tcerts.Flags
+	_, taddr := startTLSMaster(t, bin, dir, tcerts, "tm1")
 	tsockDir := filepath.Join(dir, "tsock")
 	if err := os.MkdirAll(tsockDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gin-topology/gin/internal/testcerts"
 	"github.com/gin-topology/gin/internal/testproc"
 )
 
@@ -32,17 +32,9 @@ func TestSlurmScriptsWithTLS(t *testing.T) {
 		"--cert", "scheduler", "--cert", "reader"); err != nil {
 		t.Fatalf("ginctl tls init: %v\n%s", err, out)
 	}
-	flags := func(base string) []string {
-		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
-	}
-	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: append([]string{
-		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-		"--http-bind", "", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s"}, flags("master-m1")...)}
-	if err := master.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { master.Kill(10 * time.Second) })
-	addr := logAddr(t, master, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
+	certs := testcerts.Dir(tdir)
+	flags := certs.Flags
+	_, addr := startTLSMaster(t, bin, dir, certs, "m1")
 	sdir, err := os.MkdirTemp("", "gst") // a socket path fits 108 bytes
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-topology/gin/internal/testcerts"
 	"github.com/gin-topology/gin/internal/testproc"
 )
 
@@ -49,14 +50,7 @@ func TestTLSCluster(t *testing.T) {
 		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
 	}
 
-	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: append([]string{
-		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
-		"--http-bind", "", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s"}, flags("master-m1")...)}
-	if err := master.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { master.Kill(10 * time.Second) })
-	addr := logAddr(t, master, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
+	master, addr := startTLSMaster(t, bin, dir, testcerts.Dir(tdir), "m1")
 
 	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
 		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
@@ -121,4 +115,19 @@ func TestTLSCluster(t *testing.T) {
 	if b, _ := os.ReadFile(agent.Log); !strings.Contains(string(b), "mTLS to the masters") {
 		t.Fatalf("agent log does not say it uses mTLS:\n%s", b)
 	}
+}
+
+// startTLSMaster starts one gin-master on loopback ports serving mutual TLS
+// with certs' master-<id> pair, its data and log in dir; it returns the
+// process (killed at cleanup) and its gRPC address.
+func startTLSMaster(t *testing.T, bin, dir string, certs testcerts.Dir, id string) (*testproc.Proc, string) {
+	t.Helper()
+	m := &testproc.Proc{Name: "gin-master " + id, Log: filepath.Join(dir, id+".log"), Argv: append([]string{
+		filepath.Join(bin, "gin-master"), "--node-id", id, "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
+		"--http-bind", "", "--data-dir", filepath.Join(dir, id), "--heartbeat-interval", "1s"}, certs.Flags("master-"+id)...)}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Kill(10 * time.Second) })
+	return m, logAddr(t, m, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
 }
