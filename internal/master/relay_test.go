@@ -407,3 +407,30 @@ func settle(t *testing.T, ms []*member, f *fleet, names []string) *member {
 	})
 	return leader
 }
+
+// A master whose state lags behind what the agent was acknowledged (a
+// follower that has not applied the last entries yet) waits for it before
+// it answers the Hello, so the agent is never told an older generation and
+// never re-sends for that reason; an agent that was acknowledged nothing is
+// answered at once.
+func TestHelloWaitsForTheAcknowledgedGeneration(t *testing.T) {
+	s, _ := startServer(t, time.Second)
+	registerNodes(t, s, "dgx-h100", "node001")
+	if h, ok := s.heldFor(context.Background(), "node001", 0); !ok || h.Generation != 1 {
+		t.Fatalf("heldFor(acked 0) = %d, %v; want generation 1 at once", h.Generation, ok)
+	}
+	got := make(chan uint64, 1)
+	go func() {
+		h, _ := s.heldFor(context.Background(), "node001", 2) // the agent was acknowledged 2
+		got <- h.Generation
+	}()
+	inv := simInventory(t, "dgx-h100", "node001")
+	inv.Generation = 2
+	inv.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
+	if _, err := s.putInventory(context.Background(), inv); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != 2 {
+		t.Fatalf("the Hello was answered with generation %d, want 2 (the acknowledged one)", g)
+	}
+}
