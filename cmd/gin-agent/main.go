@@ -143,7 +143,8 @@ InfiniBand/RoCE ports, and streams the inventory to one of the gin-masters over
 gRPC (any master; followers relay to the leader): a full inventory when the master's copy differs, then a heartbeat every
 heartbeat interval and the new inventory as soon as a collection sees a change.
 It starts at the master its node name hashes to in --master (agents spread over
-the masters) and fails over to the next one when that master fails.
+the masters) and, when that master fails, moves to another one chosen by the
+same hash (a failed master's agents spread over the others).
 
 Prometheus metrics (NVLink and HCA port state and error counters, GPU info,
 QP counts, the agent's connection to the masters) are served at /metrics on

@@ -142,8 +142,14 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		default:
 			// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
 			// other failure: the next master that did not just fail, after
-			// a jittered wait (short while some master answers).
-			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
+			// a jittered wait (short while some master answers). When the
+			// master this agent was attached to failed, its agents spread
+			// over the others (moveFrom) rather than all landing on the next.
+			from := idx
+			if out.established {
+				from = moveFrom(a.cfg.NodeName, idx, a.numCandidates())
+			}
+			idx = rc.next(from, a.numCandidates(), a.candidateAt)
 			wait = rc.pace(bo.next())
 		}
 		// A master that is busy (RESOURCE_EXHAUSTED with a retry hint:
@@ -166,9 +172,26 @@ func startIndex(node string, n int) int {
 	if n <= 1 {
 		return 0
 	}
+	return int(nodeHash(node) % uint32(n))
+}
+
+// moveFrom is where an agent of node whose master at index i failed starts
+// looking for the next one (the search goes on from the index after it):
+// i plus the hash modulo n-1, so that the agents of one failed master
+// spread evenly over the n-1 others (the hash modulo n, which put them on
+// i, and modulo n-1 are independent: n and n-1 are coprime).
+func moveFrom(node string, i, n int) int {
+	if n <= 2 {
+		return i
+	}
+	return i + int(nodeHash(node)%uint32(n-1))
+}
+
+// nodeHash is the FNV-1a hash of a node name.
+func nodeHash(node string) uint32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(node))
-	return int(h.Sum32() % uint32(n))
+	return h.Sum32()
 }
 
 // masterAnswered reports whether the session's end came from the master

@@ -122,3 +122,38 @@ func TestStartIndexSpreadsNodesOverMasters(t *testing.T) {
 		}
 	}
 }
+
+// The agents of a failed master spread evenly over the other masters
+// instead of all moving to the next one in the list.
+func TestAgentsOfAFailedMasterSpreadOverTheOthers(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 5} {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = fmt.Sprintf("m%d", i+1)
+		}
+		at := func(i int) string { return addrs[i%n] }
+		for home := range n {
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			r := newReach(func() time.Time { return now })
+			r.failed(addrs[home])
+			counts := make([]int, n)
+			moved := 0
+			for i := range 6000 {
+				name := fmt.Sprintf("node%05d", i)
+				if startIndex(name, n) != home {
+					continue
+				}
+				moved++
+				counts[r.next(moveFrom(name, home, n), n, at)]++
+			}
+			if counts[home] != 0 {
+				t.Fatalf("%d masters: %d agents of failed m%d went back to it", n, counts[home], home+1)
+			}
+			for j, c := range counts {
+				if want := moved / (n - 1); j != home && (c < want*85/100 || c > want*115/100) {
+					t.Errorf("%d masters, m%d failed: m%d gets %d of its %d agents, want about %d (%v)", n, home+1, j+1, c, moved, want, counts)
+				}
+			}
+		}
+	}
+}
