@@ -14,6 +14,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
 )
 
@@ -25,6 +26,11 @@ const (
 	// maxRaftHandshakes bounds the handshakes in flight; further
 	// connections wait in the kernel's backlog.
 	maxRaftHandshakes = 64
+	// refusedLogRate and refusedLogBurst bound the log lines about refused
+	// handshakes (a token bucket): the first ones, then one a second that
+	// says how many were left out ("suppressed").
+	refusedLogRate  = 1
+	refusedLogBurst = 10
 )
 
 // tlsLayer is a hashicorp/raft StreamLayer over TLS 1.3 that accepts and
@@ -42,6 +48,9 @@ type tlsLayer struct {
 	client    *tls.Config
 	log       *slog.Logger
 	deny      pki.DenyList
+	// refusedLog bounds the lines about refused handshakes: anyone who
+	// reaches the Raft port can cause one per connection.
+	refusedLog *ratelog.Bucket
 
 	// open are the verified connections handed to the transport, by
 	// their peer's certificate serial (for endDenied).
@@ -113,9 +122,10 @@ func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, deny pki.Deny
 	masters := pki.RequireRole(pki.RoleMaster)
 	l := &tlsLayer{
 		lis: lis, advertise: advertise, log: log, deny: deny,
-		server: pki.ServerConfigDenying(src, masters, deny),
-		client: pki.ClientConfigDenying(src, masters, deny),
-		conns:  make(chan net.Conn), closed: make(chan struct{}),
+		refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil),
+		server:     pki.ServerConfigDenying(src, masters, deny),
+		client:     pki.ClientConfigDenying(src, masters, deny),
+		conns:      make(chan net.Conn), closed: make(chan struct{}),
 	}
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -166,7 +176,10 @@ func (l *tlsLayer) handshake(c net.Conn) {
 	tc := tls.Server(c, l.server)
 	_ = c.SetDeadline(time.Now().Add(raftHandshakeTimeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
-		l.log.Warn("raft connection refused in the TLS handshake (only master certificates of the cluster CA may speak Raft)", "peer", c.RemoteAddr().String(), "err", err)
+		if ok, skipped := l.refusedLog.Allow(); ok {
+			l.log.Warn("raft connection refused in the TLS handshake (only master certificates of the cluster CA may speak Raft)",
+				"peer", c.RemoteAddr().String(), "err", err, "suppressed", skipped)
+		}
 		_ = c.Close()
 		return
 	}

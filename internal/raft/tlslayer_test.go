@@ -2,17 +2,24 @@ package raft
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
+	"github.com/gin-topology/gin/internal/testlog"
 )
 
 type raftPKI struct {
@@ -174,5 +181,66 @@ func TestTLSLayerClosesStreamsWhenFilesChange(t *testing.T) {
 	}
 	if err := layer.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusedHandshakesLogBounded: anyone who reaches the Raft port causes
+// a refused handshake per connection; the layer logs the first
+// refusedLogBurst of them, then one line per refill that says how many it
+// left out, instead of one line each (a log flood from the network).
+func TestRefusedHandshakesLogBounded(t *testing.T) {
+	p := newRaftPKI(t)
+	var out testlog.Buffer
+	layer, err := newTLSLayer("127.0.0.1:0", nil, p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil,
+		slog.New(slog.NewTextHandler(&out, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer layer.Close()
+	clock := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	layer.refusedLog = ratelog.New(refusedLogRate, refusedLogBurst, now)
+
+	// refuse opens n plain connections that send bytes that are not TLS
+	// and waits until the layer has ended each (it logs before it closes).
+	refuse := func(n int) {
+		t.Helper()
+		for range n {
+			c, err := net.Dial("tcp", layer.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			_, _ = c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+			// EOF or a reset (the layer closes with our bytes unread): ended.
+			var ne net.Error
+			if _, err := io.Copy(io.Discard, c); errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the layer did not end a refused connection: %v", err)
+			}
+			_ = c.Close()
+		}
+	}
+	lines := func() []string {
+		var ls []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, "raft connection refused") {
+				ls = append(ls, l)
+			}
+		}
+		return ls
+	}
+	const attempts = 100
+	refuse(attempts)
+	if got := lines(); len(got) != refusedLogBurst {
+		t.Fatalf("%d refused handshakes logged %d lines, want the burst %d", attempts, len(got), refusedLogBurst)
+	}
+	mu.Lock()
+	clock = clock.Add(time.Second) // one more token
+	mu.Unlock()
+	refuse(1)
+	got := lines()
+	if len(got) != refusedLogBurst+1 || !strings.Contains(got[len(got)-1], fmt.Sprintf("suppressed=%d", attempts-refusedLogBurst)) {
+		t.Fatalf("after a refill: %d lines, last %q; want %d lines, the last saying suppressed=%d", len(got), got[len(got)-1], refusedLogBurst+1, attempts-refusedLogBurst)
 	}
 }
