@@ -317,6 +317,24 @@ func (l *liveness) report(ctx context.Context, from string, nodes []string, ages
 	}
 }
 
+// reportedCount is how many nodes masters that still report list (0 unless
+// this master leads).
+func (l *liveness) reportedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active {
+		return 0
+	}
+	now := l.now()
+	n := 0
+	for node := range l.holder {
+		if l.lostHolder(node, now) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // reportedHeld reports whether node is listed by a master that still
 // reports (its agent holds a session there).
 func (l *liveness) reportedHeld(node string) bool {

@@ -49,6 +49,7 @@ type masterCollector struct {
 	denied, deniedLimit                                   *prometheus.Desc
 	handshakes, handshakesRefused                         *prometheus.Desc
 	dataDirFree, dataDirMinFree                           *prometheus.Desc
+	agentsReported, leaderUnreached                       *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -65,6 +66,8 @@ func newMasterCollector(s *Server) *masterCollector {
 		nvlinks:            d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
 		ports:              d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
 		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
+		agentsReported:     d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
+		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace it ends its agents' sessions.", id, nil),
 		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
@@ -82,7 +85,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached} {
 		ch <- d
 	}
 }
@@ -124,6 +127,8 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.ports, float64(pUp), id, "up")
 	g(c.ports, float64(pTotal-pUp), id, "down")
 	g(c.agents, float64(s.sessions.count()), id)
+	g(c.agentsReported, float64(s.live.reportedCount()), id)
+	g(c.leaderUnreached, s.leaderUnreached().Seconds(), id)
 	g(c.skipped, float64(s.node.SkippedEntries()), id)
 	_, nplans := s.store.Counts()
 	g(c.plans, float64(nplans), id)

@@ -71,6 +71,9 @@ func TestMetricsAndHealth(t *testing.T) {
 		`gin_master_apply_duration_seconds_count`,
 		`gin_master_build_info{server="m1"`,
 		`gin_master_rejected_messages_total{code="InvalidArgument"} 1`,
+		// A single master leads: no follower reports, nothing unreached.
+		`gin_master_reported_agents{server="m1"} 0`,
+		`gin_master_leader_unreached_seconds{server="m1"} 0`,
 		// A healthy WAL: every operation's series exists, at 0.
 		`gin_master_raft_log_store_errors_total{op="store_logs",server="m1"} 0`,
 		`gin_master_raft_log_store_errors_total{op="get_log",server="m1"} 0`,

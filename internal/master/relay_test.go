@@ -219,6 +219,12 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 	if victim == nil {
 		t.Fatal("no follower holds an agent")
 	}
+	// The leader knows of every agent: its own sessions plus the reports
+	// (gin_master_connected_agents + gin_master_reported_agents).
+	testwait.For(t, 30*time.Second, "the leader's sessions and reports cover every agent", func() bool {
+		l := leaderOf(ms)
+		return l != nil && l.s.sessions.count()+l.s.live.reportedCount() == len(names)
+	})
 	// A plan pinned on the leader reaches an agent attached to a follower.
 	onVictim := f.on(victim)
 	pinPlan(t, ms, "relay-push", onVictim[0])

@@ -60,6 +60,15 @@ func (s *Server) refreshScanner() {
 // missed heartbeats), so the agents reattach before any is marked DOWN.
 var errDetached = errors.New("this master has not reached the leader")
 
+// leaderUnreached is how long this master has neither led nor had a
+// session report accepted by the leader (0 while it leads).
+func (s *Server) leaderUnreached() time.Duration {
+	if s.node.IsLeader() {
+		return 0
+	}
+	return max(time.Since(time.Unix(0, s.reachedLeader.Load())), 0)
+}
+
 // detached reports (as errDetached) whether this master is a follower
 // whose reports have not reached a leader for the reattach grace.
 func (s *Server) detached() error {
@@ -67,7 +76,7 @@ func (s *Server) detached() error {
 		return nil
 	}
 	limit := reattachGrace(s.cfg.HeartbeatInterval)
-	if since := time.Since(time.Unix(0, s.reachedLeader.Load())); since > limit {
+	if since := s.leaderUnreached(); since > limit {
 		return fmt.Errorf("%w for %s; attach to another master", errDetached, since.Round(time.Millisecond))
 	}
 	return nil
