@@ -110,8 +110,15 @@ func BenchmarkCommitTLS(b *testing.B) {
 		waitUntil(b, "cluster", func() bool { return formed(ms) })
 		leaders[i] = leaderOf(ms).s
 	}
-	commits := []func() time.Duration{inventoryCommits(b, leaders[0]), inventoryCommits(b, leaders[1])}
-	lat := make([][]time.Duration, 2)
+	compareCommits(b, [2]string{"plain", "tls"}, [2]func() time.Duration{inventoryCommits(b, leaders[0]), inventoryCommits(b, leaders[1])}, nil)
+}
+
+// compareCommits runs two kinds of commit alternately (each op one of
+// each, the order alternating, so both see the same machine) and reports
+// each one's p50 and p99 and the second's over the first's. check, when
+// set, runs before the report (a run that measured something else fails).
+func compareCommits(b *testing.B, names [2]string, commits [2]func() time.Duration, check func()) {
+	var lat [2][]time.Duration
 	op := 0
 	b.ResetTimer()
 	for b.Loop() {
@@ -125,13 +132,16 @@ func BenchmarkCommitTLS(b *testing.B) {
 	for i := range lat {
 		slices.Sort(lat[i])
 	}
+	if check != nil {
+		check()
+	}
 	b.ReportMetric(0, "ns/op") // two commits per op: the percentiles are the figures
-	b.ReportMetric(percentileUs(lat[0], 50), "plain-p50-µs")
-	b.ReportMetric(percentileUs(lat[0], 99), "plain-p99-µs")
-	b.ReportMetric(percentileUs(lat[1], 50), "tls-p50-µs")
-	b.ReportMetric(percentileUs(lat[1], 99), "tls-p99-µs")
-	b.ReportMetric(percentileUs(lat[1], 50)/percentileUs(lat[0], 50), "p50-tls/plain")
-	b.ReportMetric(percentileUs(lat[1], 99)/percentileUs(lat[0], 99), "p99-tls/plain")
+	for i, n := range names {
+		b.ReportMetric(percentileUs(lat[i], 50), n+"-p50-µs")
+		b.ReportMetric(percentileUs(lat[i], 99), n+"-p99-µs")
+	}
+	b.ReportMetric(percentileUs(lat[1], 50)/percentileUs(lat[0], 50), "p50-"+names[1]+"/"+names[0])
+	b.ReportMetric(percentileUs(lat[1], 99)/percentileUs(lat[0], 99), "p99-"+names[1]+"/"+names[0])
 }
 
 // BenchmarkCommitThroughFollower compares what an agent sees, from sending
@@ -148,31 +158,13 @@ func BenchmarkCommitThroughFollower(b *testing.B) {
 	})
 	waitUntil(b, "cluster", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
-	commits := []func() time.Duration{sessionCommits(b, leader.s.Addr(), "benchl"), sessionCommits(b, followerOf(ms, leader).s.Addr(), "benchf")}
-	lat := make([][]time.Duration, 2)
-	op := 0
-	b.ResetTimer()
-	for b.Loop() {
-		for k := range 2 {
-			i := (op + k) % 2
-			lat[i] = append(lat[i], commits[i]())
-		}
-		op++
-	}
-	b.StopTimer()
-	for i := range lat {
-		slices.Sort(lat[i])
-	}
-	if l := leaderOf(ms); l != leader {
-		b.Fatal("leadership moved during the run: the figures mix both roles")
-	}
-	b.ReportMetric(0, "ns/op") // two commits per op: the percentiles are the figures
-	b.ReportMetric(percentileUs(lat[0], 50), "leader-p50-µs")
-	b.ReportMetric(percentileUs(lat[0], 99), "leader-p99-µs")
-	b.ReportMetric(percentileUs(lat[1], 50), "follower-p50-µs")
-	b.ReportMetric(percentileUs(lat[1], 99), "follower-p99-µs")
-	b.ReportMetric(percentileUs(lat[1], 50)/percentileUs(lat[0], 50), "p50-follower/leader")
-	b.ReportMetric(percentileUs(lat[1], 99)/percentileUs(lat[0], 99), "p99-follower/leader")
+	compareCommits(b, [2]string{"leader", "follower"},
+		[2]func() time.Duration{sessionCommits(b, leader.s.Addr(), "benchl"), sessionCommits(b, followerOf(ms, leader).s.Addr(), "benchf")},
+		func() {
+			if l := leaderOf(ms); l != leader {
+				b.Fatal("leadership moved during the run: the figures mix both roles")
+			}
+		})
 }
 
 // sessionCommits opens an agent session for node on the master at addr

@@ -208,17 +208,7 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 	names := fleetNames(9)
 	f := startFleet(t, ms, names...)
 	leader := settle(t, ms, f, names)
-	// Agents spread by their names (startIndex); an election during
-	// registration may move some, so the follower holding most is taken.
-	var victim *member
-	for _, m := range ms {
-		if held := f.on(m); m != leader && len(held) > 0 && (victim == nil || len(held) > len(f.on(victim))) {
-			victim = m
-		}
-	}
-	if victim == nil {
-		t.Fatal("no follower holds an agent")
-	}
+	victim := f.busiestFollower(t, ms, leader)
 	// The leader knows of every agent: its own sessions plus the reports
 	// (gin_master_connected_agents + gin_master_reported_agents).
 	testwait.For(t, 30*time.Second, "the leader's sessions and reports cover every agent", func() bool {
@@ -322,15 +312,7 @@ func TestFollowerAgentStoppingIsMarkedDown(t *testing.T) {
 	names := fleetNames(6)
 	f := startFleet(t, ms, names...)
 	leader := settle(t, ms, f, names)
-	var follower *member
-	for _, m := range ms {
-		if m != leader && len(f.on(m)) >= 1 && (follower == nil || len(f.on(m)) > len(f.on(follower))) {
-			follower = m
-		}
-	}
-	if follower == nil {
-		t.Fatal("no agent on a follower")
-	}
+	follower := f.busiestFollower(t, ms, leader)
 	held := f.on(follower)
 	gone := held[0]
 	f.stop(gone)
@@ -439,4 +421,21 @@ func TestHelloWaitsForTheAcknowledgedGeneration(t *testing.T) {
 	if g := <-got; g != 2 {
 		t.Fatalf("the Hello was answered with generation %d, want 2 (the acknowledged one)", g)
 	}
+}
+
+// busiestFollower is the follower holding the most agent sessions (agents
+// spread by their names, but an election during registration may move
+// some); the test fails when no follower holds any.
+func (f *fleet) busiestFollower(t *testing.T, ms []*member, leader *member) *member {
+	t.Helper()
+	var best *member
+	for _, m := range ms {
+		if m != leader && len(f.on(m)) > 0 && (best == nil || len(f.on(m)) > len(f.on(best))) {
+			best = m
+		}
+	}
+	if best == nil {
+		t.Fatal("no follower holds an agent")
+	}
+	return best
 }
