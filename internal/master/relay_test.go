@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/agent"
@@ -438,4 +441,54 @@ func (f *fleet) busiestFollower(t *testing.T, ms []*member, leader *member) *mem
 		t.Fatal("no follower holds an agent")
 	}
 	return best
+}
+
+// A follower that cannot reach a leader for the reattach grace ends its
+// agents' sessions (UNAVAILABLE) at their next heartbeat and refuses new
+// ones, so that agents behind a partition move to a master whose reports
+// reach the leader (here: the other two masters are gone, no leader).
+func TestCutOffFollowerSendsItsAgentsAway(t *testing.T) {
+	ms := startRelayCluster(t)
+	leader := leaderOf(ms)
+	follower := followerOf(ms, leader)
+	conn, err := grpc.NewClient(follower.s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inv := simInventory(t, "dgx-h100", "cut001")
+	sess, ack := openSession(t, conn, inv)
+	if ack == nil {
+		t.Fatal("no hello ack from the follower")
+	}
+	waitUntil(t, "the follower's report of cut001 on the leader", func() bool { return leader.s.live.reportedHeld("cut001") })
+	cut := time.Now() // the follower's last report reached the leader before this
+	for _, m := range ms {
+		if m != follower {
+			m.crash()
+		}
+	}
+	beat := func(seq uint64) error {
+		if err := sess.stream.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Heartbeat{Heartbeat: &ginv1.Heartbeat{Sequence: seq}}}); err != nil {
+			return err
+		}
+		_, err := sess.stream.Recv()
+		return err
+	}
+	var ended error
+	seq := uint64(0)
+	testwait.For(t, 60*time.Second, "the cut-off follower to end the session", func() bool {
+		seq++
+		ended = beat(seq)
+		return ended != nil
+	})
+	if status.Code(ended) != codes.Unavailable || !strings.Contains(ended.Error(), "has not reached the leader") {
+		t.Fatalf("session ended with %v, want UNAVAILABLE (has not reached the leader)", ended)
+	}
+	if grace := reattachGrace(relayHeartbeat); time.Since(cut) < grace-relayHeartbeat {
+		t.Fatalf("session ended %s after the cut, before the reattach grace (%s, counted from the last report)", time.Since(cut), grace)
+	}
+	if _, ack := openSession(t, conn, inv); ack != nil {
+		t.Fatal("a cut-off follower accepted a new session")
+	}
 }
