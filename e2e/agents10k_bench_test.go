@@ -228,10 +228,11 @@ type akLoad struct {
 	// reattach lets sessions that end reattach to another master (set
 	// while masters are killed); resent counts the full inventories
 	// reattaching agents had to send, detached the sessions that ended.
-	reattach  atomic.Bool
-	resent    atomic.Int64
-	detached  atomic.Int64
-	reattachT akSamples // time from a session's end to its reattachment
+	reattach   atomic.Bool
+	regRetries atomic.Int64 // registration attempts tried again
+	resent     atomic.Int64
+	detached   atomic.Int64
+	reattachT  akSamples // time from a session's end to its reattachment
 }
 
 // reattached records one agent's reattachment after d.
@@ -769,13 +770,12 @@ func akHome(name string, masters int) int {
 // answers with one instead of a HelloAck). It returns the session, the
 // master's index and the HelloAck.
 func (a *akAgent) open(i int, gen uint64, limit time.Duration) (*akSession, int, *ginv1.HelloAck, error) {
+	// The Hello names the inventory the agent holds (generation 1 before
+	// anything is acknowledged) and the generation acknowledged.
 	inv := a.inventory(max(gen, 1))
 	hash, err := inventory.ContentHash(inv)
 	if err != nil {
 		return nil, i, nil, err
-	}
-	if gen == 0 {
-		hash = ""
 	}
 	for hops := 0; ; hops++ {
 		s := &akSession{}
@@ -863,39 +863,50 @@ func (a *akAgent) sendInventory(s *akSession, gen uint64) error {
 func (a *akAgent) attach() error {
 	a.hb = akHeartbeat
 	home, t0 := akHome(a.name, len(a.l.addrs)), time.Now()
-	var (
-		s   *akSession
-		i   int
-		ack *ginv1.HelloAck
-		err error
-	)
-	// A master that knows no leader yet (just elected, just started)
-	// answers without a hint: the agent tries the next one shortly.
+	// With several masters, an attempt that fails (a master that knows no
+	// leader yet, a leader change while the inventory is relayed) is tried
+	// again at the next master shortly, as gin-agent does; the Hello then
+	// names the inventory the agent holds, so a master that committed it
+	// says so instead of taking it again.
 	for try := 0; ; try++ {
-		if s, i, ack, err = a.open((home+try)%len(a.l.addrs), 0, akRegisterWait); err == nil {
-			break
+		s, i, err := a.register((home+try)%len(a.l.addrs), try > 0)
+		if err == nil {
+			a.mu.Lock()
+			a.gen, a.sess, a.master = 1, s, i
+			a.hbAt = map[uint64]akSent{}
+			a.mu.Unlock()
+			a.reqs = make(chan akChange, 1)
+			go a.send(s)
+			go a.recv(s)
+			return nil
 		}
 		if len(a.l.addrs) == 1 || time.Since(t0) > akAttachWait {
 			return err
 		}
+		a.l.regRetries.Add(1)
 		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond))))
 	}
-	if ack.GetInSync() || ack.GetHeldGeneration() != 0 {
+}
+
+// register opens a session at master i and has generation 1 committed
+// (already held, after an earlier attempt, only when retry is set).
+func (a *akAgent) register(i int, retry bool) (*akSession, int, error) {
+	s, i, ack, err := a.open(i, 0, akRegisterWait)
+	if err != nil {
+		return nil, i, err
+	}
+	switch {
+	case retry && ack.GetHeldGeneration() == 1 && ack.GetInSync():
+		return s, i, nil
+	case ack.GetInSync() || ack.GetHeldGeneration() != 0:
 		s.close()
-		return fmt.Errorf("a fresh master holds generation %d (in sync %v)", ack.GetHeldGeneration(), ack.GetInSync())
+		return nil, i, fmt.Errorf("a fresh master holds generation %d (in sync %v)", ack.GetHeldGeneration(), ack.GetInSync())
 	}
 	if err := a.sendInventory(s, 1); err != nil {
 		s.close()
-		return err
+		return nil, i, err
 	}
-	a.mu.Lock()
-	a.gen, a.sess, a.master = 1, s, i
-	a.hbAt = map[uint64]akSent{}
-	a.mu.Unlock()
-	a.reqs = make(chan akChange, 1)
-	go a.send(s)
-	go a.recv(s)
-	return nil
+	return s, i, nil
 }
 
 // reattach replaces a session that ended: the next masters in turn, after
@@ -1105,6 +1116,12 @@ type akSamples struct {
 func (s *akSamples) add(d time.Duration) {
 	s.mu.Lock()
 	s.ms = append(s.ms, float64(d)/float64(time.Millisecond))
+	s.mu.Unlock()
+}
+
+func (s *akSamples) reset() {
+	s.mu.Lock()
+	s.ms = nil
 	s.mu.Unlock()
 }
 
