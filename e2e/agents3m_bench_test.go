@@ -67,11 +67,13 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 	c := startThreeMasters(b, bin, cfg, memLimit)
 	l := c.l
 
-	regDur, _ := l.register()
-	// From now on a session that ends (a leader change under load, a
-	// killed master) reattaches elsewhere, as gin-agent's does; every end
-	// and every re-sent inventory is counted and reported.
+	// A session that ends once registered (a leader change under load, a
+	// follower that lost the leader, a killed master) reattaches
+	// elsewhere, as gin-agent's does; every end and every re-sent
+	// inventory is counted and reported.
 	l.reattach.Store(true)
+	regDur, _ := l.register()
+	l.progress("registration: %d sessions ended and reattached, %d inventories re-sent", l.detached.Load(), l.resent.Load())
 	c.waitAttached("every agent attached and every node up", akAttachWait, time.Now())
 	l.progress("registration of %d agents over 3 masters took %.1f s (%.0f nodes/s, %d attempts tried again); sessions per master %v; RSS per master %v MiB",
 		cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds(), l.regRetries.Load(), c.sessions(), c.rssMiB())
