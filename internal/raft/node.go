@@ -174,9 +174,9 @@ type Node struct {
 	// fullHandoff is when this leader last handed leadership over because
 	// its data dir was full (unix ns; 0: never).
 	fullHandoff atomic.Int64
-	store     *state.Store
-	log       *slog.Logger
-	fsm       *FSM
+	store       *state.Store
+	log         *slog.Logger
+	fsm         *FSM
 }
 
 // SkippedEntries is how many committed entries this node could not apply
