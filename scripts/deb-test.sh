@@ -92,6 +92,7 @@ command -v unshare >/dev/null && command -v ip >/dev/null || fail "unshare and i
 execstart=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/gin-master.service)
 [[ $execstart == /usr/bin/gin-master* ]] || fail "unexpected ExecStart: $execstart"
 grep -q '^RestartPreventExitStatus=.*\b78\b' /lib/systemd/system/gin-master.service || fail "gin-master.service restarts on exit 78 (no certificates)"
+! grep -Eq '^RestartPreventExitStatus=(.* )?(2|75)( |$)' /lib/systemd/system/gin-master.service || fail "gin-master.service does not restart on exit 2 (a Go panic) or 75 (data dir full)"
 # As installed (no certificates, no --insecure): a clear refusal, exit 78,
 # which the unit does not restart on; nothing listens.
 rc=0

@@ -43,11 +43,13 @@ import (
 // envHeartbeat is the environment variable for --heartbeat-interval.
 const envHeartbeat = "GIN_HEARTBEAT_INTERVAL"
 
-// Exit codes.
+// Exit codes. None is 2: the Go runtime exits 2 on a panic, and a
+// panicking agent must be restarted by its unit, which does not restart
+// exitUsage.
 const (
 	exitOK    = 0
-	exitError = 1 // the agent or the discovery failed
-	exitUsage = 2 // bad flags, values or environment
+	exitError = 1  // the agent or the discovery failed
+	exitUsage = 64 // bad flags, values or environment (EX_USAGE of sysexits.h)
 )
 
 func main() {
@@ -62,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	return runContext(ctx, args, stdout, stderr, getenv)
 }
 
-// usageError is a bad flag, value or environment variable (exit 2).
+// usageError is a bad flag, value or environment variable (exit 64).
 type usageError struct{ err error }
 
 func (u usageError) Error() string { return u.err.Error() }
@@ -167,7 +169,8 @@ Environment:
                           not given: a Go duration ("10s") or plain seconds ("10")
 
 Exit status: 0 on success or a clean shutdown (SIGINT/SIGTERM), 1 when
-discovery or the agent fails, 2 for bad flags, values or environment.`,
+discovery or the agent fails, 64 for bad flags, values or environment
+(2 is a Go panic, which systemd restarts).`,
 		Example: `  gin-agent --once -o json --source auto | jq '.gpus | length'
   gin-agent --master gin-m1,gin-m2:5000,[fd00::3]:5000
   GIN_MASTER_HOST=gin-m1 gin-agent --source file:/var/lib/gin/inventory.json`,

@@ -35,7 +35,7 @@ func runArgs(t *testing.T, m map[string]string, args ...string) (code int, stdou
 	return code, out.String(), errb.String()
 }
 
-func TestBadFlagsExit2(t *testing.T) {
+func TestBadFlagsExitUsage(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string

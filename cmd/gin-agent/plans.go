@@ -91,7 +91,7 @@ plan from --nodes and --gpus-per-node when none is pinned) and keeps it for
 every rank of the job on this node. Prints "plan <hash> for job <id>".
 
 Exit status: 0 when the agent holds the plan, 1 when it has none or cannot
-be reached, 2 for bad flags.`,
+be reached, 64 for bad flags.`,
 		Example:       `  gin-agent plan --job "$SLURM_JOB_ID" --nodes "$SLURM_JOB_NODELIST" --gpus-per-node 8`,
 		Args:          noArgs,
 		SilenceErrors: true,

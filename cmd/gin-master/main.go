@@ -94,8 +94,12 @@ func checkRecoverFlags(o *options) error {
 }
 
 // Exit codes besides 0 and 1 (any other error, which a restart may cure).
+// None is 2: the Go runtime exits 2 on a panic (hashicorp/raft panics when
+// it cannot persist its term), and a panicking master must be restarted.
 const (
-	exitUsage = 2 // bad flags
+	// exitUsage (EX_USAGE of sysexits.h) is a bad flag or value; the unit
+	// does not restart it.
+	exitUsage = 64
 	// exitConfig (EX_CONFIG of sysexits.h) is a configuration that cannot
 	// serve as it is: no TLS and no --insecure, TLS files that do not load
 	// or name another master. A restart cannot cure it; the systemd unit
@@ -166,6 +170,12 @@ GIN_TLS_KEY), made with ginctl tls ca create and ginctl tls cert create. Without
 them it refuses to start (exit 78) unless --insecure is given: plaintext, open to
 anyone who reaches the ports, warned at every start. Clients (gin-agent, ginctl)
 dial plaintext when they are given no certificates; the master is the gate.
+
+Exit status: 0 after SIGINT or SIGTERM; 64 for bad flags or values and 78 for
+a configuration that cannot serve (no TLS and no --insecure, TLS files that do
+not load), both not restarted by the systemd unit; 75 when the Raft log store
+failed a write or the data dir is full at start (restarted); 1 for any other
+error. 2 is a Go panic (restarted).
 
 --dev starts a complete cluster in this process on loopback instead: a master on
 127.0.0.1:5000 (or --bind) with its data in a temporary directory, and

@@ -18,7 +18,7 @@ import (
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
-// TestUsageErrors: flags that cannot work are refused with exit 2 before
+// TestUsageErrors: flags that cannot work are refused with exit 64 before
 // anything is created (the --data-dir stays absent).
 func TestUsageErrors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
