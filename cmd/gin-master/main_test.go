@@ -34,6 +34,8 @@ func TestUsageErrors(t *testing.T) {
 		{"--recover with --dev", []string{"--dev", "--recover", "--data-dir", dir}, "--recover applies to a real master's --data-dir"},
 		{"--recover-peers without --recover", []string{"--recover-peers", "m2=10.0.0.2:5001", "--data-dir", dir}, "--recover-peers needs --recover"},
 		{"--recover-peers malformed", []string{"--recover", "--recover-peers", "m2", "--data-dir", dir}, `--recover-peers: "m2": want id=host:port`},
+		{"--memory-limit not a size", []string{"--memory-limit", "1x", "--data-dir", dir}, `--memory-limit: memory limit "1x": want auto, off or a size`},
+		{"--memory-limit too small", []string{"--memory-limit", "10MiB", "--data-dir", dir}, "below 64MiB"},
 		{"--recover-peers names self", []string{"--node-id", "m1", "--recover", "--recover-peers", "m1=10.0.0.1:5001", "--data-dir", dir}, "names this master (m1)"},
 	}
 	for _, tc := range tests {

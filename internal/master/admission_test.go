@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -123,4 +124,48 @@ gin_master_agent_handshakes_refused_total{server="m1"} %d
 		t.Fatalf("adm1 again: %v, want in sync", ack)
 	}
 	testwait.For(t, 30*time.Second, "the in-sync agent to free its slot", func() bool { return s.admission.inFlight() == 1 })
+}
+
+// admission.acquire on its own: a waiter whose context ends or whose wait
+// runs out leaves the queue (counts, no timing asserted), releases are
+// idempotent, and a queue of 0 refuses at once.
+func TestAdmissionAcquire(t *testing.T) {
+	a := newAdmission(1, 1)
+	ctx := context.Background()
+	release, err := a.acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.acquire(cctx, time.Hour)
+		done <- err
+	}()
+	testwait.For(t, 10*time.Second, "the second acquire to wait", func() bool { return a.waiting.Load() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	if a.waiting.Load() != 0 || a.refused.Load() != 0 {
+		t.Fatalf("after a cancelled wait: waiting %d, refused %d", a.waiting.Load(), a.refused.Load())
+	}
+	var busy *errHandshakeBusy
+	if _, err := a.acquire(ctx, time.Nanosecond); !errors.As(err, &busy) || !strings.Contains(err.Error(), "waited") {
+		t.Fatalf("a wait that runs out: %v, want errHandshakeBusy", err)
+	}
+	release()
+	release() // idempotent: the slot is not freed twice
+	again, err := a.acquire(ctx, time.Minute)
+	if err != nil || a.inFlight() != 1 {
+		t.Fatalf("after release: %v, %d in flight", err, a.inFlight())
+	}
+	none := newAdmission(1, 0)
+	if _, err := none.acquire(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := none.acquire(ctx, time.Minute); !errors.As(err, &busy) || none.refused.Load() != 1 {
+		t.Fatalf("no queue: %v, refused %d", err, none.refused.Load())
+	}
+	again()
 }
