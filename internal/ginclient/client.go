@@ -73,9 +73,11 @@ func (c *Client) Close() {
 // Do runs fn against the masters through the one redirect follower
 // (internal/redirect): each in turn, and the leader a follower names in its
 // leader hint (from any unary call fn makes) right after that follower. It
-// moves on only when a master is unavailable or not the leader; any other
-// refusal is returned as the master sent it. When no master answers, the
-// error is UNAVAILABLE and names every master tried.
+// moves on only when a master is unavailable, not the leader or a leader
+// whose data dir is full, and walks the list again within ctx's deadline
+// while the masters are between leaders; any other refusal is returned as
+// the master sent it. When no master answers, the error is UNAVAILABLE and
+// names the masters tried (or the DATA_DIR_FULL refusal, if one was sent).
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, conn *grpc.ClientConn) error) error {
 	_, err := redirect.Do(ctx, c.masters, redirect.Options{FollowHints: true}, func(actx context.Context, addr string) (string, error) {
 		conn, err := c.conn(addr)

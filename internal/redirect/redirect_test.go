@@ -27,50 +27,97 @@ func notLeader(t *testing.T) error {
 	return st.Err()
 }
 
+func dataDirFull(t *testing.T) error {
+	st, err := status.New(codes.ResourceExhausted, "data dir /d is full").WithDetails(apierr.DataDirFullInfo("/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Err()
+}
+
 func TestDo(t *testing.T) {
 	unavailable := status.Error(codes.Unavailable, "connection refused")
 	refused := status.Error(codes.InvalidArgument, "nodes: unknown node n9")
 	stale := status.Error(codes.FailedPrecondition, "stale generation") // no NOT_LEADER detail: a refusal
+	tooLarge := status.Error(codes.ResourceExhausted, "message too large") // no DATA_DIR_FULL detail: a refusal
+	ok := answer{}
 	tests := []struct {
-		name     string
-		masters  []string
-		opts     Options
-		answers  map[string]answer
+		name       string
+		masters    []string
+		opts       Options
+		noDeadline bool
+		// answers: what each master answers at its 1st, 2nd, ... call (the
+		// last one again after that); a master not named answers OK.
+		answers  map[string][]answer
 		wantAddr string
 		wantCode codes.Code
+		wantFull bool   // the error is the DATA_DIR_FULL refusal
 		wantAsk  string // the masters asked, in order
 	}{
-		{"the first answers", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{}, "a:5000", codes.OK, "a:5000"},
-		{"a follower names a leader missing from the list", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {notLeader(t), "leader"}}, "leader:5000", codes.OK, "a:5000 leader:5000"},
-		{"hints not followed without FollowHints", []string{"a:5000", "b:5000"}, Options{},
-			map[string]answer{"a:5000": {notLeader(t), "leader"}}, "b:5000", codes.OK, "a:5000 b:5000"},
-		{"a malformed hint is ignored", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {notLeader(t), "[::1"}}, "b:5000", codes.OK, "a:5000 b:5000"},
-		{"unreachable, then the next", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {err: unavailable}}, "b:5000", codes.OK, "a:5000 b:5000"},
-		{"a refusal is final", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {err: refused}}, "", codes.InvalidArgument, "a:5000"},
-		{"a stale generation is a refusal, not a redirect", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {err: stale}}, "", codes.FailedPrecondition, "a:5000"},
-		{"masters naming each other are each asked once", []string{"a:5000", "b:5000"}, Options{FollowHints: true},
-			map[string]answer{"a:5000": {notLeader(t), "b:5000"}, "b:5000": {notLeader(t), "a:5000"}}, "", codes.Unavailable, "a:5000 b:5000"},
-		{"MaxAttempts 1: failover off", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 1},
-			map[string]answer{"a:5000": {notLeader(t), "b:5000"}}, "", codes.Unavailable, "a:5000"},
+		{"the first answers", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			nil, "a:5000", codes.OK, false, "a:5000"},
+		{"a follower names a leader missing from the list", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{notLeader(t), "leader"}}}, "leader:5000", codes.OK, false, "a:5000 leader:5000"},
+		{"hints not followed without FollowHints", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {{notLeader(t), "leader"}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
+		{"a malformed hint is ignored", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{notLeader(t), "[::1"}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
+		{"unreachable, then the next", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: unavailable}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
+		{"a refusal is final", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: refused}}}, "", codes.InvalidArgument, false, "a:5000"},
+		{"a stale generation is a refusal, not a redirect", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: stale}}}, "", codes.FailedPrecondition, false, "a:5000"},
+		{"RESOURCE_EXHAUSTED without DATA_DIR_FULL is a refusal", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: tooLarge}}}, "", codes.ResourceExhausted, false, "a:5000"},
+		{"every master unreachable: no second walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: unavailable}}, "b:5000": {{err: unavailable}}}, "", codes.Unavailable, false, "a:5000 b:5000"},
+		{"an election: walked again until a leader answers", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: notLeader(t)}}, "b:5000": {{err: notLeader(t)}, {err: notLeader(t)}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000 a:5000 b:5000"},
+		{"the leader died, the others elect", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: unavailable}}, "b:5000": {{err: notLeader(t)}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
+		{"a full leader hands over", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+			map[string][]answer{"a:5000": {{err: dataDirFull(t)}, {notLeader(t), "b:5000"}}, "b:5000": {{notLeader(t), "a:5000"}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
+		{"a full single master: its refusal once the walks are spent", []string{"a:5000"}, Options{FollowHints: true, MaxAttempts: 3}, false,
+			map[string][]answer{"a:5000": {{err: dataDirFull(t)}}}, "", codes.ResourceExhausted, true, "a:5000 a:5000 a:5000"},
+		{"a full leader and an unreachable follower", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 4}, false,
+			map[string][]answer{"a:5000": {{err: dataDirFull(t)}}, "b:5000": {{err: unavailable}}}, "", codes.ResourceExhausted, true, "a:5000 b:5000 a:5000 b:5000"},
+		{"without a deadline: one walk", []string{"a:5000"}, Options{FollowHints: true}, true,
+			map[string][]answer{"a:5000": {{err: dataDirFull(t)}, ok}}, "", codes.ResourceExhausted, true, "a:5000"},
+		{"no time left for the pause: one walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true, RetryDelay: 2 * time.Minute}, false,
+			map[string][]answer{"a:5000": {{err: notLeader(t)}, ok}, "b:5000": {{err: notLeader(t)}, ok}}, "", codes.Unavailable, false, "a:5000 b:5000"},
+		{"masters naming each other: each once a walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 6}, false,
+			map[string][]answer{"a:5000": {{notLeader(t), "b:5000"}}, "b:5000": {{notLeader(t), "a:5000"}}}, "", codes.Unavailable, false, "a:5000 b:5000 a:5000 b:5000 a:5000 b:5000"},
+		{"MaxAttempts 1: failover off", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 1}, false,
+			map[string][]answer{"a:5000": {{notLeader(t), "b:5000"}}}, "", codes.Unavailable, false, "a:5000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []string
+			calls := map[string]int{}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if tc.noDeadline {
+				ctx, cancel = context.WithCancel(context.Background())
+			}
 			defer cancel()
+			if tc.opts.RetryDelay == 0 {
+				tc.opts.RetryDelay = time.Millisecond
+			}
 			addr, err := Do(ctx, tc.masters, tc.opts, func(_ context.Context, addr string) (string, error) {
 				asked = append(asked, addr)
-				a := tc.answers[addr]
+				seq := tc.answers[addr]
+				if len(seq) == 0 {
+					return "", nil
+				}
+				a := seq[min(calls[addr], len(seq)-1)]
+				calls[addr]++
 				return a.hint, a.err
 			})
 			if addr != tc.wantAddr || status.Code(err) != tc.wantCode {
 				t.Fatalf("Do = %q, %v; want %q, code %v", addr, err, tc.wantAddr, tc.wantCode)
+			}
+			if apierr.IsDataDirFull(status.Convert(err).Err()) != tc.wantFull {
+				t.Fatalf("Do = %v; DATA_DIR_FULL refusal %v, want %v", err, !tc.wantFull, tc.wantFull)
 			}
 			if got := strings.Join(asked, " "); got != tc.wantAsk {
 				t.Fatalf("asked %q, want %q", got, tc.wantAsk)
@@ -102,6 +149,26 @@ func TestDoErrorsSayWhatWasTried(t *testing.T) {
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || status.Code(err) != codes.Unavailable || err.Error() != "no master answered (a:5000: Unavailable: down)" {
 		t.Fatalf("exhausted = %v", err)
+	}
+
+	// Walked again: the error says how often and names the last walk.
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	_, err = Do(dctx, []string{"a:5000"}, Options{MaxAttempts: 2, RetryDelay: time.Millisecond}, func(context.Context, string) (string, error) {
+		return "", notLeader(t)
+	})
+	if want := "no master answered in 2 tries, the last (a:5000: FailedPrecondition: not the leader)"; err == nil || err.Error() != want {
+		t.Fatalf("exhausted after two walks = %v, want %q", err, want)
+	}
+	// A full leader's refusal comes last, after the masters asked besides.
+	_, err = Do(dctx, []string{"a:5000", "b:5000"}, Options{MaxAttempts: 2}, func(_ context.Context, addr string) (string, error) {
+		if addr == "a:5000" {
+			return "", dataDirFull(t)
+		}
+		return "", status.Error(codes.Unavailable, "down")
+	})
+	if want := "b:5000: Unavailable: down; a:5000: ResourceExhausted: data dir /d is full"; !errors.As(err, &re) || err.Error() != want {
+		t.Fatalf("full refusal = %v, want a RefusedError %q", err, want)
 	}
 
 	if _, err := Do(ctx, nil, Options{}, nil); err == nil {
