@@ -112,6 +112,7 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 		b.ReportMetric(float64(k.r.resent), k.name+"_resent")
 		b.ReportMetric(k.r.downMax, k.name+"_nodes_down_max")
 		b.ReportMetric(k.r.readMax, k.name+"_read_max_ms")
+		b.ReportMetric(k.r.commit.q(0.99), k.name+"_commit_p99_ms")
 	}
 }
 
@@ -397,6 +398,7 @@ type mmKill struct {
 	resent   int64         // full inventories re-sent
 	downMax  float64       // most nodes the leader reported DOWN
 	readMax  float64       // slowest ListNodes answered meanwhile, ms
+	commit   *akSamples    // changes committed meanwhile (GIN_LOAD_RATE/s from random agents)
 }
 
 // killAndReattach SIGKILLs master i and waits until every agent holds a
@@ -410,6 +412,26 @@ func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 	resent0 := l.resent.Load()
 	l.reattachT.reset()
 	l.progress("SIGKILL %s (%s, %d sessions)", m.id, what, held)
+	// Changes go on at GIN_LOAD_RATE from random agents while the agents
+	// reattach (an agent without a session skips its turn; a change on a
+	// session that ends is dropped, not counted).
+	w := &akWindow{}
+	r.commit = &w.commit
+	var inflight sync.WaitGroup
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(time.Second / time.Duration(l.cfg.rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				l.agents[rand.IntN(len(l.agents))].askChange(&inflight, w)
+			}
+		}
+	}()
 	t0 := time.Now()
 	if !m.kill() {
 		c.fatalf("%s did not die within 10 s of SIGKILL", m.id)
@@ -441,11 +463,20 @@ func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 		_ = watch()
 		time.Sleep(500 * time.Millisecond)
 	}
+	close(stop)
+	<-stopped
+	acked := make(chan struct{})
+	go func() { inflight.Wait(); close(acked) }()
+	select {
+	case <-acked:
+	case <-time.After(akAckWait):
+		c.fatalf("changes still unacknowledged %s after the reattach", akAckWait)
+	}
 	r.resent = l.resent.Load() - resent0
 	l.progress("killed %s (%s): %d sessions reattached in %.1f s (per agent p50 %.1f s, p99 %.1f s, max %.1f s); %d inventories re-sent; "+
-		"at most %.0f nodes DOWN on the leader; slowest node list %.0f ms; sessions now %v; RSS %v MiB",
+		"at most %.0f nodes DOWN on the leader; slowest node list %.0f ms; %d changes committed meanwhile, p50 %.1f ms, p99 %.1f ms, max %.1f ms; sessions now %v; RSS %v MiB",
 		m.id, what, l.reattachT.n(), r.reattach.Seconds(), l.reattachT.q(0.5)/1000, l.reattachT.q(0.99)/1000, l.reattachT.max()/1000,
-		r.resent, r.downMax, r.readMax, c.sessions(), c.rssMiB())
+		r.resent, r.downMax, r.readMax, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), c.sessions(), c.rssMiB())
 	return r
 }
 
