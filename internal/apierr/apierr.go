@@ -32,7 +32,7 @@ const ReasonNotLeader = "NOT_LEADER"
 
 // NotLeaderInfo is the detail a follower attaches to its redirect.
 func NotLeaderInfo(leaderID string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: ReasonNotLeader, Domain: Domain, Metadata: map[string]string{"leader_id": leaderID}}
+	return Info(ReasonNotLeader, map[string]string{"leader_id": leaderID})
 }
 
 // IsNotLeader reports whether err is a follower's redirect: another master
@@ -64,11 +64,50 @@ const ReasonDataDirFull = "DATA_DIR_FULL"
 
 // DataDirFullInfo is the detail of a refusal for a full data dir.
 func DataDirFullInfo(dataDir string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: ReasonDataDirFull, Domain: Domain, Metadata: map[string]string{"data_dir": dataDir}}
+	return Info(ReasonDataDirFull, map[string]string{"data_dir": dataDir})
 }
 
 // IsDataDirFull reports whether err is a master's refusal for a full data
 // dir.
 func IsDataDirFull(err error) bool {
 	return hasReason(err, codes.ResourceExhausted, ReasonDataDirFull)
+}
+
+// The ErrorInfo reasons of the other ResourceExhausted refusals: a limit
+// of the master's, not the request's content, each named so that clients
+// and the master's rejection count tell them apart.
+const (
+	// ReasonNodeLimit: a new node past gin-master --max-nodes.
+	ReasonNodeLimit = "NODE_LIMIT"
+	// ReasonPlanLimit: a new job's plan past gin-master --max-plans.
+	ReasonPlanLimit = "PLAN_LIMIT"
+	// ReasonDenyListFull: a serial past the deny list's bound.
+	ReasonDenyListFull = "DENY_LIST_FULL"
+	// ReasonHandshakesBusy: an agent Hello past --max-handshakes and
+	// --handshake-queue (a RetryInfo says when to try again).
+	ReasonHandshakesBusy = "HANDSHAKES_BUSY"
+	// ReasonStreamLimit: a stream past the open streams one identity may
+	// hold.
+	ReasonStreamLimit = "STREAM_LIMIT"
+	// ReasonWatchBehind: a topology watcher that fell behind the changes.
+	ReasonWatchBehind = "WATCH_BEHIND"
+)
+
+// Info is the ErrorInfo of GIN's reason (metadata may be nil).
+func Info(reason string, metadata map[string]string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata}
+}
+
+// Reason is the ErrorInfo reason of GIN's domain that err carries, or "".
+func Reason(err error) string {
+	s, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range s.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == Domain {
+			return ei.GetReason()
+		}
+	}
+	return ""
 }

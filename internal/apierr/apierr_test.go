@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -77,6 +78,36 @@ func TestIsDataDirFull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := IsDataDirFull(tc.err); got != tc.want {
 				t.Fatalf("IsDataDirFull = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReason(t *testing.T) {
+	withInfo := func(code codes.Code, reason, domain string) error {
+		st, err := status.New(code, "x").WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: domain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Err()
+	}
+	plan, _ := status.New(codes.ResourceExhausted, "x").WithDetails(Info(ReasonPlanLimit, nil))
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a plan limit", plan.Err(), ReasonPlanLimit},
+		{"a full data dir", withInfo(codes.ResourceExhausted, ReasonDataDirFull, Domain), ReasonDataDirFull},
+		{"another domain's reason", withInfo(codes.ResourceExhausted, ReasonPlanLimit, "example.org"), ""},
+		{"no detail", status.Error(codes.ResourceExhausted, "grpc: received message larger than max"), ""},
+		{"not a status", errors.New("x"), ""},
+		{"nil", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Reason(tc.err); got != tc.want {
+				t.Fatalf("Reason = %q, want %q", got, tc.want)
 			}
 		})
 	}

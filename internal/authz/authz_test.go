@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/testwait"
@@ -395,8 +396,8 @@ func TestStreamsPerIdentityAreBounded(t *testing.T) {
 			t.Fatalf("stream %d: %v", i, err)
 		}
 	}
-	if _, err := open(n1); status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("stream %d of one identity: %v, want ResourceExhausted", limit+1, err)
+	if _, err := open(n1); status.Code(err) != codes.ResourceExhausted || apierr.Reason(err) != apierr.ReasonStreamLimit {
+		t.Fatalf("stream %d of one identity: %v, want ResourceExhausted (%s)", limit+1, err, apierr.ReasonStreamLimit)
 	}
 	if _, err := open(dial(pki.Identity{Role: pki.RoleAgent, Name: "node002"})); err != nil {
 		t.Fatalf("another identity: %v", err)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/pki"
 )
 
@@ -144,7 +145,11 @@ func (a *Authorizer) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	}
 	id, _ := Identity(ctx)
 	if !a.acquire(id) {
-		return status.Errorf(codes.ResourceExhausted, "%s already holds %d open streams, the most one identity may", id, a.maxStreams)
+		st := status.Newf(codes.ResourceExhausted, "%s already holds %d open streams, the most one identity may", id, a.maxStreams)
+		if wd, err := st.WithDetails(apierr.Info(apierr.ReasonStreamLimit, nil)); err == nil {
+			st = wd
+		}
+		return st.Err()
 	}
 	defer a.release(id)
 	return h(srv, &identityStream{ServerStream: ss, ctx: ctx})

@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
@@ -16,8 +15,6 @@ const (
 	maxFabricSwitches = 200_000
 	maxFabricLinks    = 4_000_000
 )
-
-var errResourceExhausted = errors.New("resource exhausted")
 
 type adminService struct {
 	ginv1.UnimplementedAdminServiceServer

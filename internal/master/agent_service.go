@@ -15,6 +15,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/state"
@@ -297,8 +298,8 @@ func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory
 			return resultWithGen{Index: head.Record.GetUpdatedIndex(), Generation: head.Generation}, nil
 		}
 	} else if n, _ := s.store.Counts(); n >= s.cfg.MaxNodes {
-		return resultWithGen{}, fmt.Errorf("%w: node %q not registered: %d nodes are, the most gin-master --max-nodes allows (%d); raise it on every master",
-			errResourceExhausted, inv.GetNodeName(), n, s.cfg.MaxNodes)
+		return resultWithGen{}, exhaustedf(apierr.ReasonNodeLimit, "node %q not registered: %d nodes are, the most gin-master --max-nodes allows (%d); raise it on every master",
+			inv.GetNodeName(), n, s.cfg.MaxNodes)
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
 		Inventory: inv, ContentHash: hash, At: timestamppb.Now(), Binding: binding,

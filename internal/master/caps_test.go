@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
+	"github.com/gin-topology/gin/internal/testwait"
 )
 
 // TestNodeAndPlanCaps: past --max-nodes a new node's inventory, and past
@@ -24,10 +26,19 @@ func TestNodeAndPlanCaps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	registerNodes(t, s, "dgx-h100", "node001", "node002")
-	refused := func(t *testing.T, err error, flag string) {
+	// refused: the status names the flag and carries the limit's reason,
+	// which the rejection count is labelled with.
+	refused := func(t *testing.T, err error, flag, reason string) {
 		t.Helper()
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), flag) {
-			t.Fatalf("err = %v; want RESOURCE_EXHAUSTED naming %s", err, flag)
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), flag) || apierr.Reason(err) != reason {
+			t.Fatalf("err = %v (reason %q); want RESOURCE_EXHAUSTED naming %s, reason %s", err, apierr.Reason(err), flag, reason)
+		}
+		label := strings.ToLower(reason)
+		testwait.For(t, 10*time.Second, "gin_master_rejected_messages_total{reason=\""+label+"\"} 1", func() bool {
+			return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.ResourceExhausted.String(), label)) == 1
+		})
+		if n := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.ResourceExhausted.String(), "too_large")); n != 0 {
+			t.Fatalf("a limit counted as too_large (%v)", n)
 		}
 	}
 
@@ -37,7 +48,7 @@ func TestNodeAndPlanCaps(t *testing.T) {
 		third.Generation = 1
 		sess, _ := openSession(t, conn, third)
 		_, err := sess.send(third)
-		refused(t, err, "--max-nodes")
+		refused(t, err, "--max-nodes", apierr.ReasonNodeLimit)
 		if _, ok := s.store.Node("node003"); ok || s.store.Index() != before {
 			t.Fatalf("a refused node was written (index %d -> %d)", before, s.store.Index())
 		}
@@ -57,7 +68,7 @@ func TestNodeAndPlanCaps(t *testing.T) {
 		}
 		before := s.store.Index()
 		_, err := pc.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "2", Nodes: "node[001-002]", GpusPerNode: 8})
-		refused(t, err, "--max-plans")
+		refused(t, err, "--max-plans", apierr.ReasonPlanLimit)
 		if _, ok := s.store.Plan("2"); ok || s.store.Index() != before {
 			t.Fatalf("a refused plan was written (index %d -> %d)", before, s.store.Index())
 		}

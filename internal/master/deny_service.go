@@ -9,6 +9,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/state"
@@ -58,8 +59,8 @@ func (s *Server) denyEntry(ctx context.Context, req *ginv1.DenyCertificateReques
 	}
 	if _, ok := s.store.DeniedCertificate(serial); !ok {
 		if n := s.store.DeniedCount(); n >= state.MaxDeniedCertificates {
-			return nil, fmt.Errorf("%w: serial %s not denied: the deny list holds %d entries, the most it may; take entries of expired certificates off it (ginctl tls allow SERIAL)",
-				errResourceExhausted, serial, n)
+			return nil, exhaustedf(apierr.ReasonDenyListFull, "serial %s not denied: the deny list holds %d entries, the most it may; take entries of expired certificates off it (ginctl tls allow SERIAL)",
+				serial, n)
 		}
 	}
 	return e, nil

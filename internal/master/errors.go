@@ -62,6 +62,16 @@ type forbidden struct{ msg string }
 
 func (e *forbidden) Error() string { return e.msg }
 
+// exhaustedError is a limit of the master's that refuses a request
+// (RESOURCE_EXHAUSTED with the apierr reason naming the limit).
+type exhaustedError struct{ reason, msg string }
+
+func (e *exhaustedError) Error() string { return e.msg }
+
+func exhaustedf(reason, format string, args ...any) error {
+	return &exhaustedError{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
 // toStatus maps an internal error to the gRPC status clients see. It is the
 // only place where that mapping is decided.
 func toStatus(err error) error {
@@ -79,6 +89,7 @@ func toStatus(err error) error {
 		full *ginraft.DataDirFullError
 		fb   *forbidden
 		hb   *errHandshakeBusy
+		ex   *exhaustedError
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -120,7 +131,7 @@ func toStatus(err error) error {
 		return status.Error(codes.OutOfRange, err.Error())
 	case errors.As(err, &hb):
 		st := status.New(codes.ResourceExhausted, err.Error())
-		if wd, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(hb.retryAfter)}); derr == nil {
+		if wd, derr := st.WithDetails(apierr.Info(apierr.ReasonHandshakesBusy, nil), &errdetails.RetryInfo{RetryDelay: durationpb.New(hb.retryAfter)}); derr == nil {
 			st = wd
 		}
 		return st.Err()
@@ -130,8 +141,16 @@ func toStatus(err error) error {
 			st = wd
 		}
 		return st.Err()
-	case errors.Is(err, errResourceExhausted), errors.Is(err, state.ErrTooManyDenied):
-		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.As(err, &ex), errors.Is(err, state.ErrTooManyDenied):
+		reason := apierr.ReasonDenyListFull
+		if ex != nil {
+			reason = ex.reason
+		}
+		st := status.New(codes.ResourceExhausted, err.Error())
+		if wd, derr := st.WithDetails(apierr.Info(reason, nil)); derr == nil {
+			st = wd
+		}
+		return st.Err()
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -30,8 +30,8 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gin_master_rejected_messages_total", Help: "Requests and agent messages rejected as bad input (invalid, conflicting, stale, oversized, unparsable), by gRPC code.",
-		}, []string{"code"}),
+			Name: "gin_master_rejected_messages_total", Help: "Requests and agent messages rejected, by gRPC code and reason: bad input (invalid, conflict, precondition, too_large, malformed) or a limit of the master's (node_limit, plan_limit, deny_list_full, handshakes_busy, stream_limit, watch_behind).",
+		}, []string{"code", "reason"}),
 		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "gin_master_apply_duration_seconds", Help: "Time from proposing a Raft command to its application on the leader.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),

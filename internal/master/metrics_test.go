@@ -70,7 +70,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		`gin_master_nvlinks{server="m1",state="up"} 144`,
 		`gin_master_apply_duration_seconds_count`,
 		`gin_master_build_info{server="m1"`,
-		`gin_master_rejected_messages_total{code="InvalidArgument"} 1`,
+		`gin_master_rejected_messages_total{code="InvalidArgument",reason="invalid"} 1`,
 		// A single master leads: no follower reports, nothing unreached.
 		`gin_master_reported_agents{server="m1"} 0`,
 		`gin_master_leader_unreached_seconds{server="m1"} 0`,

@@ -13,6 +13,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/hostlist"
@@ -109,8 +110,8 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 		return nil, &notFound{msg: fmt.Sprintf("job %q has no plan", req.GetJobId())}
 	}
 	if _, n := p.s.store.Counts(); n >= p.s.cfg.MaxPlans {
-		return nil, fmt.Errorf("%w: plan for job %q not pinned: %d plans are, the most gin-master --max-plans allows (%d); raise it or delete plans (ginctl plan delete --job ID)",
-			errResourceExhausted, req.GetJobId(), n, p.s.cfg.MaxPlans)
+		return nil, exhaustedf(apierr.ReasonPlanLimit, "plan for job %q not pinned: %d plans are, the most gin-master --max-plans allows (%d); raise it or delete plans (ginctl plan delete --job ID)",
+			req.GetJobId(), n, p.s.cfg.MaxPlans)
 	}
 	nodes, err := hostlist.Expand(req.GetNodes())
 	if err != nil {

@@ -37,7 +37,7 @@ func (r rejections) HandleRPC(ctx context.Context, st stats.RPCStats) {
 	if reason == "" {
 		return
 	}
-	r.s.metrics.rejected.WithLabelValues(s.Code().String()).Inc()
+	r.s.metrics.rejected.WithLabelValues(s.Code().String(), reason).Inc()
 	method, _ := ctx.Value(methodKey{}).(string)
 	from := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
@@ -51,7 +51,11 @@ func (rejections) HandleConn(context.Context, stats.ConnStats)                  
 
 // rejectionReason says why s rejects a request ("" when it does not: a
 // success, a redirect to the leader, an unavailable cluster, a full data
-// dir, a lookup that found nothing, a cancelled call).
+// dir, a lookup that found nothing, a cancelled call). It is the reason
+// label of gin_master_rejected_messages_total; a RESOURCE_EXHAUSTED is
+// told by its apierr reason (a limit of the master's: node_limit,
+// plan_limit, deny_list_full, handshakes_busy, stream_limit, watch_behind)
+// or, without one, is grpc-go's message size limit (too_large).
 func rejectionReason(s *status.Status) string {
 	switch s.Code() {
 	case codes.InvalidArgument:
@@ -59,10 +63,14 @@ func rejectionReason(s *status.Status) string {
 	case codes.AlreadyExists:
 		return "conflict"
 	case codes.ResourceExhausted:
-		if apierr.IsDataDirFull(s.Err()) {
+		switch r := apierr.Reason(s.Err()); r {
+		case apierr.ReasonDataDirFull:
 			return "" // the master's disk, not the request
+		case "":
+			return "too_large"
+		default:
+			return strings.ToLower(r)
 		}
-		return "too large"
 	case codes.FailedPrecondition:
 		if apierr.IsNotLeader(s.Err()) {
 			return ""

@@ -17,6 +17,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	ginraft "github.com/gin-topology/gin/internal/raft"
+	"github.com/gin-topology/gin/internal/state"
 	"github.com/gin-topology/gin/internal/testlog"
 	"github.com/gin-topology/gin/internal/testwait"
 )
@@ -87,7 +88,7 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 		{"unary request over the size limit", func(ctx context.Context) error {
 			var out []byte
 			return conn.Invoke(ctx, ginv1.PlanService_GetOrCreatePlan_FullMethodName, &big, &out, grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(64<<20))
-		}, codes.ResourceExhausted, "too large"},
+		}, codes.ResourceExhausted, "too_large"},
 		{"agent stream message that does not parse", func(ctx context.Context) error {
 			st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, ginv1.AgentService_Session_FullMethodName, grpc.ForceCodec(rawCodec{}))
 			if err != nil {
@@ -103,12 +104,12 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 			sess, _ := openSession(t, conn, good)
 			_, err := sess.send(bigInv)
 			return err
-		}, codes.ResourceExhausted, "too large"},
+		}, codes.ResourceExhausted, "too_large"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.store.Index()
-			counted := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String()))
+			counted := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String(), tc.reason))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			err := tc.call(ctx)
@@ -116,13 +117,10 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 				t.Fatalf("status = %v, want %v", err, tc.code)
 			}
 			// The stats handler runs after the status went out: poll (bounded).
-			testwait.For(t, 10*time.Second, fmt.Sprintf("gin_master_rejected_messages_total{code=%q} to pass %v", tc.code, counted), func() bool {
-				return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String())) >= counted+1
+			testwait.For(t, 10*time.Second, fmt.Sprintf("gin_master_rejected_messages_total{code=%q,reason=%q} to pass %v", tc.code, tc.reason, counted), func() bool {
+				return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String(), tc.reason)) >= counted+1
 			})
-			want := fmt.Sprintf("reason=%q", tc.reason)
-			if tc.reason == "malformed" {
-				want = "reason=malformed"
-			}
+			want := "reason=" + tc.reason
 			testwait.For(t, 10*time.Second, "a log line with "+want, func() bool { return strings.Contains(logs.String(), want) },
 				func() string { return "logs:\n" + logs.String() })
 			rec, _ := s.store.Node("node001")
@@ -131,7 +129,7 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 			}
 		})
 	}
-	if n := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.FailedPrecondition.String())); n != 0 {
+	if n := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.FailedPrecondition.String(), "precondition")); n != 0 {
 		t.Errorf("rejected{FailedPrecondition} = %v; redirects and these cases must not count as such", n)
 	}
 }
@@ -140,6 +138,7 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 func TestRejectionReason(t *testing.T) {
 	redirect, _ := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m2"))
 	full, _ := status.New(codes.ResourceExhausted, "data dir /d is full").WithDetails(apierr.DataDirFullInfo("/d"))
+	streams, _ := status.New(codes.ResourceExhausted, "agent/n1 already holds 64 open streams").WithDetails(apierr.Info(apierr.ReasonStreamLimit, nil))
 	tests := []struct {
 		name string
 		st   *status.Status
@@ -149,8 +148,15 @@ func TestRejectionReason(t *testing.T) {
 		{"stale generation", status.New(codes.FailedPrecondition, "stale generation"), "precondition"},
 		{"bad field", status.New(codes.InvalidArgument, "x"), "invalid"},
 		{"identity conflict", status.New(codes.AlreadyExists, "x"), "conflict"},
-		{"oversized", status.New(codes.ResourceExhausted, "grpc: received message larger than max"), "too large"},
+		{"oversized", status.New(codes.ResourceExhausted, "grpc: received message larger than max"), "too_large"},
 		{"a full data dir is the master's, not the request's", full, ""},
+		{"--max-nodes", status.Convert(toStatus(exhaustedf(apierr.ReasonNodeLimit, "node n9 not registered"))), "node_limit"},
+		{"--max-plans", status.Convert(toStatus(exhaustedf(apierr.ReasonPlanLimit, "plan for job 7 not pinned"))), "plan_limit"},
+		{"the deny list's bound (state)", status.Convert(toStatus(fmt.Errorf("apply: %w", state.ErrTooManyDenied))), "deny_list_full"},
+		{"the deny list's bound (service)", status.Convert(toStatus(exhaustedf(apierr.ReasonDenyListFull, "serial 1 not denied"))), "deny_list_full"},
+		{"--max-handshakes and its queue", status.Convert(toStatus(&errHandshakeBusy{msg: "busy", retryAfter: time.Second})), "handshakes_busy"},
+		{"streams of one identity (authz)", streams, "stream_limit"},
+		{"a watcher behind", status.Convert(toStatus(exhaustedf(apierr.ReasonWatchBehind, "watcher fell behind"))), "watch_behind"},
 		{"a full data dir through toStatus", status.Convert(toStatus(&ginraft.DataDirFullError{Dir: "/d", Free: 1, MinFree: 2})), ""},
 		{"unparsable", status.New(codes.Internal, "grpc: failed to unmarshal the received message: x"), "malformed"},
 		{"a server bug is no rejection", status.New(codes.Internal, "boom"), ""},

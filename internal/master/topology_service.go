@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/state"
@@ -208,7 +209,7 @@ func (t *topologyService) Watch(req *ginv1.WatchRequest, stream ginv1.TopologySe
 			return nil
 		case e, ok := <-ch:
 			if !ok {
-				return toStatus(fmt.Errorf("%w: watcher fell behind; re-read the state and watch again", errResourceExhausted))
+				return toStatus(exhaustedf(apierr.ReasonWatchBehind, "watcher fell behind; re-read the state and watch again"))
 			}
 			if err := stream.Send(t.watchResponse(e)); err != nil {
 				return err
