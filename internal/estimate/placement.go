@@ -9,6 +9,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/natsort"
 )
 
@@ -74,29 +75,12 @@ type Options struct {
 
 // EthernetFromInventories returns an Options.Ethernet that says true for
 // the nodes whose compute ports (HCAs of role COMPUTE, else of unspecified
-// role; never storage) are all Ethernet.
+// role; never storage) are all Ethernet (inventory.ComputeEthernet).
 func EthernetFromInventories(invs []*ginv1.NodeInventory) func(node string) bool {
 	eth := map[string]bool{}
 	for _, inv := range invs {
-		for _, role := range []ginv1.HcaRole{ginv1.HcaRole_HCA_ROLE_COMPUTE, ginv1.HcaRole_HCA_ROLE_UNSPECIFIED} {
-			ports, ethernet := 0, 0
-			for _, h := range inv.GetHcas() {
-				if h.GetRole() != role {
-					continue
-				}
-				for _, p := range h.GetPorts() {
-					ports++
-					if p.GetLinkLayer() == ginv1.LinkLayer_LINK_LAYER_ETHERNET {
-						ethernet++
-					}
-				}
-			}
-			if ports > 0 {
-				if ethernet == ports {
-					eth[inv.GetNodeName()] = true
-				}
-				break
-			}
+		if inventory.ComputeEthernet(inv) {
+			eth[inv.GetNodeName()] = true
 		}
 	}
 	return func(node string) bool { return eth[node] }

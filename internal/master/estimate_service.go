@@ -57,13 +57,14 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 		if w == nil {
 			w = &ginv1.Workload{Preset: ginv1.WorkloadPreset_WORKLOAD_PRESET_DATA_PARALLEL_TRAINING}
 		}
-		invs := make([]*ginv1.NodeInventory, 0, v.Len())
-		for _, n := range v.NodeNames() {
-			rec, _ := v.Node(n)
-			invs = append(invs, rec.GetInventory())
+		// The link layer comes from the node heads: no inventory is
+		// decoded (the store keeps them compressed).
+		ethernet := func(node string) bool {
+			h, _ := v.Head(node)
+			return h.ComputeEthernet
 		}
 		pes, err := estimate.ForGPUCountWith(v.Graph, int(req.GetGpus()), busyNodes(v, p.s.store), w,
-			estimate.Options{Ethernet: estimate.EthernetFromInventories(invs)})
+			estimate.Options{Ethernet: ethernet})
 		if err != nil {
 			return nil, toStatus(invalidf("gpus", "%v", err))
 		}

@@ -12,6 +12,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
 )
 
 // NodeHead is a node's record without its inventory, plus the few
@@ -31,6 +32,9 @@ type NodeHead struct {
 	// GPU0Model is the model of the first GPU listed; GPUModel the first
 	// model any GPU reports.
 	GPU0Model, GPUModel string
+	// ComputeEthernet: the compute ports are all Ethernet (RoCE), as
+	// inventory.ComputeEthernet says.
+	ComputeEthernet bool
 }
 
 // State is the node's liveness state.
@@ -46,7 +50,8 @@ type nodeEntry struct {
 
 func headOf(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) NodeHead {
 	h := NodeHead{Record: rec, Name: inv.GetNodeName(), Generation: inv.GetGeneration(),
-		MachineID: inv.GetHost().GetMachineId(), SystemModel: inv.GetHost().GetSystemModel(), GPUs: len(inv.GetGpus())}
+		MachineID: inv.GetHost().GetMachineId(), SystemModel: inv.GetHost().GetSystemModel(), GPUs: len(inv.GetGpus()),
+		ComputeEthernet: inventory.ComputeEthernet(inv)}
 	for i, g := range inv.GetGpus() {
 		if i == 0 {
 			h.GPU0Model = g.GetModel()
