@@ -10,6 +10,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/gin-topology/gin/internal/dialerr"
 )
 
 // This file is the one place where ginctl turns errors into what the user
@@ -110,17 +112,6 @@ func flagName(field string) string {
 	return field
 }
 
-// httpPort says a master address answered HTTP (the /metrics port), not gRPC.
-var httpPort = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
-
-// Plaintext against a master serving mutual TLS: the handshake fails on the
-// master's side, which closes the connection before any HTTP/2 frame.
-var tlsOnly = regexp.MustCompile(`error reading server preface: EOF|connection closed before server preface`)
-
-// TLS against a plaintext port: a master started with --insecure, or the
-// HTTP port.
-var notTLS = regexp.MustCompile(`first record does not look like a TLS handshake`)
-
 // describe is the sentence ginctl prints for err (after "ginctl: ").
 func describe(err error) string {
 	if isUsage(err) {
@@ -166,16 +157,16 @@ func describe(err error) string {
 
 // unavailable explains why no master answered and what to check.
 func unavailable(msg string) string {
-	switch {
-	case tlsOnly.MatchString(msg):
+	switch dialerr.Classify(msg) {
+	case dialerr.TLSRequired:
 		return "the master at " + addrs(msg) + " closed the connection without answering: it serves mutual TLS and ginctl gave no certificate; give --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY; README, Security)"
-	case notTLS.MatchString(msg):
+	case dialerr.NotTLS:
 		return "the --master address does not speak TLS: a master started with --insecure (leave out --tls-* and GIN_TLS_*) or its HTTP port (/metrics, 5002 by default; give its gRPC port, 5000 by default)"
-	case httpPort.MatchString(msg):
+	case dialerr.HTTPPort:
 		return "the --master address answers HTTP, not gRPC: it is the master's HTTP port (/metrics, 5002 by default); give its gRPC port (5000 by default)"
-	case strings.Contains(msg, "connection refused"):
+	case dialerr.Refused:
 		return "cannot reach a master: nothing listens at " + addrs(msg) + " (is gin-master running? set --master or GIN_MASTER_HOST)"
-	case strings.Contains(msg, "no such host"):
+	case dialerr.NoSuchHost:
 		return "cannot reach a master: unknown host in " + addrs(msg) + " (check --master or GIN_MASTER_HOST)"
 	}
 	return "cannot reach a master: " + msg + " (is gin-master running? set --master or GIN_MASTER_HOST)"

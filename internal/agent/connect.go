@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gin-topology/gin/internal/dialerr"
 	"github.com/gin-topology/gin/internal/ratelog"
 )
 
@@ -38,6 +39,9 @@ func (a *Agent) connectLoop(ctx context.Context) {
 	reportedDown := false
 	// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
 	busyLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
+	// One line per busyLogEvery about a master this agent cannot talk to
+	// as configured (TLS on one side only, the HTTP port).
+	mismatchLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
 
 	for {
 		addr, i := a.candidate(idx)
@@ -84,6 +88,12 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			log.Debug("master named another leader", slog.String("leader_hint", out.hint))
 		case out.code == codes.ResourceExhausted:
 			a.recordError(out.err) // logged below, rate limited
+		case mismatch(out.code, out.err) != "":
+			reportedDown = true
+			a.recordError(out.err)
+			if ok, skipped := mismatchLog.Allow(); ok {
+				log.Error(mismatch(out.code, out.err)+"; retrying", slog.Uint64("suppressed", skipped), slog.Any("err", out.err))
+			}
 		case !reportedDown:
 			reportedDown = true
 			a.recordError(out.err)
@@ -220,6 +230,24 @@ func rejected(c codes.Code) bool {
 		return true
 	}
 	return false
+}
+
+// mismatch is the sentence saying why this agent cannot talk to a master
+// as configured, or "" when err is no such failure (internal/dialerr tells
+// them, as for ginctl).
+func mismatch(code codes.Code, err error) string {
+	if err == nil || code != codes.Unavailable {
+		return ""
+	}
+	switch dialerr.Classify(err.Error()) {
+	case dialerr.TLSRequired:
+		return "the master closed the connection without answering: it serves mutual TLS and this agent dials plaintext; give gin-agent --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY) with an agent certificate naming this node (ginctl tls cert create --role agent --name NODE; README, Security)"
+	case dialerr.NotTLS:
+		return "the master address does not speak TLS: a master started with --insecure (leave out this agent's --tls-* and GIN_TLS_*) or the master's HTTP port (/metrics, 5002 by default; give its gRPC port, 5000 by default, in --master or GIN_MASTER_HOST)"
+	case dialerr.HTTPPort:
+		return "the master address answers HTTP, not gRPC: it is the master's HTTP port (/metrics, 5002 by default); give its gRPC port (5000 by default) in --master or GIN_MASTER_HOST"
+	}
+	return ""
 }
 
 // statusMessage is the message of the gRPC status in err's chain, or

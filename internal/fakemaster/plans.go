@@ -2,14 +2,17 @@ package fakemaster
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/testdata"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
@@ -49,11 +52,35 @@ func (m *Plans) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanR
 // address.
 func Serve(t testing.TB, m *Plans) string {
 	t.Helper()
+	return serve(t, m)
+}
+
+// ServeTLS serves m over TLS (grpc-go's test certificate, which no client
+// of ours trusts): a plaintext client fails as against a master serving
+// mutual TLS, in the handshake, before any answer.
+func ServeTLS(t testing.TB, m *Plans) string {
+	t.Helper()
+	creds, err := credentials.NewServerTLSFromFile(testdata.Path("x509/server1_cert.pem"), testdata.Path("x509/server1_key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, m, grpc.Creds(creds))
+}
+
+// ClientTLS are TLS credentials that take any server certificate: a
+// client that speaks TLS to whatever listens (a plaintext master, an
+// HTTP port).
+func ClientTLS() credentials.TransportCredentials {
+	return credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) //nolint:gosec // tests only: the handshake's failure is what is tested
+}
+
+func serve(t testing.TB, m *Plans, opts ...grpc.ServerOption) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(opts...)
 	ginv1.RegisterPlanServiceServer(s, m)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)

@@ -1,0 +1,69 @@
+package dialerr
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Cause is why a client could not talk to a master.
+type Cause int
+
+const (
+	// Other: none of the causes below (a timeout, a reset, a refusal).
+	Other Cause = iota
+	// TLSRequired: the client dialled plaintext and the master serves
+	// mutual TLS; the TLS handshake fails on the master's side, which
+	// closes the connection before any HTTP/2 frame.
+	TLSRequired
+	// NotTLS: the client dialled TLS and the port speaks plaintext (a
+	// master started with --insecure, or its HTTP port).
+	NotTLS
+	// HTTPPort: the address answers HTTP/1.1 (the master's /metrics port).
+	HTTPPort
+	// Refused: nothing listens at the address.
+	Refused
+	// NoSuchHost: the host name does not resolve.
+	NoSuchHost
+)
+
+var (
+	tlsRequired = regexp.MustCompile(`error reading server preface: EOF|connection closed before server preface`)
+	notTLS      = regexp.MustCompile(`first record does not look like a TLS handshake`)
+	httpPort    = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
+)
+
+// Classify is the Cause that the error text msg (a status message or a
+// whole error) reports. The checks go from the most precise: a plaintext
+// dial of a TLS port and one of the HTTP port both mention the server
+// preface.
+func Classify(msg string) Cause {
+	switch {
+	case tlsRequired.MatchString(msg):
+		return TLSRequired
+	case notTLS.MatchString(msg):
+		return NotTLS
+	case httpPort.MatchString(msg):
+		return HTTPPort
+	case strings.Contains(msg, "connection refused"):
+		return Refused
+	case strings.Contains(msg, "no such host"):
+		return NoSuchHost
+	}
+	return Other
+}
+
+func (c Cause) String() string {
+	switch c {
+	case TLSRequired:
+		return "TLSRequired"
+	case NotTLS:
+		return "NotTLS"
+	case HTTPPort:
+		return "HTTPPort"
+	case Refused:
+		return "Refused"
+	case NoSuchHost:
+		return "NoSuchHost"
+	}
+	return "Other"
+}

@@ -1,0 +1,77 @@
+package dialerr
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/fakemaster"
+)
+
+// TestClassifyGRPCErrors: the causes are told from what grpc-go really
+// says, dialling real listeners, so a change of its words fails here.
+func TestClassifyGRPCErrors(t *testing.T) {
+	tlsAddr := fakemaster.ServeTLS(t, &fakemaster.Plans{})
+	plainAddr := fakemaster.Serve(t, &fakemaster.Plans{})
+	web := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(web.Close)
+	clientTLS := fakemaster.ClientTLS()
+
+	tests := []struct {
+		name  string
+		addr  string
+		creds credentials.TransportCredentials
+		want  Cause
+	}{
+		{"plaintext to a TLS master", tlsAddr, insecure.NewCredentials(), TLSRequired},
+		{"TLS to a plaintext master", plainAddr, clientTLS, NotTLS},
+		{"plaintext to the HTTP port", web.Listener.Addr().String(), insecure.NewCredentials(), HTTPPort},
+		{"TLS to the HTTP port", web.Listener.Addr().String(), clientTLS, NotTLS},
+		{"nothing listens", fakemaster.DeadAddr(t), insecure.NewCredentials(), Refused},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := grpc.NewClient(tc.addr, grpc.WithTransportCredentials(tc.creds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "1"})
+			if status.Code(err) != codes.Unavailable {
+				t.Fatalf("call: %v, want UNAVAILABLE", err)
+			}
+			if got := Classify(err.Error()); got != tc.want {
+				t.Fatalf("Classify(%q) = %v, want %v", err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClassifyText(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want Cause
+	}{
+		{`no master answered (127.0.0.1:5000: Unavailable: connection error: desc = "error reading server preface: EOF")`, TLSRequired},
+		{`connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`, NotTLS},
+		{`dial tcp: lookup nowhere.invalid: no such host`, NoSuchHost},
+		{`context deadline exceeded`, Other},
+		{``, Other},
+	}
+	for _, tc := range tests {
+		if got := Classify(tc.msg); got != tc.want {
+			t.Errorf("Classify(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}
