@@ -38,7 +38,7 @@ func dataDirFull(t *testing.T) error {
 func TestDo(t *testing.T) {
 	unavailable := status.Error(codes.Unavailable, "connection refused")
 	refused := status.Error(codes.InvalidArgument, "nodes: unknown node n9")
-	stale := status.Error(codes.FailedPrecondition, "stale generation") // no NOT_LEADER detail: a refusal
+	stale := status.Error(codes.FailedPrecondition, "stale generation")    // no NOT_LEADER detail: a refusal
 	tooLarge := status.Error(codes.ResourceExhausted, "message too large") // no DATA_DIR_FULL detail: a refusal
 	ok := answer{}
 	tests := []struct {
