@@ -554,10 +554,15 @@ func TestFaultCampaign(t *testing.T) {
 	if err := requireTLS(c); err != nil {
 		t.Fatal(err)
 	}
+	// Each agent its own plan socket and plan dir, as on its own node (the
+	// defaults, /run/gin/agent.sock and /var/lib/gin-agent/plans, are one
+	// per host: the second agent would serve no plans and keep none pushed).
+	agentDir := t.TempDir()
 	for _, n := range nodeNames {
 		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
-				"--heartbeat-interval", "1s", "--metrics-bind", ""}, certs.Flags("agent-"+n)...)}
+				"--heartbeat-interval", "1s", "--metrics-bind", "",
+				"--plan-socket", filepath.Join(agentDir, n+".sock"), "--plan-dir", filepath.Join(agentDir, n+"-plans")}, certs.Flags("agent-"+n)...)}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
