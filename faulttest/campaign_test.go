@@ -1006,6 +1006,16 @@ func TestFaultCampaign(t *testing.T) {
 	if err := agentsUseTLS(c); err != nil {
 		problems = append(problems, err.Error())
 	}
+	// (4b) Each agent served plans on its own socket and kept every plan
+	// the masters pushed.
+	for _, a := range c.agents {
+		if logCount(a, `msg="serving plans"`) == 0 {
+			problems = append(problems, fmt.Sprintf("agent %s serves no plans (log %s)", a.Name, a.Log))
+		}
+		if n := logCount(a, "pushed plan not kept"); n > 0 {
+			problems = append(problems, fmt.Sprintf("agent %s logged %d pushed plans not kept (log %s)", a.Name, n, a.Log))
+		}
+	}
 
 	// (5) Snapshots were taken (and so the log compacted) on every master
 	// during the faults; restores count local restarts and installs sent by
