@@ -27,7 +27,10 @@ const (
 )
 
 var (
-	tlsRequired = regexp.MustCompile(`error reading server preface: EOF|connection closed before server preface`)
+	// A TLS server drops a connection whose first bytes are not a TLS
+	// record: the client reads EOF, or a reset when the server closed with
+	// the rest of the client's preface unread.
+	tlsRequired = regexp.MustCompile(`error reading server preface: (EOF|.*connection reset by peer)|connection closed before server preface`)
 	notTLS      = regexp.MustCompile(`first record does not look like a TLS handshake`)
 	httpPort    = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
 )

@@ -64,6 +64,10 @@ func TestClassifyText(t *testing.T) {
 		want Cause
 	}{
 		{`no master answered (127.0.0.1:5000: Unavailable: connection error: desc = "error reading server preface: EOF")`, TLSRequired},
+		// The TLS server may close with the client's preface unread: a reset.
+		{`rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"`, TLSRequired},
+		{`rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: connection reset by peer"`, TLSRequired},
+		{`connection error: desc = "error reading server preface: http2: frame too large"`, HTTPPort},
 		{`connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`, NotTLS},
 		{`dial tcp: lookup nowhere.invalid: no such host`, NoSuchHost},
 		{`context deadline exceeded`, Other},
