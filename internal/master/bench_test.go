@@ -61,19 +61,30 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
-// inventoryCommits returns a function that commits the next generation of
-// one DGX H100 inventory (about 12 KB, one NVLink toggled so the content
-// changes) through leader and returns how long the commit took.
-func inventoryCommits(b *testing.B, leader *Server) func() time.Duration {
-	inv := simInventory(b, "dgx-h100", "bench001")
+// nextGenerations returns a function that returns the next generation of
+// inv (1, 2, ...), GPU0's NVLink 0 down in every other one so that the
+// content changes each time.
+func nextGenerations(inv *ginv1.NodeInventory) func() *ginv1.NodeInventory {
 	gen := uint64(0)
-	return func() time.Duration {
+	return func() *ginv1.NodeInventory {
 		gen++
 		next := proto.CloneOf(inv)
 		next.Generation = gen
 		if gen%2 == 0 {
 			next.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
 		}
+		return next
+	}
+}
+
+// inventoryCommits returns a function that commits the next generation of
+// one DGX H100 inventory (about 12 KB, one NVLink toggled so the content
+// changes) through leader and returns how long the commit took.
+func inventoryCommits(b *testing.B, leader *Server) func() time.Duration {
+	inv := simInventory(b, "dgx-h100", "bench001")
+	next := nextGenerations(inv)
+	return func() time.Duration {
+		next := next()
 		t0 := time.Now()
 		if _, err := leader.putInventory(context.Background(), next); err != nil {
 			b.Fatal(err)
@@ -189,14 +200,10 @@ func sessionCommits(b *testing.B, addr, node string) func() time.Duration {
 	if r, err := st.Recv(); err != nil || r.GetHelloAck() == nil {
 		b.Fatalf("hello on %s: %v, %v", addr, r, err)
 	}
-	gen := uint64(0)
+	next := nextGenerations(inv)
 	return func() time.Duration {
-		gen++
-		next := proto.CloneOf(inv)
-		next.Generation = gen
-		if gen%2 == 0 {
-			next.Gpus[0].Nvlinks[0].State = ginv1.LinkState_LINK_STATE_DOWN
-		}
+		next := next()
+		gen := next.GetGeneration()
 		t0 := time.Now()
 		if err := st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: next}}); err != nil {
 			b.Fatal(err)
