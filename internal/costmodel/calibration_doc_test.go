@@ -22,8 +22,10 @@ the measurements a cluster imports with `+"`ginctl calibrate import`"+` (last se
 NCCL's own model (nccl-plugin.md §6, NCCL 2.30.7 defaults): time = latency + bytes / algbw per
 (algorithm, protocol), with NCCL's base and per-hardware latencies, llMaxBws and per-channel caps per
 compute capability and node scale, the tree correction factors, the ring/Simple plateau factor, the
-bus→algorithm bandwidth conversion, NVLS only with NVSwitch on SM90+ and more than 4 GPUs per node
-(NVLS tree from 2 nodes on, no multi-node NVLS without CollNet), PAT only with 1 GPU per node, LL128
+bus→algorithm bandwidth conversion, NVLS only with NVSwitch on SM90+ and at least 2 GPUs of the
+NVLink domain (ncclNvlsInit in src/transport/nvls.cc: `+"`gpuCount < 2`"+` returns without NVLS from
+NCCL 2.28.7 on, `+"`gpuCount <= 2`"+` in 2.18.1-2.28.3; NVLS tree from 2 nodes on with the same GPU count
+per node, no multi-node NVLS without CollNet), PAT only with 1 GPU per node, LL128
 only with NVLink inside the node. Channels and per-channel speeds come from NCCL's search speeds
 (sm80 intra 40..3, sm90 60..3 / inter 48..0.12, sm100 90..18 / 96..0.12): the most total
 bandwidth nChannels × speed that the node's NVLink (NCCL counts %.3f of the line rate on SM80, %.3f
@@ -91,11 +93,23 @@ thumb the physics must reproduce, or a published run a rule of the model was cho
   but not asserted.
 - Not expressible yet: V100 DGX-2 (no SM70 profile in the graph inference), PCIe-only servers
   (root-complex and memory bound, not modelled), VM and EFA penalties.
-- NVLS GPU count: NCCL's code enables NVLS from 3 GPUs (ncclNvlsInit returns without it for 2 or
-  fewer) and its NVLS cost has no GPU-count term that lowers it: its model has NVLS all_reduce busbw
-  the same on 5 GPUs as on 8. GIN keeps NVLS off up to 4 GPUs per node and, from 5 to 8, prices
-  the NVLink bytes NVLS moves (row "NVLS GPU count"; the nccl#1455 rows of the table: GIN within
-  3%% where NCCL's model is 21-33%% high). Not checked: the issue's Ring measured faster at 5 of 8
+- NVLS GPU count. Where NCCL offers NVLS (NVIDIA/nccl src/transport/nvls.cc, ncclNvlsInit): from 3
+  GPUs of the NVLink domain in NCCL 2.18.1 to 2.28.3 (`+"`gpuCount <= 2`"+` returns without NVLS; 2.21-2.23
+  count the MNNVL clique), from 2 GPUs since 2.28.7 (`+"`gpuCount < 2`"+`, commit ae7aed19, through 2.30.7).
+  GIN's model follows 2.30.7: NVLS is a usable cell from 2 GPUs, NVLS tree from 2 GPUs per node. Before
+  this, GIN's model (and its copy of NCCL's) offered NVLS only above 4 GPUs, the rule of
+  shared/reference/calibration.md ("NVLS beats ring only above 4 GPUs", read from nccl#1455's
+  measurements; DESIGN.md names no GPU count, its read-only reference does), which is not NCCL's
+  gate: it is a measured ranking, which GIN's pricing reproduces. NCCL's own NVLS cost has no GPU-count term that lowers
+  it (its NVLS all_reduce busbw is the same on 2 GPUs as on 8), so NCCL's model picks NVLS on 2 to 4
+  GPUs too. GIN prices the NVLink bytes NVLS moves (row "NVLS GPU count"): ring is faster on 2 and 3
+  H100s (by 76%% and 17%% at 2 GiB, so a plan overrides NCCL's NVLS there), the two are within 3%%
+  on 4 (NVLS ahead: no override), NVLS wins from 5 on. The nccl#1455 rows of the table: GIN within
+  3%% on 4 to 7 GPUs where NCCL's model is 21-52%% high; on 3 GPUs GIN's NVLS is 16%% below the
+  reporter's "365-370 like ring", so the 17%% by which GIN prefers ring there is a model figure
+  that the one published point does not support (ring and NVLS measured alike). The published 1 × 4
+  H100 curve of NCCL 2.29.2's default (xxrjun N1_G4, held out: NCCL offers NVLS there and its model
+  picks it) is within 5%% at every size. Not checked: the issue's Ring measured faster at 5 of 8
   B200 GPUs. No public log of it was found (searched: nccl and nccl-tests issues on B200, NVLS and
   GPU counts); with the same physics GIN has %s: it still picks NVLS, as NCCL's model does, so a
   plan leaves that choice to NCCL, and a B200 curve imported with

@@ -82,14 +82,15 @@ func calPoints(t *testing.T) []calPoint {
 		calPoint{"DGX H100 ×2, 8×NDR, 8 B all_reduce, best (not asserted)", "calibration.md (30-48 µs)", multi(dgxH100, 2, 8, 400), ar, 8, 0, 0, "time", 39, 0, ""},
 	)
 	// NVLS and ring on 2 to 8 of one DGX H100's GPUs, 2-4 GiB (NVIDIA/nccl#1455:
-	// ring 365-370 GB/s busbw at every count; NVLS 420, 440, 460, 480 on 5 to
-	// 8). The n/(n+1) GPU-count form of NVLS (nvlsGPUCount) was chosen with
-	// them in view: "rule", not held out.
+	// ring 365-370 GB/s busbw at every count; NVLS 365-370 on 3 and 4 (on 2
+	// the reporter's NCCL, 2.18-2.28.3, had no NVLS), 420, 440, 460, 480 on
+	// 5 to 8). The n/(n+1) GPU-count form of NVLS (nvlsGPUCount) was chosen
+	// with them in view: "rule", not held out.
 	for _, c := range []struct {
 		n     int
 		algo  ginv1.Algorithm
 		busbw float64
-	}{{2, ring, 367.5}, {5, ring, 367.5}, {5, nvls, 420}, {6, nvls, 440}, {7, nvls, 460}} {
+	}{{2, ring, 367.5}, {5, ring, 367.5}, {3, nvls, 367.5}, {4, nvls, 367.5}, {5, nvls, 420}, {6, nvls, 440}, {7, nvls, 460}} {
 		pts = append(pts, calPoint{fmt.Sprintf("DGX H100, %d of 8 GPUs, all_reduce busbw, %s", c.n, strings.ToLower(strings.TrimPrefix(c.algo.String(), "ALGORITHM_"))),
 			"nccl#1455", ranks(dgxH100, c.n), ar, 2 << 30, c.algo, simp, "busbw", c.busbw, 0.25, "rule"})
 	}
@@ -108,6 +109,13 @@ func calPoints(t *testing.T) []calPoint {
 		}
 		pts = append(pts, calPoint{fmt.Sprintf("DGX H100, 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, %s", sizeName(p.Bytes)),
 			xr + " N1_G8", dgxH100, ar, p.Bytes, 0, 0, "busbw", p.BusBW, tol, role})
+	}
+	// The same cluster's 1 × 4 H100 all_reduce (NCCL 2.29.2 default: NVLS is
+	// offered on 4 GPUs and NCCL's model picks it): held out, no constant or
+	// rule was chosen with it in view.
+	for _, p := range nvlsCurve(t, "../nccltests/testdata/xxrjun_N1_G4.log") {
+		pts = append(pts, calPoint{fmt.Sprintf("DGX H100, 4 of 8 GPUs, all_reduce busbw, NCCL 2.29.2 default, %s", sizeName(p.Bytes)),
+			xr + " N1_G4", ranks(dgxH100, 4), ar, p.Bytes, 0, 0, "busbw", p.BusBW, 0.15, "held out"})
 	}
 	// The published 72-GPU GB200 NVL72 all_reduce (coreweave/nccl-tests#43,
 	// out-of-place busbw), then the multi-node logs of

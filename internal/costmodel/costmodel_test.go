@@ -102,7 +102,12 @@ func TestCells(t *testing.T) {
 		{"nvls single node", dgxH100, ar, nvls, simp, true},
 		{"nvls not LL", dgxH100, ar, nvls, ll, false},
 		{"nvls not on A100", dgxA100, ar, nvls, simp, false},
-		{"nvls not on 4 GPUs", ranks(dgxH100, 4), ar, nvls, simp, false},
+		// NCCL >= 2.28.7 (ncclNvlsInit: gpuCount < 2) offers NVLS from 2 GPUs.
+		{"nvls on 4 GPUs", ranks(dgxH100, 4), ar, nvls, simp, true},
+		{"nvls on 2 GPUs", ranks(dgxH100, 2), ar, nvls, simp, true},
+		{"nvls not on 1 GPU", ranks(dgxH100, 1), ar, nvls, simp, false},
+		{"nvls tree on 2 GPUs per node", multi(ranks(dgxH100, 2), 2, 2, 400), ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, true},
+		{"nvls tree not on 1 GPU per node", onePerNode(2, 400), ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, false},
 		{"nvls multi-node needs collnet", h2, ar, nvls, simp, false},
 		{"nvls tree multi-node", h2, ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, true},
 		{"nvls tree not single node", dgxH100, ar, ginv1.Algorithm_ALGORITHM_NVLS_TREE, simp, false},

@@ -145,8 +145,12 @@ func derive(s Shape, gin bool) (params, error) {
 	if p.nNodes > 1 && (s.NICPath == NICPathHost || s.NICPath == NICPathC2C && p.cc < 90) {
 		p.ll128 = false
 	}
-	p.nvls = s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.nNodes == 1 && p.ppn > 4
-	p.nvlsTree = s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.nNodes > 1 && p.ppn > 1
+	// NVLS needs NVSwitches, SM90+ and at least nvlsMinGPUs GPUs of the
+	// NVLink domain in the communicator (NCCL's ncclNvlsInit); NVLS proper
+	// on one NVLink domain, NVLSTree across nodes.
+	nvlsOK := s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.ppn >= nvlsMinGPUs
+	p.nvls = nvlsOK && p.nNodes == 1
+	p.nvlsTree = nvlsOK && p.nNodes > 1
 	p.pat = p.ppn == 1 && p.nRanks > 1 && p.cc >= 60
 	if gin && p.cc < 90 && p.intraHW == hwNVLink {
 		p.stepFloor = NVLinkLLStepUs

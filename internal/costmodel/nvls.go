@@ -71,6 +71,20 @@ func (p *params) nvlsRampUs(bytes uint64, algbw float64) float64 {
 	return fill + NVLSChunkUs*float64(p.ppn)*extraLoops
 }
 
+// nvlsMinGPUs is the fewest GPUs of one NVLink domain (one node, or one
+// MNNVL clique) with which NCCL sets nvlsSupport: ncclNvlsInit
+// (src/transport/nvls.cc) returns without NVLS when ncclTopoGetGpuCount is
+// below it. NCCL 2.28.7 through 2.30.7 (the version this model follows):
+// `gpuCount < 2`, so from 2 GPUs. NCCL 2.18.1 through 2.28.3: `gpuCount <= 2`
+// (2.21-2.23: the clique size for MNNVL), from 3 GPUs. The rule in
+// shared/reference/calibration.md ("NVLS beats ring only above 4 GPUs",
+// which GIN's model used as "NVLS only with more than 4 GPUs") is a reading
+// of nccl#1455's measurements, not NCCL's gate: NCCL offers NVLS on 2 to 4
+// GPUs and its own model picks it there (its NVLS busbw does not fall with
+// fewer GPUs); GIN's model prices it with nvlsGPUCount and finds ring faster
+// on 2 and 3 GPUs, a near tie on 4.
+const nvlsMinGPUs = 2
+
 // nvlsFitGPUs is the GPU count the NVLS constants were fitted at (one
 // 8-GPU NVSwitch baseboard).
 const nvlsFitGPUs = 8
