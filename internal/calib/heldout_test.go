@@ -28,8 +28,19 @@ var heldOutLogs = []struct {
 	{"xxrjun_N1_G8.log", costmodel.Shape{NRanks: 8, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}},
 	{"xxrjun_N10_G8.log", costmodel.Shape{NRanks: 80, NNodes: 10, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
 		NICsPerNode: 8, NICGbps: 400, InterHops: 1, Oversubscription: 1}},
+	{"xxrjun_N10_G1.log", tenNodes(1)},
+	{"xxrjun_N10_G2.log", tenNodes(2)},
+	{"xxrjun_N10_G4.log", tenNodes(4)},
 	{"xxrjun_smoke_N2_G1.log", costmodel.Shape{NRanks: 2, NNodes: 2, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
 		NICsPerNode: 1, NICGbps: 400, InterHops: 1, Oversubscription: 1}},
+}
+
+// tenNodes is the shape of the 10-node logs with g GPUs per node: each
+// GPU's own 400 Gb/s NIC (the logs' peak busbw is 48.7, 98.3 and 196.7
+// GB/s with 1, 2 and 4 GPUs per node: one NIC each).
+func tenNodes(g int) costmodel.Shape {
+	return costmodel.Shape{NRanks: 10 * g, NNodes: 10, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
+		NICsPerNode: g, NICGbps: 400, InterHops: 1, Oversubscription: 1}
 }
 
 // sizeCols is one size of a published table with both of its columns:

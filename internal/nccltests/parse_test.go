@@ -52,6 +52,24 @@ func TestPublishedLogs(t *testing.T) {
 			lastBytes: 17179869184,
 		},
 		{
+			file: "xxrjun_N10_G1.log", tests: []string{AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv},
+			nodes: 10, gpn: 1, rows: 10, avg: 47.8165,
+			first:     first{bytes: 33554432, oopUs: 1405.25, oopBW: 42.98, ipBW: 42.95, ipWrong: "0"},
+			lastBytes: 17179869184,
+		},
+		{
+			file: "xxrjun_N10_G2.log", tests: []string{AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv},
+			nodes: 10, gpn: 2, rows: 10, avg: 94.3888,
+			first:     first{bytes: 33554432, oopUs: 787.43, oopBW: 80.96, ipBW: 83.57, ipWrong: "0"},
+			lastBytes: 17179869184,
+		},
+		{
+			file: "xxrjun_N10_G4.log", tests: []string{AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv},
+			nodes: 10, gpn: 4, rows: 10, avg: 167.923,
+			first:     first{bytes: 33554432, oopUs: 780.92, oopBW: 83.79, ipBW: 90.31, ipWrong: "0"},
+			lastBytes: 17179869184,
+		},
+		{
 			file: "xxrjun_N1_G8.log", tests: []string{AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv},
 			nodes: 1, gpn: 8, rows: 10, avg: 437.957,
 			first:     first{bytes: 33554432, oopUs: 182.87, oopBW: 321.10, ipBW: 321.08, ipWrong: "0"},
