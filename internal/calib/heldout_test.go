@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -18,14 +19,16 @@ var updateDoc = flag.Bool("update-doc", false, "rewrite this package's generated
 
 const calibrationDoc = "../../docs/CALIBRATION.md"
 
-// heldOutLogs are the published logs the held-out tests import, with the
-// model shape of each (docs/CALIBRATION.md: DGX-H100-like nodes; the NICs
-// of the multi-node logs are assumed 400 Gb/s, the logs do not say).
+// heldOutLogs are the published logs the held-out tests import: every
+// nccl-tests log in internal/nccltests/testdata (TestHeldOutLogsAreEveryFixture),
+// with the model shape of each (docs/CALIBRATION.md: DGX-H100-like nodes;
+// the NICs of the multi-node logs are assumed 400 Gb/s, the logs do not say).
 var heldOutLogs = []struct {
 	file  string
 	shape costmodel.Shape
 }{
 	{"xxrjun_N1_G8.log", costmodel.Shape{NRanks: 8, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}},
+	{"xxrjun_N1_G4.log", costmodel.Shape{NRanks: 4, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}},
 	{"xxrjun_N10_G8.log", costmodel.Shape{NRanks: 80, NNodes: 10, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
 		NICsPerNode: 8, NICGbps: 400, InterHops: 1, Oversubscription: 1}},
 	{"xxrjun_N10_G1.log", tenNodes(1)},
@@ -41,6 +44,28 @@ var heldOutLogs = []struct {
 func tenNodes(g int) costmodel.Shape {
 	return costmodel.Shape{NRanks: 10 * g, NNodes: 10, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true,
 		NICsPerNode: g, NICGbps: 400, InterHops: 1, Oversubscription: 1}
+}
+
+// TestHeldOutLogsAreEveryFixture keeps the held-out set a rule rather than
+// a choice: every published log the repository keeps is evaluated, so a
+// log cannot be left out after its results are seen.
+func TestHeldOutLogsAreEveryFixture(t *testing.T) {
+	files, err := filepath.Glob("../nccltests/testdata/*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, lg := range heldOutLogs {
+		listed[lg.file] = true
+	}
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			t.Errorf("%s is not in heldOutLogs: give it its shape there", f)
+		}
+	}
+	if len(files) != len(heldOutLogs) {
+		t.Errorf("%d fixture logs, %d held-out logs", len(files), len(heldOutLogs))
+	}
 }
 
 // sizeCols is one size of a published table with both of its columns:
