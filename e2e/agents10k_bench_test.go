@@ -196,11 +196,14 @@ const (
 type akConfig struct {
 	agents, baseline, rate, concurrency int
 	window                              time.Duration
+	// first is the index of the first agent (agents first ..
+	// first+agents-1): a part of a load split over processes.
+	first int
 }
 
 // akLoad is the master under test and the simulated agents.
 type akLoad struct {
-	b        *testing.B
+	b        testing.TB
 	cfg      akConfig
 	master   *foProc
 	addr     string
@@ -279,7 +282,7 @@ func akMasterArgs(b *testing.B) []string {
 
 // newAkLoad is the simulated agents (and their template inventory) of a
 // load on master (client address addr, metrics on httpAddr), plaintext.
-func newAkLoad(b *testing.B, cfg akConfig, master *foProc, addr, httpAddr string) *akLoad {
+func newAkLoad(b testing.TB, cfg akConfig, master *foProc, addr, httpAddr string) *akLoad {
 	l := &akLoad{b: b, cfg: cfg, start: time.Now(), master: master, addr: addr, httpAddr: httpAddr,
 		scraper: &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}},
 		creds:   func(string) credentials.TransportCredentials { return insecure.NewCredentials() },
@@ -302,7 +305,7 @@ func newAkLoad(b *testing.B, cfg akConfig, master *foProc, addr, httpAddr string
 	if x.Gpus[0].Uuid == y.Gpus[0].Uuid || x.Host.MachineId == y.Host.MachineId || proto.Equal(x.Gpus[0], y.Gpus[0]) {
 		b.Fatal("re-identified inventories share identities")
 	}
-	for i := range cfg.agents {
+	for i := cfg.first; i < cfg.first+cfg.agents; i++ {
 		l.agents = append(l.agents, &akAgent{l: l, idx: i, name: fmt.Sprintf("ak%05d", i)})
 	}
 	b.Cleanup(func() {
@@ -350,8 +353,11 @@ func akStartWithEnv(b *testing.B, p *foProc, spec string) {
 }
 
 // progress prints at once (b.Logf prints when the benchmark ends).
-func (l *akLoad) progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "agents10k %6.1fs: %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+func (l *akLoad) progress(format string, args ...any) { akProgress(l.start, format, args...) }
+
+// akProgress prints a progress line of a load started at start.
+func akProgress(start time.Time, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "agents10k %6.1fs: %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 func (l *akLoad) fatalf(format string, args ...any) {
@@ -414,51 +420,26 @@ func (l *akLoad) waitMaster(what string, limit time.Duration, cond func(foMetric
 // master's CPU seconds meanwhile.
 func (l *akLoad) register() (time.Duration, float64) {
 	l.b.Helper()
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
+	var done atomic.Int64
 	pid := l.master.Pid()
 	cpu0, self0, all0, t0 := akProcCPU(pid), akProcCPU(os.Getpid()), akMachineCPU(), time.Now()
-	regErr := make(chan error, 1)
-	for range l.cfg.concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(l.agents) {
-					return
-				}
-				if err := l.agents[i].attach(); err != nil {
-					select {
-					case regErr <- fmt.Errorf("%s: %w", l.agents[i].name, err):
-					default:
-					}
-					return
-				}
-				done.Add(1)
-			}
-		})
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
+	finished := akAttachAll(l.agents, l.cfg.concurrency, &done)
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
 	deadline := time.After(akRegisterWait)
 	prev, prevAt := int64(0), t0
 	for {
 		select {
-		case <-finished:
+		case err := <-finished:
 			d := time.Since(t0)
-			select {
-			case err := <-regErr:
-				l.fatalf("registration failed: %v", err)
-			default:
+			if err != nil {
+				l.fatalf("registration failed after %d nodes: %v", done.Load(), err)
 			}
 			master, self, all := akProcCPU(pid)-cpu0, akProcCPU(os.Getpid())-self0, akMachineCPU()-all0
 			rss, hwm := akProcMem(pid)
 			l.progress("registration: %.1f s; CPU seconds: master %.1f (%.2f ms per node), load generator %.1f, the rest of the machine %.1f; master RSS %.0f MiB, HWM %.0f MiB",
 				d.Seconds(), master, master*1000/float64(len(l.agents)), self, all-master-self, rss/(1<<20), hwm/(1<<20))
 			return d, master
-		case err := <-regErr:
-			l.fatalf("registration failed after %d nodes: %v", done.Load(), err)
 		case <-deadline:
 			l.fatalf("registration not done after %s: %d of %d nodes", akRegisterWait, done.Load(), len(l.agents))
 		case now := <-tick.C:
@@ -470,6 +451,41 @@ func (l *akLoad) register() (time.Duration, float64) {
 			prev, prevAt = n, now
 		}
 	}
+}
+
+// akAttachAll attaches agents in the background, concurrency handshakes
+// at a time, counting each attached one in done. The channel yields nil
+// once every agent is attached, or the first failure (the other workers
+// then stop before their next agent).
+func akAttachAll(agents []*akAgent, concurrency int, done *atomic.Int64) <-chan error {
+	var next atomic.Int64
+	var stop atomic.Bool
+	var once sync.Once
+	var wg sync.WaitGroup
+	out := make(chan error, 1)
+	for range max(concurrency, 1) {
+		wg.Go(func() {
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(agents) {
+					return
+				}
+				if err := agents[i].attach(); err != nil {
+					once.Do(func() {
+						stop.Store(true)
+						out <- fmt.Errorf("%s: %w", agents[i].name, err)
+					})
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		once.Do(func() { out <- nil })
+	}()
+	return out
 }
 
 // quiesce waits until no snapshot has started for akQuiet and every agent
@@ -1119,6 +1135,20 @@ func (s *akSamples) add(d time.Duration) {
 	s.mu.Unlock()
 }
 
+// addMs adds samples already in milliseconds (from another process).
+func (s *akSamples) addMs(ms ...float64) {
+	s.mu.Lock()
+	s.ms = append(s.ms, ms...)
+	s.mu.Unlock()
+}
+
+// values is a copy of the samples, in milliseconds.
+func (s *akSamples) values() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ms)
+}
+
 func (s *akSamples) reset() {
 	s.mu.Lock()
 	s.ms = nil
@@ -1317,7 +1347,7 @@ type akSnapshots struct {
 	inFlight bool
 }
 
-func watchAkSnapshots(b *testing.B, dir string, progress func(string, ...any)) *akSnapshots {
+func watchAkSnapshots(b testing.TB, dir string, progress func(string, ...any)) *akSnapshots {
 	s := &akSnapshots{lastSeen: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)

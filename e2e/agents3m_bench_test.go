@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +31,10 @@ import (
 // with its own gRPC connection and session (the agents of
 // BenchmarkMasterTenThousandAgents), each starting at the master its name
 // hashes to and following leader hints (a master that does not hold agent
-// sessions sends its agents to the leader). Phases:
+// sessions sends its agents to the leader). The agents run in
+// GIN_LOAD_PROCS processes (see akFleet; by default as many as the
+// open-file limit needs: 2 for 25,000 here), this one when it is 1.
+// Phases:
 //
 //  1. registration from cold (GIN_LOAD_REGISTER_CONCURRENCY at a time);
 //     then where the sessions are, per master;
@@ -62,21 +65,23 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 	if memLimit == "" {
 		memLimit = "900MiB"
 	}
-	raiseFileLimitAsRoot(b, uint64(cfg.agents+akSpareFDs))
+	procs := akLoadProcs(b, cfg.agents)
+	// The masters inherit this process's limit: the highest it can have.
+	raiseFileLimitAsRoot(b, uint64((cfg.agents+procs-1)/procs+akSpareFDs))
 	bin := binaries(b)
-	c := startThreeMasters(b, bin, cfg, memLimit)
-	l := c.l
+	c := startThreeMasters(b, bin, cfg, memLimit, procs)
 
 	// A session that ends once registered (a leader change under load, a
 	// follower that lost the leader, a killed master) reattaches
 	// elsewhere, as gin-agent's does; every end and every re-sent
 	// inventory is counted and reported.
-	l.reattach.Store(true)
-	regDur, _ := l.register()
-	l.progress("registration: %d sessions ended and reattached, %d inventories re-sent", l.detached.Load(), l.resent.Load())
+	c.setReattach(true)
+	regDur := c.register()
+	cnt := c.counts()
+	c.progress("registration: %d sessions ended and reattached, %d inventories re-sent", cnt.Detached, cnt.Resent)
 	c.waitAttached("every agent attached and every node up", akAttachWait, time.Now())
-	l.progress("registration of %d agents over 3 masters took %.1f s (%.0f nodes/s, %d attempts tried again); sessions per master %v; RSS per master %v MiB",
-		cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds(), l.regRetries.Load(), c.sessions(), c.rssMiB())
+	c.progress("registration of %d agents over 3 masters took %.1f s (%.0f nodes/s, %d attempts tried again); sessions per master %v; RSS per master %v MiB",
+		cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds(), cnt.Retries, c.sessions(), c.rssMiB())
 	c.quiesce()
 
 	var w *mmWindow
@@ -90,13 +95,14 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(cfg.agents), "agents")
+	b.ReportMetric(float64(procs), "load_procs")
 	b.ReportMetric(regDur.Seconds(), "registration_s")
 	b.ReportMetric(w.commit.q(0.50), "commit_p50_ms")
 	b.ReportMetric(w.commit.q(0.99), "commit_p99_ms")
 	b.ReportMetric(w.commit.max(), "commit_max_ms")
 	b.ReportMetric(w.hb.q(0.99), "hb_ack_p99_ms")
 	b.ReportMetric(float64(w.ended), "window_sessions_ended")
-	b.ReportMetric(float64(l.regRetries.Load()), "registration_retries")
+	b.ReportMetric(float64(cnt.Retries), "registration_retries")
 	for i, m := range c.masters {
 		b.ReportMetric(w.rssMax[i]/(1<<20), fmt.Sprintf("m%d_rss_MiB", i+1))
 		b.ReportMetric(w.hwm[i]/(1<<20), fmt.Sprintf("m%d_hwm_MiB", i+1))
@@ -108,6 +114,7 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 		r    mmKill
 	}{{"leader", leaderKill}, {"follower", followerKill}} {
 		b.ReportMetric(k.r.reattach.Seconds(), k.name+"_reattach_s")
+		b.ReportMetric(k.r.perAgent.q(0.99)/1000, k.name+"_reattach_agent_p99_s")
 		b.ReportMetric(float64(k.r.held), k.name+"_sessions_held")
 		b.ReportMetric(float64(k.r.resent), k.name+"_resent")
 		b.ReportMetric(k.r.downMax, k.name+"_nodes_down_max")
@@ -128,20 +135,25 @@ type mmMaster struct {
 
 // mmCluster is three masters and the simulated agents.
 type mmCluster struct {
-	b       *testing.B
-	l       *akLoad
+	b       testing.TB
+	cfg     akConfig
+	f       *akFleet // the agents
 	masters []*mmMaster
 	conns   []*grpc.ClientConn // to each master, for reads
+	scraper *foCluster         // for scrape only
+	start   time.Time
 }
 
-func startThreeMasters(b *testing.B, bin string, cfg akConfig, memLimit string) *mmCluster {
+// startThreeMasters starts three masters and cfg.agents simulated agents
+// (not yet registered) in procs processes.
+func startThreeMasters(b testing.TB, bin string, cfg akConfig, memLimit string, procs int) *mmCluster {
 	ports := foPorts(b, 9)
 	dir := b.TempDir()
 	var addrs []string
 	for i := range 3 {
 		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(ports[3*i]))
 	}
-	c := &mmCluster{b: b}
+	c := &mmCluster{b: b, cfg: cfg, start: time.Now(), scraper: &foCluster{tb: b, web: &http.Client{Timeout: 30 * time.Second}}}
 	for i := range 3 {
 		m := &mmMaster{id: fmt.Sprintf("m%d", i+1), addr: addrs[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
 		m.dataDir = filepath.Join(dir, m.id)
@@ -159,21 +171,70 @@ func startThreeMasters(b *testing.B, bin string, cfg akConfig, memLimit string) 
 		b.Cleanup(func() { _ = conn.Close() })
 		c.masters, c.conns = append(c.masters, m), append(c.conns, conn)
 	}
-	c.l = newAkLoad(b, cfg, &c.masters[0].foProc, addrs[0], c.masters[0].http)
-	c.l.addrs = addrs
+	c.f = startAkFleet(b, cfg, addrs, procs)
 	for _, m := range c.masters {
-		m.snaps = watchAkSnapshots(b, filepath.Join(m.dataDir, "snapshots"), func(f string, args ...any) { c.l.progress(m.id+": "+f, args...) })
+		m.snaps = watchAkSnapshots(b, filepath.Join(m.dataDir, "snapshots"), func(f string, args ...any) { c.progress(m.id+": "+f, args...) })
 	}
-	c.l.snaps = c.masters[0].snaps
 	c.poll("a leader", akAttachWait, func() error {
 		if c.leader() < 0 {
 			return errors.New("no leader")
 		}
 		return nil
 	})
-	l := c.l
-	l.progress("3 masters, leader %s, --memory-limit %s; %s", c.masters[c.leader()].id, memLimit, akProcLimit(c.masters[0].Pid()))
+	c.progress("3 masters, leader %s, --memory-limit %s; %s; %d agents in %d load processes", c.masters[c.leader()].id, memLimit, akProcLimit(c.masters[0].Pid()), cfg.agents, procs)
 	return c
+}
+
+func (c *mmCluster) progress(format string, args ...any) { akProgress(c.start, format, args...) }
+
+// counts sums the agents' counters over the load processes.
+func (c *mmCluster) counts() akCounts {
+	c.b.Helper()
+	sum, _, err := c.f.counts()
+	if err != nil {
+		c.fatalf("agent counts: %v", err)
+	}
+	return sum
+}
+
+func (c *mmCluster) setReattach(on bool) {
+	c.b.Helper()
+	if err := c.f.setReattach(on); err != nil {
+		c.fatalf("%v", err)
+	}
+}
+
+// register attaches every agent (GIN_LOAD_REGISTER_CONCURRENCY handshakes
+// at a time over all load processes) and returns the time from the first
+// Hello to the last registration done.
+func (c *mmCluster) register() time.Duration {
+	c.b.Helper()
+	t0 := time.Now()
+	if err := c.f.register(c.cfg.concurrency); err != nil {
+		c.fatalf("registration: %v", err)
+	}
+	prev, prevAt, lastLog := int64(0), t0, t0
+	for {
+		time.Sleep(250 * time.Millisecond)
+		cnt := c.counts()
+		if cnt.RegErr != "" {
+			c.fatalf("registration failed after %d nodes: %s", cnt.Registered, cnt.RegErr)
+		}
+		if cnt.RegEnd != 0 {
+			return time.Unix(0, cnt.RegEnd).Sub(t0)
+		}
+		if cnt.Failed > 0 {
+			c.fatalf("registration: %d agent sessions ended unexpectedly", cnt.Failed)
+		}
+		if time.Since(t0) > akRegisterWait {
+			c.fatalf("registration not done after %s: %d of %d nodes", akRegisterWait, cnt.Registered, c.cfg.agents)
+		}
+		if now := time.Now(); now.Sub(lastLog) >= 10*time.Second {
+			c.progress("registered %d/%d (%.0f/s in the last %.0f s); RSS per master %v MiB; load %s",
+				cnt.Registered, c.cfg.agents, float64(cnt.Registered-prev)/now.Sub(prevAt).Seconds(), now.Sub(prevAt).Seconds(), c.rssMiB(), akLoadavg())
+			prev, prevAt, lastLog = cnt.Registered, now, now
+		}
+	}
 }
 
 // scrapeAll scrapes every live master (nil for a dead or silent one).
@@ -183,7 +244,7 @@ func (c *mmCluster) scrapeAll() []foMetrics {
 		if !m.alive() {
 			continue
 		}
-		if got, err := c.l.scraper.scrape(m.http); err == nil {
+		if got, err := c.scraper.scrape(m.http); err == nil {
 			out[i] = got
 		}
 	}
@@ -238,7 +299,7 @@ func (c *mmCluster) poll(what string, limit time.Duration, cond func() error) {
 	t0 := time.Now()
 	var err error
 	for time.Since(t0) < limit {
-		if n := c.l.failed.Load(); n > 0 {
+		if n := c.counts().Failed; n > 0 {
 			c.fatalf("%d agent sessions ended unexpectedly", n)
 		}
 		if err = cond(); err == nil {
@@ -253,11 +314,12 @@ func (c *mmCluster) fatalf(format string, args ...any) {
 	c.b.Helper()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, format, args...)
-	c.l.errMu.Lock()
-	if len(c.l.errs) > 0 {
-		fmt.Fprintf(&sb, "\n%d sessions failed, the first: %s", c.l.failed.Load(), strings.Join(c.l.errs, "; "))
+	// Not c.counts: that fails through here when a load process is gone.
+	if cnt, _, err := c.f.counts(); err != nil {
+		fmt.Fprintf(&sb, "\nagent counts: %v", err)
+	} else if len(cnt.Errs) > 0 {
+		fmt.Fprintf(&sb, "\n%d sessions failed, the first: %s", cnt.Failed, strings.Join(cnt.Errs, "; "))
 	}
-	c.l.errMu.Unlock()
 	for _, m := range c.masters {
 		fmt.Fprintf(&sb, "\n--- %s (running %v), last lines of %s:\n%s", m.id, m.alive(), m.Log, foTail(m.Log, 20))
 	}
@@ -267,7 +329,7 @@ func (c *mmCluster) fatalf(format string, args ...any) {
 // waitAttached waits until the live masters hold one session per agent
 // and the leader has every node up.
 func (c *mmCluster) waitAttached(what string, limit time.Duration, t0 time.Time) time.Duration {
-	n := float64(len(c.l.agents))
+	n := float64(c.cfg.agents)
 	c.poll(what, limit, func() error {
 		ms := c.scrapeAll()
 		total, up := 0.0, -1.0
@@ -286,7 +348,7 @@ func (c *mmCluster) waitAttached(what string, limit time.Duration, t0 time.Time)
 		return nil
 	})
 	d := time.Since(t0)
-	c.l.progress("%s after %.1f s; sessions per master %v", what, d.Seconds(), c.sessions())
+	c.progress("%s after %.1f s; sessions per master %v", what, d.Seconds(), c.sessions())
 	return d
 }
 
@@ -308,38 +370,41 @@ func (c *mmCluster) quiesce() {
 type mmWindow struct {
 	*akWindow
 	rssMax, hwm, cpu []float64
+	sent, skipped    int   // changes asked for, ticks skipped (agent busy)
 	ended, resent    int64 // sessions that ended in the window, inventories re-sent
 }
 
 // measure runs the loaded window: changes at cfg.rate from random agents,
 // heartbeats from all; every master's RSS sampled every second.
 func (c *mmCluster) measure(name string) *mmWindow {
-	l := c.l
+	c.b.Helper()
 	n := len(c.masters)
-	w := &mmWindow{akWindow: &akWindow{}, rssMax: make([]float64, n), hwm: make([]float64, n), cpu: make([]float64, n)}
-	ended0, resent0 := l.detached.Load(), l.resent.Load()
+	w := &mmWindow{rssMax: make([]float64, n), hwm: make([]float64, n), cpu: make([]float64, n)}
+	cnt0 := c.counts()
 	cpu0 := make([]float64, n)
 	for i, m := range c.masters {
 		cpu0[i] = akProcCPU(m.Pid())
 	}
 	t0 := time.Now()
-	l.recMu.Lock()
-	l.rec = w.akWindow
-	l.recMu.Unlock()
-	l.progress("%s window: %d changes/s for %s from %d agents; load %s", name, l.cfg.rate, l.cfg.window, len(l.agents), akLoadavg())
-	var inflight sync.WaitGroup
-	tick := time.NewTicker(time.Second / time.Duration(l.cfg.rate))
+	if err := c.f.begin(true); err != nil {
+		c.fatalf("%s: %v", name, err)
+	}
+	c.progress("%s window: %d changes/s for %s from %d agents; load %s", name, c.cfg.rate, c.cfg.window, c.cfg.agents, akLoadavg())
+	tick := time.NewTicker(time.Second / time.Duration(c.cfg.rate))
 	sample := time.NewTicker(time.Second)
-	end := time.After(l.cfg.window)
-	sent, skipped := 0, 0
+	end := time.After(c.cfg.window)
 loop:
 	for {
 		select {
 		case <-tick.C:
-			if l.agents[rand.IntN(len(l.agents))].askChange(&inflight, w.akWindow) {
-				sent++
+			ok, err := c.f.change(rand.IntN(c.cfg.agents))
+			if err != nil {
+				c.fatalf("%s: %v", name, err)
+			}
+			if ok {
+				w.sent++
 			} else {
-				skipped++
+				w.skipped++
 			}
 		case <-sample.C:
 			for i, m := range c.masters {
@@ -358,30 +423,25 @@ loop:
 		w.rssMax[i], w.hwm[i] = max(w.rssMax[i], rss), hwm
 		w.cpu[i] = (akProcCPU(m.Pid()) - cpu0[i]) / elapsed.Seconds()
 	}
-	l.recMu.Lock()
-	l.rec = nil
-	l.recMu.Unlock()
-	w.ended, w.resent = l.detached.Load()-ended0, l.resent.Load()-resent0
-	done := make(chan struct{})
-	go func() { inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(akAckWait):
-		c.fatalf("%s: changes still unacknowledged %s after the window", name, akAckWait)
+	var err error
+	if w.akWindow, err = c.f.end(akAckWait); err != nil {
+		c.fatalf("%s: %v", name, err)
 	}
-	if n := l.failed.Load(); n > 0 {
-		c.fatalf("%s: %d agent sessions ended unexpectedly", name, n)
+	cnt := c.counts()
+	w.ended, w.resent = cnt.Detached-cnt0.Detached, cnt.Resent-cnt0.Resent
+	if cnt.Failed > 0 {
+		c.fatalf("%s: %d agent sessions ended unexpectedly", name, cnt.Failed)
 	}
 	var rt []string
 	for _, m := range c.masters {
-		r := akRuntimeMetrics(l.scraper.web, m.http)
+		r := akRuntimeMetrics(c.scraper.web, m.http)
 		rt = append(rt, fmt.Sprintf("%s: heap in use %.0f MiB, stacks %.0f MiB, %v goroutines, next GC %.0f MiB",
 			m.id, r["go_memstats_heap_inuse_bytes"]/(1<<20), r["go_memstats_stack_inuse_bytes"]/(1<<20), r["go_goroutines"], r["go_memstats_next_gc_bytes"]/(1<<20)))
 	}
-	l.progress("%s: %d sessions ended and reattached in the window (a change in flight on one is not counted), %d inventories re-sent", name, w.ended, w.resent)
-	l.progress("%s: %d changes sent (%d skipped), %d acked: commit p50 %.1f ms, p99 %.1f ms, max %.1f ms; heartbeat acks %d of %d, p99 %.1f ms, max %.1f ms; "+
+	c.progress("%s: %d sessions ended and reattached in the window (a change in flight on one is not counted), %d inventories re-sent", name, w.ended, w.resent)
+	c.progress("%s: %d changes sent (%d skipped), %d acked: commit p50 %.1f ms, p99 %.1f ms, max %.1f ms; heartbeat acks %d of %d, p99 %.1f ms, max %.1f ms; "+
 		"RSS max per master %.0f / %.0f / %.0f MiB (HWM %.0f / %.0f / %.0f), CPU %.3f / %.3f / %.3f s/s; sessions %v; %s; load %s",
-		name, sent, skipped, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), w.hb.n(), w.hbSent.Load(), w.hb.q(0.99), w.hb.max(),
+		name, w.sent, w.skipped, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), w.hb.n(), w.hbSent.Load(), w.hb.q(0.99), w.hb.max(),
 		w.rssMax[0]/(1<<20), w.rssMax[1]/(1<<20), w.rssMax[2]/(1<<20), w.hwm[0]/(1<<20), w.hwm[1]/(1<<20), w.hwm[2]/(1<<20),
 		w.cpu[0], w.cpu[1], w.cpu[2], c.sessions(), strings.Join(rt, "; "), akLoadavg())
 	if w.commit.n() == 0 {
@@ -392,43 +452,56 @@ loop:
 
 // mmKill is what one master's death did.
 type mmKill struct {
-	killed   int
-	held     int           // sessions it held
-	reattach time.Duration // until every agent held a session again
-	resent   int64         // full inventories re-sent
-	downMax  float64       // most nodes the leader reported DOWN
-	readMax  float64       // slowest ListNodes answered meanwhile, ms
-	commit   *akSamples    // changes committed meanwhile (GIN_LOAD_RATE/s from random agents)
+	killed    int
+	held      int           // sessions it held
+	reattach  time.Duration // until every agent held a session again
+	detached  int64         // sessions that ended meanwhile
+	resent    int64         // full inventories re-sent
+	downMax   float64       // most nodes the leader reported DOWN
+	readMax   float64       // slowest ListNodes answered meanwhile, ms
+	commit    *akSamples    // changes committed meanwhile (GIN_LOAD_RATE/s from random agents)
+	perAgent  *akSamples    // each reattached agent's time from its session's end, ms
+	sent      int           // changes asked for meanwhile
+	changeErr error         // the first failure to ask for one
 }
 
 // killAndReattach SIGKILLs master i and waits until every agent holds a
 // session with a live master again, then watches for 3 heartbeat
 // intervals more for nodes marked down.
 func (c *mmCluster) killAndReattach(i int, what string) mmKill {
-	l := c.l
+	c.b.Helper()
 	m := c.masters[i]
 	held := c.sessions()[i]
 	r := mmKill{killed: i, held: held}
-	resent0 := l.resent.Load()
-	l.reattachT.reset()
-	l.progress("SIGKILL %s (%s, %d sessions)", m.id, what, held)
+	cnt0 := c.counts()
+	if _, err := c.f.reattachTimes(true); err != nil {
+		c.fatalf("%v", err)
+	}
+	c.progress("SIGKILL %s (%s, %d sessions)", m.id, what, held)
 	// Changes go on at GIN_LOAD_RATE from random agents while the agents
 	// reattach (an agent without a session skips its turn; a change on a
 	// session that ends is dropped, not counted).
-	w := &akWindow{}
-	r.commit = &w.commit
-	var inflight sync.WaitGroup
+	if err := c.f.begin(false); err != nil {
+		c.fatalf("%v", err)
+	}
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(time.Second / time.Duration(l.cfg.rate))
+		tick := time.NewTicker(time.Second / time.Duration(c.cfg.rate))
 		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
-				l.agents[rand.IntN(len(l.agents))].askChange(&inflight, w)
+				ok, err := c.f.change(rand.IntN(c.cfg.agents))
+				if err != nil {
+					r.changeErr = err
+					return
+				}
+				if ok {
+					r.sent++
+				}
 			}
 		}
 	}()
@@ -451,7 +524,7 @@ func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 		if d := c.readNodes(i); d > r.readMax {
 			r.readMax = d
 		}
-		if total != float64(len(l.agents)) {
+		if total != float64(c.cfg.agents) {
 			return fmt.Errorf("%v sessions on the live masters", total)
 		}
 		return nil
@@ -465,17 +538,22 @@ func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 	}
 	close(stop)
 	<-stopped
-	acked := make(chan struct{})
-	go func() { inflight.Wait(); close(acked) }()
-	select {
-	case <-acked:
-	case <-time.After(akAckWait):
-		c.fatalf("changes still unacknowledged %s after the reattach", akAckWait)
+	if r.changeErr != nil {
+		c.fatalf("changes while the agents reattached: %v", r.changeErr)
 	}
-	r.resent = l.resent.Load() - resent0
-	l.progress("killed %s (%s): %d sessions reattached in %.1f s (per agent p50 %.1f s, p99 %.1f s, max %.1f s); %d inventories re-sent; "+
+	w, err := c.f.end(akAckWait)
+	if err != nil {
+		c.fatalf("after the reattach: %v", err)
+	}
+	r.commit = &w.commit
+	if r.perAgent, err = c.f.reattachTimes(false); err != nil {
+		c.fatalf("%v", err)
+	}
+	cnt := c.counts()
+	r.detached, r.resent = cnt.Detached-cnt0.Detached, cnt.Resent-cnt0.Resent
+	c.progress("killed %s (%s): %d sessions reattached in %.1f s (per agent p50 %.1f s, p99 %.1f s, max %.1f s); %d inventories re-sent; "+
 		"at most %.0f nodes DOWN on the leader; slowest node list %.0f ms; %d changes committed meanwhile, p50 %.1f ms, p99 %.1f ms, max %.1f ms; sessions now %v; RSS %v MiB",
-		m.id, what, l.reattachT.n(), r.reattach.Seconds(), l.reattachT.q(0.5)/1000, l.reattachT.q(0.99)/1000, l.reattachT.max()/1000,
+		m.id, what, r.perAgent.n(), r.reattach.Seconds(), r.perAgent.q(0.5)/1000, r.perAgent.q(0.99)/1000, r.perAgent.max()/1000,
 		r.resent, r.downMax, r.readMax, w.commit.n(), w.commit.q(0.5), w.commit.q(0.99), w.commit.max(), c.sessions(), c.rssMiB())
 	return r
 }
@@ -522,7 +600,7 @@ func (c *mmCluster) restart(i int) {
 		}
 		return nil
 	})
-	c.l.progress("%s restarted and caught up in %.1f s; RSS %v MiB", m.id, time.Since(t0).Seconds(), c.rssMiB())
+	c.progress("%s restarted and caught up in %.1f s; RSS %v MiB", m.id, time.Since(t0).Seconds(), c.rssMiB())
 	c.quiesce()
 }
 

@@ -11,7 +11,7 @@ import (
 
 // benchEnv reads an integer knob of a benchmark from the environment, def
 // when unset; a value outside lo..hi fails the benchmark.
-func benchEnv(b *testing.B, name string, def, lo, hi int) int {
+func benchEnv(b testing.TB, name string, def, lo, hi int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
