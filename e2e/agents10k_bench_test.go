@@ -776,9 +776,26 @@ func (a *akAgent) inventory(gen uint64) *ginv1.NodeInventory {
 // akHome is the master an agent starts at: a hash of its name over the
 // master list (gin-agent spreads itself the same way).
 func akHome(name string, masters int) int {
+	return int(akNameHash(name) % uint32(masters))
+}
+
+// akMoveFrom is where an agent whose session on master i ended starts
+// looking for the next master (the search goes on from the index after
+// it), as gin-agent does (internal/agent's moveFrom): i plus the hash of
+// its name modulo n-1, so that a dead master's agents spread evenly over
+// the others instead of all landing on the next one.
+func akMoveFrom(name string, i, masters int) int {
+	if masters <= 2 {
+		return i
+	}
+	return i + int(akNameHash(name)%uint32(masters-1))
+}
+
+// akNameHash is the FNV-1a hash of a node name (gin-agent's nodeHash).
+func akNameHash(name string) uint32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
-	return int(h.Sum32() % uint32(masters))
+	return h.Sum32()
 }
 
 // open dials master i and says hello for generation gen (0: none held),
@@ -925,18 +942,20 @@ func (a *akAgent) register(i int, retry bool) (*akSession, int, error) {
 	return s, i, nil
 }
 
-// reattach replaces a session that ended: the next masters in turn, after
-// a jittered wait, until one says hello back; a master not in sync gets
-// the full inventory (a re-send, counted). It runs in its own goroutine.
+// reattach replaces a session that ended: the masters in turn from the
+// one after akMoveFrom (as gin-agent), after a jittered wait, until one
+// says hello back; a master not in sync gets the full inventory (a
+// re-send, counted). It runs in its own goroutine.
 func (a *akAgent) reattach(from int) {
 	l := a.l
 	t0 := time.Now()
 	a.mu.Lock()
 	gen := a.gen
 	a.mu.Unlock()
+	start := akMoveFrom(a.name, from, len(l.addrs))
 	for try := 1; !a.closed.Load(); try++ {
 		time.Sleep(time.Duration(rand.Int64N(int64(min(try, 8)) * int64(250*time.Millisecond))))
-		i := (from + try) % len(l.addrs)
+		i := (start + try) % len(l.addrs)
 		s, i, ack, err := a.open(i, gen, 10*time.Second)
 		if err != nil {
 			continue

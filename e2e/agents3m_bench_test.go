@@ -42,8 +42,10 @@ import (
 //     GIN_LOAD_WINDOW seconds (default 60) from random agents, heartbeats
 //     from all: commit and heartbeat-ack latencies, each master's RSS
 //     (VmRSS sampled every second, and VmHWM) and CPU;
-//  3. SIGKILL the leader: every agent whose session ends reattaches to the
-//     next master (jittered waits, as gin-agent): the time until every
+//  3. SIGKILL the leader: every agent whose session ends reattaches to
+//     another master, the dead one's agents spread over the others by the
+//     hash of their names (jittered waits; akMoveFrom, as gin-agent; until
+//     2026-12-01 they all went to the next master): the time until every
 //     agent holds a session again, how many full inventories were re-sent
 //     (a Hello the master was not in sync with), the most nodes the leader
 //     reports DOWN (polled every 500 ms, and for 3 heartbeat intervals
@@ -454,6 +456,8 @@ loop:
 type mmKill struct {
 	killed    int
 	held      int           // sessions it held
+	before    []int         // sessions per master before the kill
+	after     []int         // and once every agent had reattached
 	reattach  time.Duration // until every agent held a session again
 	detached  int64         // sessions that ended meanwhile
 	resent    int64         // full inventories re-sent
@@ -471,8 +475,9 @@ type mmKill struct {
 func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 	c.b.Helper()
 	m := c.masters[i]
-	held := c.sessions()[i]
-	r := mmKill{killed: i, held: held}
+	before := c.sessions()
+	held := before[i]
+	r := mmKill{killed: i, held: held, before: before}
 	cnt0 := c.counts()
 	if _, err := c.f.reattachTimes(true); err != nil {
 		c.fatalf("%v", err)
@@ -531,6 +536,7 @@ func (c *mmCluster) killAndReattach(i int, what string) mmKill {
 	}
 	c.poll(fmt.Sprintf("every agent reattached after killing %s", m.id), akAttachWait, watch)
 	r.reattach = time.Since(t0)
+	r.after = c.sessions()
 	after := time.Now()
 	for time.Since(after) < 3*akHeartbeat {
 		_ = watch()

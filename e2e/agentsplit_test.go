@@ -504,7 +504,8 @@ func (f *akFleet) reattachTimes(reset bool) (*akSamples, error) {
 // by counts: each process registered its own agents, every agent holds a
 // session, every change asked for was acknowledged, and after the kill
 // every agent that lost its session reattached, with no inventory re-sent
-// and no node marked DOWN.
+// and no node marked DOWN; the leader's agents spread over both other
+// masters (by their names, as gin-agent's do).
 func TestThreeMastersAgentsSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three masters and two load processes (about a minute)")
@@ -547,6 +548,11 @@ func TestThreeMastersAgentsSplit(t *testing.T) {
 	}
 	if k.detached < int64(k.held) || int64(k.perAgent.n()) != k.detached {
 		t.Fatalf("after killing the leader (%d sessions): %d sessions ended, %d reattached", k.held, k.detached, k.perAgent.n())
+	}
+	for j := range c.masters {
+		if j != k.killed && k.after[j] <= k.before[j] {
+			t.Fatalf("sessions per master %v before killing %s, %v after: %s took none of its agents", k.before, c.masters[k.killed].id, k.after, c.masters[j].id)
+		}
 	}
 	if got := c.counts(); got.Failed != 0 {
 		t.Fatalf("%d sessions ended unexpectedly", got.Failed)
