@@ -174,7 +174,7 @@ func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
 		if p.Bytes == 0 || p.TimeUs <= 0 {
 			continue
 		}
-		mp := &ginv1.MeasuredPoint{Bytes: p.Bytes, TimeUs: p.TimeUs, BusBwGbps: p.BusBW}
+		mp := &ginv1.MeasuredPoint{Bytes: p.Bytes, TimeUs: p.TimeUs, BusBwGbps: p.BusBW, SlowerTimeUs: p.SlowerTimeUs}
 		if p.Choice != nil {
 			if a, err := ParseAlgorithm(p.Choice.Algo); err == nil {
 				mp.NcclAlgorithm = a
@@ -209,6 +209,9 @@ type Cell struct {
 	// nccl-tests on node[001-002], NCCL 2.21.5)").
 	Evidence string
 	ID       string
+	// Spread is the measurement's run-to-run spread there (SpreadAt):
+	// its slower cell is TimeUs × (1 + Spread); 0 when not known.
+	Spread float64
 }
 
 // ExtrapolateFrom is the smallest largest-measured size from which times
@@ -259,6 +262,32 @@ func At(m *ginv1.Measurement, bytes uint64, model Curve) (us float64, how string
 	}
 	f := float64(bytes-a.GetBytes()) / float64(b.GetBytes()-a.GetBytes())
 	return a.GetTimeUs() + f*(b.GetTimeUs()-a.GetTimeUs()), "interpolated", true
+}
+
+// SpreadAt is m's run-to-run spread at bytes, relative to its faster
+// cell (MeasuredPoint.slower_time_us / time_us - 1): at a measured size
+// that size's; between two measured sizes the larger of theirs (a time
+// interpolated from two is no surer than the less sure of them); above
+// the largest size that size's. 0 where a size has one cell or was stored
+// without its slower one, and below the smallest size.
+func SpreadAt(m *ginv1.Measurement, bytes uint64) float64 {
+	pts := m.GetPoints()
+	spread := func(p *ginv1.MeasuredPoint) float64 {
+		if p.GetSlowerTimeUs() <= p.GetTimeUs() || p.GetTimeUs() <= 0 {
+			return 0
+		}
+		return p.GetSlowerTimeUs()/p.GetTimeUs() - 1
+	}
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].GetBytes() >= bytes })
+	switch {
+	case len(pts) == 0 || i == 0 && pts[0].GetBytes() != bytes:
+		return 0
+	case i == len(pts):
+		return spread(pts[len(pts)-1])
+	case pts[i].GetBytes() == bytes:
+		return spread(pts[i])
+	}
+	return max(spread(pts[i-1]), spread(pts[i]))
 }
 
 // ratio is p's measured/model ratio and the model's time at bytes; ok is
@@ -318,7 +347,8 @@ func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Colle
 	out := make([]Cell, 0, len(best))
 	for k, m := range best {
 		us, how, _ := At(m, bytes, model(m))
-		out = append(out, Cell{Algorithm: k.a, Protocol: k.p, Default: k.a == 0 && k.p == 0, TimeUs: us, How: how, Evidence: Describe(m), ID: m.GetId()})
+		out = append(out, Cell{Algorithm: k.a, Protocol: k.p, Default: k.a == 0 && k.p == 0, TimeUs: us, How: how, Evidence: Describe(m), ID: m.GetId(),
+			Spread: SpreadAt(m, bytes)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].TimeUs != out[j].TimeUs {
@@ -463,6 +493,9 @@ func Apply(p *ginv1.Prediction, cells []Cell) {
 		}
 	}
 	p.Evidence = fmt.Sprintf("%s, %s: %s", what, c.How, c.Evidence)
+	if c.Spread > 0 {
+		p.Evidence += fmt.Sprintf("; its out-of-place and in-place cells differ by %.1f%% there", 100*c.Spread)
+	}
 	p.Algorithm, p.Protocol, p.Channels = c.Algorithm, c.Protocol, 0
 	p.TimeUs = c.TimeUs
 	if c.TimeUs > 0 {

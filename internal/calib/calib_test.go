@@ -48,6 +48,43 @@ func TestAt(t *testing.T) {
 	}
 }
 
+func TestSpreadAt(t *testing.T) {
+	m := meas("m", 1, 0, [2]float64{1 << 20, 100}, [2]float64{1 << 22, 250}, [2]float64{64 << 20, 2000})
+	m.Points[0].SlowerTimeUs = 110  // 10%
+	m.Points[1].SlowerTimeUs = 0    // one cell: not known
+	m.Points[2].SlowerTimeUs = 2100 // 5%
+	tests := []struct {
+		name  string
+		bytes uint64
+		want  float64
+	}{
+		{"measured", 1 << 20, 0.10},
+		{"measured, one cell", 1 << 22, 0},
+		{"between: the larger of the two", 2 << 20, 0.10},
+		{"between, one side unknown", 8 << 20, 0.05},
+		{"above the largest: the largest's", 1 << 30, 0.05},
+		{"below the smallest", 1 << 10, 0},
+	}
+	for _, tc := range tests {
+		if got := SpreadAt(m, tc.bytes); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: SpreadAt(%d) = %v, want %v", tc.name, tc.bytes, got, tc.want)
+		}
+	}
+	if got := SpreadAt(&ginv1.Measurement{}, 1<<20); got != 0 {
+		t.Errorf("no points: %v", got)
+	}
+	// Lookup carries it into the cell, and Apply into the evidence.
+	cells := Lookup([]*ginv1.Measurement{m}, m.Shape, m.Collective, 1<<20, nil)
+	if len(cells) != 1 || math.Abs(cells[0].Spread-0.10) > 1e-12 {
+		t.Fatalf("cells %+v, want one with spread 0.10", cells)
+	}
+	p := &ginv1.Prediction{SizeBytes: 1 << 20, Collective: m.Collective, NRanks: 16}
+	Apply(p, cells)
+	if !strings.Contains(p.GetEvidence(), "its out-of-place and in-place cells differ by 10.0% there") {
+		t.Errorf("evidence %q does not give the spread", p.GetEvidence())
+	}
+}
+
 func TestLookupTakesNewestPerCellAndMatchingShape(t *testing.T) {
 	old := meas("old", 1, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 100})
 	newer := meas("new", 5, ginv1.Algorithm_ALGORITHM_TREE, [2]float64{1 << 20, 90})

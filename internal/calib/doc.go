@@ -11,6 +11,9 @@
 //     between measured sizes GIN's model of the cell (CellCurve) calibrated
 //     by the measured/model ratio interpolated in log-size, above the
 //     largest only from 64 MiB on, never below the smallest.
+//   - SpreadAt is a measurement's run-to-run spread at a size (its
+//     slower out-of-place/in-place cell over the faster), which Cell
+//     carries to the plan's override rule and estimate's evidence.
 //   - Index answers a communicator: its own shape's measurements, else
 //     forced ring runs of a nearby node count scaled to it (scale.go).
 //

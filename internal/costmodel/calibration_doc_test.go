@@ -192,8 +192,12 @@ field additions. A snapshot written before them restores with no measurements an
 and a snapshot written now is, without field 20, exactly the rest of the state (internal/state
 TestSnapshotMeasurementsCompat). A master still running a binary from before calibration skips the
 two commands (counted; it reports NOT_SERVING until upgraded, docs/ARCHITECTURE.md) and its own
-snapshots drop field 20: upgrade every master before importing measurements. No measurement field
-has been added, removed or renumbered since (api/proto/gin/v1/calibration.proto).
+snapshots drop field 20: upgrade every master before importing measurements. One measurement field
+has been added since, none removed or renumbered (api/proto/gin/v1/calibration.proto):
+`+"`MeasuredPoint.slower_time_us`"+` (6), the slower of a size's out-of-place and in-place cells. A point
+stored before it reads 0, "spread unknown", and is used as before; a point with it keeps it through
+snapshot and restore (internal/state TestSlowerTimeUsCompat). A master binary from before it does
+not use it.
 
 **Use.** Per communicator of a plan (the world, one node, one GPU per node) and per size bucket:
 - a measured size is used as measured; between two measured sizes GIN's model of the measured cell
@@ -213,10 +217,15 @@ has been added, removed or renumbered since (api/proto/gin/v1/calibration.proto)
 - NCCL's cost is its measured default run, else a forced run of the cell NCCL's own model picks.
 - The plan overrides NCCL when a forced run is at least %.0f%% faster (above nccl-tests' run-to-run
   spread); the rule's reason names the cell, the margin, the size, both times and both
-  measurements. Otherwise the reason says NCCL's measured default stands. A forced run without
+  measurements. Where the forced run's log has both cells of the size, its slower cell must be
+  that much faster than NCCL's default's faster one (the two runs' ranges do not overlap; between
+  measured sizes the larger spread of the two neighbours counts), and the reason gives that slower
+  time: the 10 × 8 H100 log's two cells differ by up to 36%% at one size (below), far more than the
+  margin. Otherwise the reason says NCCL's measured default stands. A forced run without
   a protocol gets the protocol GIN's model finds fastest for that algorithm, and says so.
 - `+"`estimate`"+` answers the fastest measured cell and says "measured", "calibrated" (interpolated,
-  extrapolated or scaled) or "modelled", with the evidence.
+  extrapolated or scaled) or "modelled", with the evidence, and how far that measurement's two
+  cells differ there when the log had both.
 - Where the model alone decides (sizes outside the measured range), it overrides NCCL only when its
   choice beats NCCL's by more than the model's own error on that shape: the median of |model −
   measured| / measured over the measured NCCL-default sizes of the communicator (at least 3%%, at

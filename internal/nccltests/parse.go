@@ -791,6 +791,10 @@ type Point struct {
 	BusBW  float64
 	AlgBW  float64
 	Choice *Choice
+	// SlowerTimeUs is the slowest cell of the size (the other of
+	// out-of-place and in-place, or the slowest repeat), 0 when the size
+	// has one cell: SlowerTimeUs/TimeUs - 1 is the size's run-to-run spread.
+	SlowerTimeUs float64
 }
 
 // Points returns the run's measurements per size, the faster cell of each
@@ -798,6 +802,8 @@ type Point struct {
 // fastest. Rows with zero time are skipped. Sorted by size.
 func (r *Run) Points() []Point {
 	best := map[uint64]Point{}
+	cells := map[uint64]int{}
+	slowest := map[uint64]float64{}
 	var order []uint64
 	for _, row := range r.Rows {
 		for _, c := range []*Cell{row.OutOfPlace, row.InPlace} {
@@ -811,6 +817,14 @@ func (r *Run) Points() []Point {
 			if !ok || c.TimeUs < old.TimeUs {
 				best[row.Bytes] = Point{Bytes: row.Bytes, TimeUs: c.TimeUs, BusBW: c.BusBW, AlgBW: c.AlgBW, Choice: row.Choice}
 			}
+			cells[row.Bytes]++
+			slowest[row.Bytes] = max(slowest[row.Bytes], c.TimeUs)
+		}
+	}
+	for b, p := range best {
+		if cells[b] > 1 {
+			p.SlowerTimeUs = slowest[b]
+			best[b] = p
 		}
 	}
 	out := make([]Point, 0, len(order))

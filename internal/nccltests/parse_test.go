@@ -376,6 +376,11 @@ func TestPointsKeepsFastestPerSize(t *testing.T) {
 	if len(got) != 2 || got[0].Bytes != 1024 || got[0].TimeUs != 10 || got[1].TimeUs != 18 || got[1].BusBW != 3 {
 		t.Errorf("points %+v", got)
 	}
+	// 1 KiB has one cell (the other's time is 0): no spread known; 2 KiB's
+	// slowest of its four cells is 21 µs.
+	if len(got) == 2 && (got[0].SlowerTimeUs != 0 || got[1].SlowerTimeUs != 21) {
+		t.Errorf("slower cells %v, %v; want 0, 21", got[0].SlowerTimeUs, got[1].SlowerTimeUs)
+	}
 }
 
 func TestVersionFromCode(t *testing.T) {

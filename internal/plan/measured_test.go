@@ -33,6 +33,14 @@ func measured(t *testing.T, c *cluster, nodes []string, gpn int, a ginv1.Algorit
 	return m
 }
 
+// withSpread gives every point of m a slower cell spread above its time.
+func withSpread(m *ginv1.Measurement, spread float64) *ginv1.Measurement {
+	for _, p := range m.GetPoints() {
+		p.SlowerTimeUs = p.GetTimeUs() * (1 + spread)
+	}
+	return m
+}
+
 func ruleAt(t *testing.T, p *ginv1.Plan, nRanks, nNodes int, bytes uint64) *ginv1.PlanRule {
 	t.Helper()
 	r, ok := planread.Lookup(p, ginv1.Collective_COLLECTIVE_ALL_REDUCE, nRanks, nNodes, bytes)
@@ -58,6 +66,12 @@ func TestMeasurementsDecide(t *testing.T) {
 		{"tree measured only 3% faster: NCCL keeps it", []*ginv1.Measurement{def, measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.97, 2)},
 			0, 0, []string{"leave it to NCCL: measured", "is not 5% faster"}},
 		{"NCCL's default measured alone", []*ginv1.Measurement{def}, 0, 0, []string{"leave it to NCCL: measured, NCCL's default takes"}},
+		// 10% faster in its faster cell, but its in-place and out-of-place
+		// cells differ by 8%: the slower one is not 5% faster.
+		{"tree 10% faster within its own 8% spread: NCCL keeps it", []*ginv1.Measurement{def, withSpread(measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.9, 2), 0.08)},
+			0, 0, []string{"leave it to NCCL: measured", "(its slower cell ", "is not 5% faster"}},
+		{"tree 10% faster with a 3% spread: GIN overrides", []*ginv1.Measurement{def, withSpread(measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.9, 2), 0.03)},
+			ginv1.Algorithm_ALGORITHM_TREE, -1, []string{"measured 10% faster than NCCL's default", "in its slower cell"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

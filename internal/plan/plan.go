@@ -37,6 +37,10 @@ type comm struct {
 // MeasuredMargin is how much faster (relative) a measured forced
 // algorithm must be than NCCL's measured default before the plan
 // overrides NCCL: above the few-percent run-to-run spread of nccl-tests.
+// Where a measurement knows its own spread there (calib.Cell.Spread, its
+// out-of-place and in-place cells), the forced run's slower cell must
+// beat the default's faster one by the margin: the two runs' ranges do
+// not overlap.
 const MeasuredMargin = 0.05
 
 // Evidence answers measured times of a communicator (internal/calib's
@@ -260,11 +264,11 @@ func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cell
 		}
 	}
 	at := humanSize(bytes)
-	if best == nil || best.TimeUs >= def.TimeUs*(1-MeasuredMargin) {
+	if best == nil || best.TimeUs*(1+best.Spread) >= def.TimeUs*(1-MeasuredMargin) {
 		why := fmt.Sprintf("leave it to NCCL: measured, %s takes %.1f µs at %s (%s, %s)", defWhat, def.TimeUs, at, def.How, def.Evidence)
 		if best != nil {
-			why = fmt.Sprintf("leave it to NCCL: measured, %s takes %.1f µs at %s, %s %.1f µs is not %d%% faster (%s; %s)",
-				defWhat, def.TimeUs, at, cellLabel(best), best.TimeUs, int(MeasuredMargin*100), def.Evidence, best.Evidence)
+			why = fmt.Sprintf("leave it to NCCL: measured, %s takes %.1f µs at %s, %s %.1f µs%s is not %d%% faster (%s; %s)",
+				defWhat, def.TimeUs, at, cellLabel(best), best.TimeUs, slowerNote(best, " (its slower cell %.1f µs)"), int(MeasuredMargin*100), def.Evidence, best.Evidence)
 		}
 		return decision{us: def.TimeUs, nccl: "measured", basis: "measured", reason: why}, true
 	}
@@ -285,9 +289,18 @@ func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cell
 		protoNote = ", protocol from the model"
 	}
 	return decision{algo: best.Algorithm, proto: proto, us: best.TimeUs, nccl: "measured", basis: "measured",
-		reason: fmt.Sprintf("%s: measured %.0f%% faster than %s at %s (%.1f µs vs %.1f µs, %s%s; %s; %s)",
+		reason: fmt.Sprintf("%s: measured %.0f%% faster than %s at %s (%.1f µs vs %.1f µs%s, %s%s; %s; %s)",
 			planread.CellName(best.Algorithm, proto), 100*(1-best.TimeUs/def.TimeUs), defWhat, at, best.TimeUs, def.TimeUs,
-			best.How, protoNote, best.Evidence, def.Evidence)}, true
+			slowerNote(best, ", %.1f µs in its slower cell"), best.How, protoNote, best.Evidence, def.Evidence)}, true
+}
+
+// slowerNote formats a measured cell's slower out-of-place/in-place time
+// (µs) with format when its measurement knows it, else "".
+func slowerNote(c *calib.Cell, format string) string {
+	if c.Spread <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(format, c.TimeUs*(1+c.Spread))
 }
 
 func cellLabel(c *calib.Cell) string {

@@ -117,6 +117,8 @@ func CheckMeasurement(m *ginv1.Measurement) error {
 			return fmt.Errorf("points[%d]: time %v µs is not positive", i, p.GetTimeUs())
 		case !finite(p.GetBusBwGbps()) || p.GetBusBwGbps() < 0:
 			return fmt.Errorf("points[%d]: bus bandwidth %v is negative or not finite", i, p.GetBusBwGbps())
+		case !finite(p.GetSlowerTimeUs()) || p.GetSlowerTimeUs() != 0 && p.GetSlowerTimeUs() < p.GetTimeUs():
+			return fmt.Errorf("points[%d]: slower cell %v µs is below the faster %v µs (want 0 or at least it)", i, p.GetSlowerTimeUs(), p.GetTimeUs())
 		}
 		if _, ok := ginv1.Algorithm_name[int32(p.GetNcclAlgorithm())]; !ok {
 			return fmt.Errorf("points[%d]: algorithm %d is unknown", i, p.GetNcclAlgorithm())

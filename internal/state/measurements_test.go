@@ -54,6 +54,11 @@ func TestCheckMeasurement(t *testing.T) {
 		{"descending", func(m *ginv1.Measurement) { m.Points[1].Bytes = 1 }, true, "ascend"},
 		{"zero time", func(m *ginv1.Measurement) { m.Points[0].TimeUs = 0 }, true, "not positive"},
 		{"inf busbw", func(m *ginv1.Measurement) { m.Points[0].BusBwGbps = math.Inf(1) }, true, "bus bandwidth"},
+		{"slower cell", func(m *ginv1.Measurement) { m.Points[0].SlowerTimeUs = 55 }, true, ""},
+		{"slower cell equal", func(m *ginv1.Measurement) { m.Points[0].SlowerTimeUs = 50 }, true, ""},
+		{"slower cell below the faster", func(m *ginv1.Measurement) { m.Points[0].SlowerTimeUs = 49 }, true, "slower cell 49"},
+		{"negative slower cell", func(m *ginv1.Measurement) { m.Points[1].SlowerTimeUs = -1 }, true, "points[1]: slower cell"},
+		{"nan slower cell", func(m *ginv1.Measurement) { m.Points[0].SlowerTimeUs = math.NaN() }, true, "slower cell"},
 		{"long source", func(m *ginv1.Measurement) { m.Source = strings.Repeat("x", 300) }, true, "source"},
 	}
 	for _, tc := range tests {

@@ -140,6 +140,12 @@ type MeasuredPoint struct {
 	// What NCCL used, when the log had TUNING lines.
 	NcclAlgorithm Algorithm `protobuf:"varint,4,opt,name=nccl_algorithm,json=ncclAlgorithm,proto3,enum=gin.v1.Algorithm" json:"nccl_algorithm,omitempty"`
 	NcclProtocol  Protocol  `protobuf:"varint,5,opt,name=nccl_protocol,json=ncclProtocol,proto3,enum=gin.v1.Protocol" json:"nccl_protocol,omitempty"`
+	// The slower cell's time (µs; the slowest when the log printed the size
+	// more than once): nccl-tests runs every size out-of-place
+	// and in-place, the same collective on the same bytes, so how far it is
+	// above time_us is that size's run-to-run spread. 0 when the log had one
+	// cell (or the point was stored before this field).
+	SlowerTimeUs  float64 `protobuf:"fixed64,6,opt,name=slower_time_us,json=slowerTimeUs,proto3" json:"slower_time_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -207,6 +213,13 @@ func (x *MeasuredPoint) GetNcclProtocol() Protocol {
 		return x.NcclProtocol
 	}
 	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *MeasuredPoint) GetSlowerTimeUs() float64 {
+	if x != nil {
+		return x.SlowerTimeUs
+	}
+	return 0
 }
 
 // Measurement is one stored nccl-tests run.
@@ -805,13 +818,14 @@ const file_gin_v1_calibration_proto_rawDesc = "" +
 	"\n" +
 	"node_count\x18\x06 \x01(\rR\tnodeCount\x12!\n" +
 	"\ffabric_tiers\x18\a \x01(\rR\vfabricTiers\x12!\n" +
-	"\fnccl_version\x18\b \x01(\tR\vncclVersion\"\xcf\x01\n" +
+	"\fnccl_version\x18\b \x01(\tR\vncclVersion\"\xf5\x01\n" +
 	"\rMeasuredPoint\x12\x14\n" +
 	"\x05bytes\x18\x01 \x01(\x04R\x05bytes\x12\x17\n" +
 	"\atime_us\x18\x02 \x01(\x01R\x06timeUs\x12\x1e\n" +
 	"\vbus_bw_gbps\x18\x03 \x01(\x01R\tbusBwGbps\x128\n" +
 	"\x0enccl_algorithm\x18\x04 \x01(\x0e2\x11.gin.v1.AlgorithmR\rncclAlgorithm\x125\n" +
-	"\rnccl_protocol\x18\x05 \x01(\x0e2\x10.gin.v1.ProtocolR\fncclProtocol\"\xba\x03\n" +
+	"\rnccl_protocol\x18\x05 \x01(\x0e2\x10.gin.v1.ProtocolR\fncclProtocol\x12$\n" +
+	"\x0eslower_time_us\x18\x06 \x01(\x01R\fslowerTimeUs\"\xba\x03\n" +
 	"\vMeasurement\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12,\n" +
 	"\x05shape\x18\x02 \x01(\v2\x16.gin.v1.PlacementShapeR\x05shape\x122\n" +
