@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -958,6 +959,12 @@ func (a *akAgent) reattach(from int) {
 		i := (start + try) % len(l.addrs)
 		s, i, ack, err := a.open(i, gen, 10*time.Second)
 		if err != nil {
+			// A master that paces its handshakes says when to come back
+			// (RESOURCE_EXHAUSTED with a RetryInfo): wait it out plus up
+			// to as much jitter, as gin-agent does.
+			if h := akRetryHint(err); h > 0 {
+				time.Sleep(h + rand.N(h))
+			}
 			continue
 		}
 		if !ack.GetInSync() || ack.GetHeldGeneration() != gen {
@@ -981,6 +988,21 @@ func (a *akAgent) reattach(from int) {
 		go a.recv(s)
 		return
 	}
+}
+
+// akRetryHint is the RetryInfo delay of the gRPC status in err's chain,
+// 0 without one.
+func akRetryHint(err error) time.Duration {
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return 0
+	}
+	for _, d := range se.GRPCStatus().Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return min(max(ri.GetRetryDelay().AsDuration(), 0), time.Minute)
+		}
+	}
+	return 0
 }
 
 // askChange asks the agent to send its next generation; false when a change

@@ -54,6 +54,7 @@ type options struct {
 	agentLogBurst                              int
 	maxNodes, maxPlans                         int
 	maxHandshakes, handshakeQueue              int
+	handshakeRate                              float64
 	memoryLimit                                string
 	minFreeMiB                                 uint64
 	logLevel                                   string
@@ -257,6 +258,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
 	f.IntVar(&o.maxNodes, "max-nodes", master.DefaultMaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
 	f.IntVar(&o.maxHandshakes, "max-handshakes", master.DefaultMaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
+	f.Float64Var(&o.handshakeRate, "handshake-rate", 0, fmt.Sprintf("agent Hellos admitted per second (a token bucket of burst --max-handshakes; the Hellos past it wait in --handshake-queue, and one whose wait would pass --hello-timeout is refused with a retry hint of the queue's wait); 0: %d per CPU (GOMAXPROCS), %g here", master.HandshakeRatePerCPU, master.DefaultHandshakeRate()))
 	f.IntVar(&o.handshakeQueue, "handshake-queue", master.DefaultHandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
 	f.IntVar(&o.maxPlans, "max-plans", master.DefaultMaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
 	f.Uint64Var(&o.minFreeMiB, "data-dir-min-free-mib", ginraft.DefaultMinFreeBytes>>20, "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
@@ -358,6 +360,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if o.maxHandshakes < 1 || o.maxHandshakes > 1_000_000 {
 		return fmt.Errorf("--max-handshakes %d: want 1..1000000", o.maxHandshakes)
 	}
+	if !(o.handshakeRate >= 0 && o.handshakeRate <= 1e6) {
+		return fmt.Errorf("--handshake-rate %g: want 0 (%d per CPU) or up to 1000000 per second", o.handshakeRate, master.HandshakeRatePerCPU)
+	}
 	if o.handshakeQueue < 0 || o.handshakeQueue > 10_000_000 {
 		return fmt.Errorf("--handshake-queue %d: want 0..10000000", o.handshakeQueue)
 	}
@@ -419,7 +424,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
 		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
-		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue),
+		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
 	})
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func TestHandshakeAdmission(t *testing.T) {
 # TYPE gin_master_agent_handshakes gauge
 gin_master_agent_handshakes{server="m1",state="in_flight"} %d
 gin_master_agent_handshakes{server="m1",state="waiting"} %d
-# HELP gin_master_agent_handshakes_refused_total Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, or no slot within --hello-timeout.
+# HELP gin_master_agent_handshakes_refused_total Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, the queue's wait at --handshake-rate longer than --hello-timeout, or no slot within --hello-timeout.
 # TYPE gin_master_agent_handshakes_refused_total counter
 gin_master_agent_handshakes_refused_total{server="m1"} %d
 `, inFlight, waiting, refused)
@@ -95,8 +95,8 @@ gin_master_agent_handshakes_refused_total{server="m1"} %d
 			hint = ri
 		}
 	}
-	if hint == nil || hint.GetRetryDelay().AsDuration() != handshakeRetryAfter {
-		t.Fatalf("refusal carries retry hint %v, want %s", hint, handshakeRetryAfter)
+	if hint == nil || hint.GetRetryDelay().AsDuration() != minHandshakeRetry {
+		t.Fatalf("refusal carries retry hint %v, want %s (the queue of one waits 4 ms, the hint is at least a second)", hint, minHandshakeRetry)
 	}
 	metricsSay(2, 1, 1)
 	// Reads are answered while every slot is taken.
@@ -130,7 +130,7 @@ gin_master_agent_handshakes_refused_total{server="m1"} %d
 // runs out leaves the queue (counts, no timing asserted), releases are
 // idempotent, and a queue of 0 refuses at once.
 func TestAdmissionAcquire(t *testing.T) {
-	a := newAdmission(1, 1)
+	a := newAdmission(1, 1, 1e6, 1, nil)
 	ctx := context.Background()
 	release, err := a.acquire(ctx, time.Minute)
 	if err != nil {
@@ -160,7 +160,7 @@ func TestAdmissionAcquire(t *testing.T) {
 	if err != nil || a.inFlight() != 1 {
 		t.Fatalf("after release: %v, %d in flight", err, a.inFlight())
 	}
-	none := newAdmission(1, 0)
+	none := newAdmission(1, 0, 1e6, 1, nil)
 	if _, err := none.acquire(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,10 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 	if err := stream.Send(resp); err != nil {
 		return err
 	}
+	// handshaking: the agent is not in sync yet; its first write is part of
+	// its handshake. Later writes are an attached agent's, which the
+	// handshakes of this master wait for (admission.go).
+	handshaking := !ack.InSync
 	if ack.InSync {
 		release()
 	}
@@ -141,11 +145,15 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 				return err
 			}
 		case *ginv1.SessionRequest_Inventory:
-			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory, nil); err != nil {
+			if err := a.write(handshaking, func() error {
+				return a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory, nil)
+			}); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Delta:
-			if err := a.putInventory(ctx, send, log, name, hello.GetMachineId(), nil, m.Delta); err != nil {
+			if err := a.write(handshaking, func() error {
+				return a.putInventory(ctx, send, log, name, hello.GetMachineId(), nil, m.Delta)
+			}); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_FabricScan:
@@ -153,7 +161,7 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 				log.Warn("fabric scan rejected: this agent is not the fabric scanner")
 				return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, sc)
 			}
-			if err := a.s.commitFabricScan(ctx, name, m.FabricScan); err != nil {
+			if err := a.write(handshaking, func() error { return a.s.commitFabricScan(ctx, name, m.FabricScan) }); err != nil {
 				return err
 			}
 		case *ginv1.SessionRequest_Hello:
@@ -162,7 +170,19 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 			return invalidf("msg", "empty or unknown session message")
 		}
 		release() // the first message after the HelloAck is answered
+		handshaking = false
 	}
+}
+
+// write runs one write of a session; an attached agent's (past its
+// handshake) is counted in flight, so that new handshakes wait for it.
+func (a *agentService) write(handshaking bool, f func() error) error {
+	if handshaking {
+		return f()
+	}
+	a.s.admission.writes.begin()
+	defer a.s.admission.writes.end()
+	return f()
 }
 
 // pushPlan sends one plan pinned for node on its session.

@@ -47,7 +47,7 @@ type masterCollector struct {
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
 	nodesLimit, plansLimit                                *prometheus.Desc
 	denied, deniedLimit                                   *prometheus.Desc
-	handshakes, handshakesRefused                         *prometheus.Desc
+	handshakes, handshakesRefused, handshakesAdmitted     *prometheus.Desc
 	dataDirFree, dataDirMinFree                           *prometheus.Desc
 	agentsReported, leaderUnreached                       *prometheus.Desc
 }
@@ -67,7 +67,7 @@ func newMasterCollector(s *Server) *masterCollector {
 		ports:              d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
 		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
 		agentsReported:     d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
-		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace it ends its agents' sessions.", id, nil),
+		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past twice the grace) it ends its agents' sessions.", id, nil),
 		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
@@ -75,7 +75,8 @@ func newMasterCollector(s *Server) *masterCollector {
 		denied:             d("gin_master_denied_certificates", "Certificate serials on the replicated deny list (ginctl tls deny).", id, nil),
 		deniedLimit:        d("gin_master_denied_certificates_limit", "The most entries the deny list holds; compare with gin_master_denied_certificates (ginctl tls allow --expired makes room).", id, nil),
 		handshakes:         d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
-		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, or no slot within --hello-timeout.", id, nil),
+		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, the queue's wait at --handshake-rate longer than --hello-timeout, or no slot within --hello-timeout.", id, nil),
+		handshakesAdmitted: d("gin_master_agent_handshakes_admitted_total", "Agent Hellos admitted since start (at most --handshake-rate per second after a burst of --max-handshakes).", id, nil),
 		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
 		dataDirFree:        d("gin_master_data_dir_free_bytes", "Free bytes under the data dir (statfs, for an unprivileged writer).", id, nil),
 		dataDirMinFree:     d("gin_master_data_dir_min_free_bytes", "Free bytes kept under the data dir (--data-dir-min-free-mib); below it writes are refused with RESOURCE_EXHAUSTED.", id, nil),
@@ -85,7 +86,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.handshakesAdmitted, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached} {
 		ch <- d
 	}
 }
@@ -139,6 +140,7 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.handshakes, float64(s.admission.inFlight()), id, "in_flight")
 	g(c.handshakes, float64(s.admission.waiting.Load()), id, "waiting")
 	ch <- prometheus.MustNewConstMetric(c.handshakesRefused, prometheus.CounterValue, float64(s.admission.refused.Load()), id)
+	ch <- prometheus.MustNewConstMetric(c.handshakesAdmitted, prometheus.CounterValue, float64(s.admission.admitted.Load()), id)
 	if free, minFree, err := s.node.DataDirSpace(); err == nil {
 		g(c.dataDirFree, float64(free), id)
 		g(c.dataDirMinFree, float64(minFree), id)

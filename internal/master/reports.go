@@ -52,12 +52,12 @@ func (s *Server) refreshScanner() {
 	s.scan.name = next
 }
 
-// errDetached: a follower that has not reached the leader for the reattach
-// grace ends its agents' sessions (UNAVAILABLE) so that they move to a
-// master whose reports arrive. The grace is longer than an election (a
-// follower keeps its sessions while the leader is replaced) and shorter
-// than what the leader gives a silent master's nodes (the grace plus the
-// missed heartbeats), so the agents reattach before any is marked DOWN.
+// errDetached: a follower cut off from the leader for the reattach grace
+// ends its agents' sessions (UNAVAILABLE) so that they move to a master
+// whose reports arrive. The grace is longer than an election (a follower
+// keeps its sessions while the leader is replaced) and shorter than what
+// the leader gives a silent master's nodes (the grace plus the missed
+// heartbeats), so the agents reattach before any is marked DOWN.
 var errDetached = errors.New("this master has not reached the leader")
 
 // leaderUnreached is how long this master has neither led nor had a
@@ -69,25 +69,62 @@ func (s *Server) leaderUnreached() time.Duration {
 	return max(time.Since(time.Unix(0, s.reachedLeader.Load())), 0)
 }
 
-// detached reports (as errDetached) whether this master is a follower
-// whose reports have not reached a leader for the reattach grace.
+// detached reports (as errDetached) whether this master is a follower cut
+// off from the leader (cutOff).
 func (s *Server) detached() error {
 	if s.node.IsLeader() {
 		return nil
 	}
-	limit := reattachGrace(s.cfg.HeartbeatInterval)
-	if since := s.leaderUnreached(); since > limit {
+	since := s.leaderUnreached()
+	contact := time.Duration(-1)
+	if lc := s.node.LastContact(); !lc.IsZero() {
+		contact = max(time.Since(lc), 0)
+	}
+	if cutOff(since, s.reportsFailed.Load(), contact, reattachGrace(s.cfg.HeartbeatInterval), s.reportPeriod()) {
 		return fmt.Errorf("%w for %s; attach to another master", errDetached, since.Round(time.Millisecond))
 	}
 	return nil
 }
+
+// cutOff is the rule that ends a follower's sessions: its session reports
+// have not reached the leader for the grace, measured both on the wall
+// clock (unreached) and on its own progress (failed: consecutive report
+// attempts that failed, at least three quarters of the attempts the grace
+// holds), and Raft has not heard from a leader, nor from a candidate it
+// voted for, within the grace either (contact: time since, negative for
+// never). So
+//
+//   - a follower cut off by the network (a partition, the leader and the
+//     other masters gone) loses its Raft contact and its reports alike and
+//     ends its sessions after the grace, as before;
+//   - a follower starved of CPU itself makes few attempts in that time and
+//     keeps its sessions until it has really tried;
+//   - a leader too slow to answer reports in time (its CPU or its garbage
+//     collector starved), or an election slower than usual, still reaches
+//     this follower through Raft (heartbeats, appends, vote requests):
+//     the follower is not cut off and keeps its agents, rather than
+//     sending thousands of them at once to the masters that are struggling
+//     already;
+//   - but a report path that stays broken while Raft works (a firewall on
+//     the client port only) ends the sessions after twice the grace, so
+//     agents are not held for ever by a master whose reports never arrive.
+func cutOff(unreached time.Duration, failed int64, contact, grace, period time.Duration) bool {
+	if unreached <= grace || period <= 0 || failed < int64(grace/period)*3/4 {
+		return false
+	}
+	raftHeard := contact >= 0 && contact <= grace
+	return !raftHeard || unreached > 2*grace
+}
+
+// reportPeriod is the interval between two session reports.
+func (s *Server) reportPeriod() time.Duration { return s.cfg.HeartbeatInterval / 2 }
 
 // reportLoop sends the leader this master's agent sessions every half
 // heartbeat interval while it is a follower (ReportSessions), and keeps the
 // fabric scanner the leader names. It runs on every master for its whole
 // life; the leader reads its own sessions directly.
 func (s *Server) reportLoop(ctx context.Context) {
-	period := s.cfg.HeartbeatInterval / 2
+	period := s.reportPeriod()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	failing := false
@@ -99,13 +136,18 @@ func (s *Server) reportLoop(ctx context.Context) {
 		}
 		if s.node.IsLeader() {
 			s.reachedLeader.Store(time.Now().UnixNano())
+			s.reportsFailed.Store(0)
 			failing = false
 			continue
 		}
 		err := s.reportSessions(ctx, period)
+		if err != nil {
+			s.reportsFailed.Add(1)
+		}
 		switch {
 		case err == nil:
 			s.reachedLeader.Store(time.Now().UnixNano())
+			s.reportsFailed.Store(0)
 			if failing {
 				s.log.Info("session reports reach the leader again", "sessions", s.sessions.count())
 			}

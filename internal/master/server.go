@@ -122,6 +122,14 @@ type Config struct {
 	// RESOURCE_EXHAUSTED and a retry hint (admission.go).
 	MaxHandshakes  int
 	HandshakeQueue int
+	// HandshakeRate bounds the agent Hellos admitted per second (a token
+	// bucket of burst MaxHandshakes; default DefaultHandshakeRate(), 125
+	// per CPU): a Hello waits in the queue for its token, and one whose
+	// wait would pass HelloTimeout is refused with a retry hint of the
+	// queue's wait (admission.go). HandshakeClock is the bucket's clock
+	// (nil: the wall clock; tests).
+	HandshakeRate  float64
+	HandshakeClock Clock
 	AgentLogBurst  int
 	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
 	AgentLogClock func() time.Time
@@ -159,6 +167,9 @@ type Server struct {
 	// reachedLeader (unix ns) is when this master last led or had a
 	// session report accepted by the leader (reports.go).
 	reachedLeader atomic.Int64
+	// reportsFailed counts the session reports that failed in a row
+	// since (reports.go: the grace measured on this master's progress).
+	reportsFailed atomic.Int64
 	leaderConn    leaderConn // relays and reports to the leader (relay.go)
 	planPush      planPush   // pinned plans to the agent sessions of their nodes
 	admission     *admission // agent handshakes at once
@@ -203,6 +214,9 @@ func New(cfg Config) (*Server, error) {
 	} else if cfg.HandshakeQueue == 0 {
 		cfg.HandshakeQueue = DefaultHandshakeQueue
 	}
+	if cfg.HandshakeRate <= 0 {
+		cfg.HandshakeRate = DefaultHandshakeRate()
+	}
 	if cfg.AgentLogRate <= 0 {
 		cfg.AgentLogRate = DefaultAgentLogRate
 	}
@@ -240,7 +254,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
-		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue)}
+		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.reachedLeader.Store(time.Now().UnixNano())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = s.refreshScanner

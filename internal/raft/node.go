@@ -556,6 +556,11 @@ func waitFuture(ctx context.Context, f hraft.Future) error {
 // opened, for every operation (zeros included).
 func (n *Node) LogStoreErrors() []LogStoreErrors { return n.counted.errorCounts() }
 
+// LastContact is when this server last heard from a leader (an append or
+// a snapshot it accepted) or granted a candidate its vote; the zero time
+// when never. On the leader it is when it last stepped down.
+func (n *Node) LastContact() time.Time { return n.raft.LastContact() }
+
 // Stats is a snapshot of Raft's counters.
 type Stats struct {
 	State                           string
