@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -9,18 +10,46 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
 )
 
 const memNodes = 2000
 
-// memEntries are memNodes simulated DGX H100 inventories as the FSM gets
-// them: PutInventory commands marshaled into Raft log entries.
-func memEntries(b testing.TB) [][]byte {
+// memProfiles are the node mixes BenchmarkStoreMemoryPerNode measures,
+// memNodes nodes each.
+func memProfiles() []memProfile {
+	return []memProfile{
+		{"dgx-h100", sim.NodesOf("dgx-h100", "node", 0, memNodes)},
+		{"gb200-nvl72", sim.NodesOf("gb200-nvl72", "tray", 0, memNodes)},
+		{"mixed", append(sim.NodesOf("gb200-nvl72", "tray", 0, memNodes/2), sim.NodesOf("dgx-h100", "node", 0, memNodes/2)...)},
+	}
+}
+
+type memProfile struct {
+	name  string
+	nodes []sim.FabricNode
+}
+
+// memEntries are the nodes' simulated inventories as the FSM gets them:
+// PutInventory commands marshaled into Raft log entries.
+func memEntries(b testing.TB, nodes []sim.FabricNode) [][]byte {
 	b.Helper()
-	invs, _ := simInventories(b, memNodes)
+	fs, err := sim.ParseFabricSpec("leaf-groups=2,spines=4,oversub=2")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := sim.NewCluster("state", &fs, nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
 	out := make([][]byte, len(invs))
 	for i, inv := range invs {
+		inv, _ = inventory.Canonical(inv) // as agents send them
 		h, err := inventory.ContentHash(inv)
 		if err != nil {
 			b.Fatal(err)
@@ -46,7 +75,12 @@ func heapNow() uint64 {
 // registered node (record, inventory, graph), as the FSM builds it from
 // Raft entries, and how much of it is the decoded inventories alone.
 func BenchmarkStoreMemoryPerNode(b *testing.B) {
-	entries := memEntries(b)
+	for _, mp := range memProfiles() {
+		b.Run(mp.name, func(b *testing.B) { storeMemory(b, memEntries(b, mp.nodes)) })
+	}
+}
+
+func storeMemory(b *testing.B, entries [][]byte) {
 	wire := 0
 	for _, e := range entries {
 		wire += len(e)
