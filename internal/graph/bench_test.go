@@ -157,6 +157,7 @@ func BenchmarkGraphMemoryPerNode(b *testing.B) {
 				g := mustBuild(b, invs, fab)
 				beside := heapAlloc()
 				runtime.KeepAlive(invs)
+				runtime.KeepAlive(fab)
 				invs, fab = nil, nil
 				alone := heapAlloc()
 				runtime.KeepAlive(g)

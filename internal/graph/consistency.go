@@ -23,12 +23,15 @@ func (g *Graph) CheckFabric(f *ginv1.FabricTopology) []error {
 		if !ok {
 			continue
 		}
-		for _, p := range n.ports {
-			if p.guid == "" {
+		for i := range n.ports {
+			p := &n.ports[i]
+			guid := p.guidString()
+			if guid == "" {
 				continue
 			}
-			owner[p.guid] = p.nic
-			byNIC[p.nic] = append(byNIC[p.nic], p.guid)
+			nic := n.nic(p)
+			owner[guid] = nic
+			byNIC[nic] = append(byNIC[nic], guid)
 		}
 	}
 	var errs []error

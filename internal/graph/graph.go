@@ -170,7 +170,9 @@ func (g *Graph) NodeInfo(name string) (NodeInfo, bool) {
 	if !ok {
 		return NodeInfo{}, false
 	}
-	info := n.info
+	info := NodeInfo{NVLinkDomain: n.info.domain.String(),
+		NVLinksUp: int(n.info.nvLinksUp), NVLinksTotal: int(n.info.nvLinksTotal),
+		ComputePortsUp: int(n.info.computePortsUp), ComputePortsTotal: int(n.info.computePortsTotal)}
 	if len(n.computePort) > 0 {
 		a := g.attachment(&n.ports[n.computePort[0]])
 		switch {
@@ -239,23 +241,24 @@ type attach struct {
 // attachment finds a port's leaf: from the fabric by port GUID, else from
 // the inventory's fabric neighbours.
 func (g *Graph) attachment(p *port) attach {
+	nbr := p.nbr.String()
 	if g.fabric == nil { // the zero Graph
-		return attach{sw: -1, key: p.nbr, mbps: p.nbrMBps}
+		return attach{sw: -1, key: nbr, mbps: p.nbrMBps()}
 	}
-	if p.hasGUIDN {
+	if p.hasGUIDN() {
 		if a, ok := g.fabric.attachN[p.guidN]; ok {
 			return attach{sw: a.sw, mbps: a.mbps}
 		}
-	} else if p.guid != "" {
-		if a, ok := g.fabric.attach[p.guid]; ok {
+	} else if guid := p.guid.String(); guid != "" {
+		if a, ok := g.fabric.attach[guid]; ok {
 			return attach{sw: a.sw, mbps: a.mbps}
 		}
 	}
-	if p.nbr != "" {
-		if s, ok := g.fabric.byGUID[p.nbr]; ok {
-			return attach{sw: s, mbps: p.nbrMBps}
+	if nbr != "" {
+		if s, ok := g.fabric.byGUID[nbr]; ok {
+			return attach{sw: s, mbps: p.nbrMBps()}
 		}
-		return attach{sw: -1, key: p.nbr, mbps: p.nbrMBps}
+		return attach{sw: -1, key: nbr, mbps: p.nbrMBps()}
 	}
 	return attach{sw: -1}
 }

@@ -113,23 +113,24 @@ func (d matrixDev) describe() Device {
 	if d.gpu >= 0 {
 		gp := &n.gpus[d.gpu]
 		return Device{Node: n.name, Label: "GPU" + strconv.Itoa(int(gp.index)), ID: gp.uuid, Kind: DeviceGPU,
-			CPUAffinity: n.numaCPUs[gp.dev.numa], NUMANode: int(gp.dev.numa)}
+			CPUAffinity: n.cpus(gp.dev.numa), NUMANode: int(gp.dev.numa)}
 	}
 	h := &n.hcas[d.hca]
-	return Device{Node: n.name, Label: "NIC" + strconv.Itoa(d.hca), ID: h.name, Kind: DeviceNIC,
-		CPUAffinity: n.numaCPUs[h.dev.numa], NUMANode: int(h.dev.numa)}
+	return Device{Node: n.name, Label: "NIC" + strconv.Itoa(d.hca), ID: h.name.String(), Kind: DeviceNIC,
+		CPUAffinity: n.cpus(h.dev.numa), NUMANode: int(h.dev.numa)}
 }
 
 // pcieDev, port and PCIe bandwidth to that port, of a matrix device.
 func (d matrixDev) endpoint() (pcieDev, int, uint64) {
 	if d.gpu >= 0 {
 		gp := &d.n.gpus[d.gpu]
-		return gp.dev, gp.near, gp.nearMBps
+		return gp.dev, int(gp.near), uint64(gp.nearMBps)
 	}
 	h := &d.n.hcas[d.hca]
 	best := -1
-	for _, pi := range h.ports {
-		if best < 0 || d.n.ports[pi].active && !d.n.ports[best].active {
+	for i := range int(h.numPorts) {
+		pi := int(h.firstPort) + i
+		if best < 0 || d.n.ports[pi].active() && !d.n.ports[best].active() {
 			best = pi
 		}
 	}

@@ -7,32 +7,44 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
-// vertex is one PCIe bridge of a node's tree.
+// vertex is one PCIe bridge of a node's tree (24 bytes: a node has tens).
+// Indices fit int16: a node has at most maxBridges bridges.
 type vertex struct {
-	id       string
-	parent   int // -1 for a root (host bridge)
-	depth    int // 0 for a root
-	root     int // index of the root above it
-	isSwitch bool
-	// downstream: a downstream port of the switch above it (part of it).
-	downstream bool
-	// rootPort: a root port of the host bridge above it (part of it).
-	rootPort bool
+	id       istr  // as the inventory has it
+	parent   int16 // -1 for a root (host bridge)
+	depth    int16 // 0 for a root
+	root     int16 // index of the root above it
+	kind     vertexKind
 	numa     int32  // the root's NUMA node (children inherit it), -1 unknown
-	linkMBps uint64 // link to the parent, 0 unknown
+	linkMBps uint32 // link to the parent, 0 unknown (pcieMBps fits)
 }
+
+// vertexKind says what a bridge is, as bits.
+type vertexKind uint8
+
+const (
+	vertexSwitch vertexKind = 1 << iota
+	// vertexDownstream: a downstream port of the switch above it (part of it).
+	vertexDownstream
+	// vertexRootPort: a root port of the host bridge above it (part of it).
+	vertexRootPort
+)
+
+func (v *vertex) isSwitch() bool   { return v.kind&vertexSwitch != 0 }
+func (v *vertex) downstream() bool { return v.kind&vertexDownstream != 0 }
+func (v *vertex) rootPort() bool   { return v.kind&vertexRootPort != 0 }
 
 // pcieDev is a device's place in the PCIe tree.
 type pcieDev struct {
-	parent   int // vertex index, -1 when the inventory does not say
-	linkMBps uint64
-	numa     int32
+	parent int16 // vertex index, -1 when the inventory does not say
 	// c2c: the device is a GPU attached to its CPU over a chip-to-chip link
 	// (NVLink-C2C on Grace): linkMBps is then that link's bandwidth, and
 	// the GPU reaches every PCIe device outside its own root through the
 	// CPU (nvidia-smi prints SYS; NCCL calls the GPU→C2C→CPU→PCIe→NIC path
 	// P2C).
-	c2c bool
+	c2c      bool
+	numa     int32
+	linkMBps uint32 // PCIe link (pcieMBps) or C2C links (at most maxC2CLinks × maxC2CLinkMBps)
 }
 
 // buildPCIe builds the tree, rejecting unknown parents, cycles and
@@ -52,12 +64,17 @@ func (n *node) buildPCIe(bs []*ginv1.PcieBridge) (map[string]int, error) {
 			return nil, fmt.Errorf("pcie_bridges[%d].id: %q is also pcie_bridges[%d]", i, b.Id, j)
 		}
 		byID[id] = i
-		v := vertex{id: b.Id, parent: -1, depth: -1, numa: b.NumaNode,
-			isSwitch:   b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH || b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT,
-			downstream: b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT,
-			rootPort:   b.Kind == ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT}
+		v := vertex{id: intern(b.Id), parent: -1, depth: -1, numa: b.NumaNode}
+		switch b.Kind {
+		case ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH:
+			v.kind = vertexSwitch
+		case ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_SWITCH_DOWNSTREAM_PORT:
+			v.kind = vertexSwitch | vertexDownstream
+		case ginv1.PcieBridgeKind_PCIE_BRIDGE_KIND_ROOT_PORT:
+			v.kind = vertexRootPort
+		}
 		if b.Link != nil {
-			v.linkMBps = pcieMBps(b.Link.Generation, b.Link.Width)
+			v.linkMBps = uint32(pcieMBps(b.Link.Generation, b.Link.Width))
 		}
 		n.verts[i] = v
 	}
@@ -72,15 +89,15 @@ func (n *node) buildPCIe(bs []*ginv1.PcieBridge) (map[string]int, error) {
 		if !ok {
 			return nil, fmt.Errorf("pcie_bridges[%d].parent_id: %q is not a bridge of the node", i, b.ParentId)
 		}
-		n.verts[i].parent = p
+		n.verts[i].parent = int16(p)
 	}
 	// Depths and roots, iteratively; a walk longer than the bridge count is a cycle.
 	for i := range n.verts {
 		if n.verts[i].depth >= 0 {
 			continue
 		}
-		var chain []int
-		v := i
+		var chain []int16
+		v := int16(i)
 		for v >= 0 && n.verts[v].depth < 0 {
 			chain = append(chain, v)
 			if len(chain) > len(n.verts) {
@@ -106,7 +123,7 @@ func (n *node) buildPCIe(bs []*ginv1.PcieBridge) (map[string]int, error) {
 func (n *node) device(parent string, link *ginv1.PcieLink, numa int32, byID map[string]int) (pcieDev, error) {
 	d := pcieDev{parent: -1, numa: numa}
 	if link != nil {
-		d.linkMBps = pcieMBps(link.Generation, link.Width)
+		d.linkMBps = uint32(pcieMBps(link.Generation, link.Width))
 	}
 	if parent == "" {
 		return d, nil
@@ -115,7 +132,7 @@ func (n *node) device(parent string, link *ginv1.PcieLink, numa int32, byID map[
 	if !ok {
 		return d, fmt.Errorf("%q is not a bridge of the node", parent)
 	}
-	d.parent = p
+	d.parent = int16(p)
 	if rn := n.verts[n.verts[p].root].numa; rn >= 0 {
 		d.numa = rn
 	}
@@ -138,32 +155,32 @@ func (n *node) pcieClass(a, b pcieDev) (Class, uint64) {
 // pcieWalk is pcieClass that also appends the bridges on the path to hops
 // when hops is non-nil.
 func (n *node) pcieWalk(a, b pcieDev, hops *[]Hop) (Class, uint64, int) {
-	bw := minNZ(a.linkMBps, b.linkMBps)
+	bw := minNZ(uint64(a.linkMBps), uint64(b.linkMBps))
 	if a.parent < 0 || b.parent < 0 {
 		return n.acrossRoots(a, b, bw, hops)
 	}
-	x, y := a.parent, b.parent
+	x, y := int(a.parent), int(b.parent)
 	var up, down []int
 	for n.verts[x].depth > n.verts[y].depth {
-		bw = minNZ(bw, n.verts[x].linkMBps)
+		bw = minNZ(bw, uint64(n.verts[x].linkMBps))
 		if hops != nil {
 			up = append(up, x)
 		}
-		x = n.verts[x].parent
+		x = int(n.verts[x].parent)
 	}
 	for n.verts[y].depth > n.verts[x].depth {
-		bw = minNZ(bw, n.verts[y].linkMBps)
+		bw = minNZ(bw, uint64(n.verts[y].linkMBps))
 		if hops != nil {
 			down = append(down, y)
 		}
-		y = n.verts[y].parent
+		y = int(n.verts[y].parent)
 	}
 	for x != y && n.verts[x].parent >= 0 {
-		bw = minNZ(bw, minNZ(n.verts[x].linkMBps, n.verts[y].linkMBps))
+		bw = minNZ(bw, minNZ(uint64(n.verts[x].linkMBps), uint64(n.verts[y].linkMBps)))
 		if hops != nil {
 			up, down = append(up, x), append(down, y)
 		}
-		x, y = n.verts[x].parent, n.verts[y].parent
+		x, y = int(n.verts[x].parent), int(n.verts[y].parent)
 	}
 	if x != y { // different roots
 		a.numa, b.numa = pickNUMA(a.numa, n.verts[x].numa), pickNUMA(b.numa, n.verts[y].numa)
@@ -185,9 +202,9 @@ func (n *node) pcieWalk(a, b pcieDev, hops *[]Hop) (Class, uint64, int) {
 	}
 	sw := n.switchOf(x)
 	switch {
-	case !n.verts[x].isSwitch:
+	case !n.verts[x].isSwitch():
 		return ClassPHB, bw, x
-	case n.switchOf(a.parent) == sw && n.switchOf(b.parent) == sw:
+	case n.switchOf(int(a.parent)) == sw && n.switchOf(int(b.parent)) == sw:
 		return ClassPIX, bw, x
 	default:
 		return ClassPXB, bw, x
@@ -197,9 +214,9 @@ func (n *node) pcieWalk(a, b pcieDev, hops *[]Hop) (Class, uint64, int) {
 // switchOf is the switch a bridge belongs to: a downstream port belongs to
 // the switch above it; any other bridge is its own.
 func (n *node) switchOf(v int) int {
-	if n.verts[v].downstream {
-		if p := n.verts[v].parent; p >= 0 && n.verts[p].isSwitch && !n.verts[p].downstream {
-			return p
+	if n.verts[v].downstream() {
+		if p := n.verts[v].parent; p >= 0 && n.verts[p].isSwitch() && !n.verts[p].downstream() {
+			return int(p)
 		}
 	}
 	return v
@@ -227,9 +244,9 @@ func (n *node) acrossRoots(a, b pcieDev, bw uint64, hops *[]Hop) (Class, uint64,
 	if a.numa >= 0 && a.numa == b.numa {
 		return ClassNODE, bw, -1
 	}
-	sa, okA := n.numaSocket[a.numa]
-	sb, okB := n.numaSocket[b.numa]
-	if okA && okB && sa != sb && n.interSocket > 0 {
+	na, okA := n.numaNode(a.numa)
+	nb, okB := n.numaNode(b.numa)
+	if okA && okB && na.socket != nb.socket && n.interSocket > 0 {
 		bw = minNZ(bw, n.interSocket)
 	}
 	if hops != nil {
@@ -241,10 +258,10 @@ func (n *node) acrossRoots(a, b pcieDev, bw uint64, hops *[]Hop) (Class, uint64,
 
 func (n *node) hopOf(v int) Hop {
 	kind := "pcie"
-	if !n.verts[v].isSwitch && n.verts[v].parent < 0 {
+	if !n.verts[v].isSwitch() && n.verts[v].parent < 0 {
 		kind = "host-bridge"
 	}
-	return Hop{Kind: kind, ID: n.verts[v].id, Node: n.name, LinkMBps: n.verts[v].linkMBps}
+	return Hop{Kind: kind, ID: n.verts[v].id.String(), Node: n.name, LinkMBps: uint64(n.verts[v].linkMBps)}
 }
 
 func (n *node) appendBridges(hops *[]Hop, vs []int) {
@@ -265,8 +282,8 @@ func (n *node) pcieAbove(d pcieDev) []PCIeBridgeView {
 	var out []PCIeBridgeView
 	for v := d.parent; v >= 0; v = n.verts[v].parent {
 		x := &n.verts[v]
-		out = append(out, PCIeBridgeView{ID: x.id, HostBridge: x.parent < 0, RootPort: x.rootPort,
-			Switch: x.isSwitch && !x.downstream && x.parent >= 0, DownstreamPort: x.downstream, NUMANode: x.numa})
+		out = append(out, PCIeBridgeView{ID: x.id.String(), HostBridge: x.parent < 0, RootPort: x.rootPort(),
+			Switch: x.isSwitch() && !x.downstream() && x.parent >= 0, DownstreamPort: x.downstream(), NUMANode: x.numa})
 	}
 	return out
 }

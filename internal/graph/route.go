@@ -19,7 +19,7 @@ func (g *Graph) Path(a, b GPURef) (Path, error) {
 }
 
 // gpuPath is the path between GPU ia of na and GPU ib of nb; withHops
-// records the vertices crossed (the matrix does not need them).
+// records the vertices crossed and the NICs (the matrix needs neither).
 func (g *Graph) gpuPath(na *node, ia int, nb *node, ib int, withHops bool) Path {
 	ga, gb := &na.gpus[ia], &nb.gpus[ib]
 	var hops []Hop
@@ -48,34 +48,34 @@ func (g *Graph) gpuPath(na *node, ia int, nb *node, ib int, withHops bool) Path 
 		cls, mbps, _ := na.pcieWalk(ga.dev, gb.dev, hp)
 		p := Path{Class: cls, BottleneckMBps: mbps}
 		if withHops {
-			p.Hops = append(hops, Hop{Kind: "gpu", ID: gb.uuid, Node: na.name, LinkMBps: gb.dev.linkMBps})
+			p.Hops = append(hops, Hop{Kind: "gpu", ID: gb.uuid, Node: na.name, LinkMBps: uint64(gb.dev.linkMBps)})
 		}
 		return p
 	}
 	var note string
-	if ga.domain != "" && ga.domain == gb.domain {
-		if c := min(ga.swUp, gb.swUp); c > 0 {
+	if ga.domain != (istr{}) && ga.domain == gb.domain {
+		if c := int(min(ga.swUp, gb.swUp)); c > 0 {
 			mbps := uint64(c) * minNZ(ga.linkMBps, gb.linkMBps)
 			p := Path{Class: ClassMNNVL, NVLinks: c, BottleneckMBps: mbps}
 			if withHops {
 				p.Hops = append(hops,
-					Hop{Kind: "nvlink-domain", ID: ga.domain, LinkMBps: mbps},
+					Hop{Kind: "nvlink-domain", ID: ga.domain.String(), LinkMBps: mbps},
 					Hop{Kind: "gpu", ID: gb.uuid, Node: nb.name, LinkMBps: mbps})
 			}
 			return p
 		}
-		note = "same MNNVL clique " + ga.domain + " but no NVLink is up; "
+		note = "same MNNVL clique " + ga.domain.String() + " but no NVLink is up; "
 	}
 	if withHops && ga.near >= 0 && ga.nearP2C {
 		// GPU → C2C → its Grace → PCIe → NIC (NCCL's P2C).
-		hops = append(hops, Hop{Kind: "cpu", ID: c2cHopID(ga.dev.numa), Node: na.name, LinkMBps: ga.dev.linkMBps})
+		hops = append(hops, Hop{Kind: "cpu", ID: c2cHopID(ga.dev.numa), Node: na.name, LinkMBps: uint64(ga.dev.linkMBps)})
 	}
-	p := g.netPath(na, ga.near, ga.nearMBps, nb, gb.near, gb.nearMBps, hops, withHops)
+	p := g.netPath(na, int(ga.near), uint64(ga.nearMBps), nb, int(gb.near), uint64(gb.nearMBps), hops, withHops)
 	if withHops {
-		last := gb.nearMBps
+		last := uint64(gb.nearMBps)
 		if gb.near >= 0 && gb.nearP2C {
-			p.Hops = append(p.Hops, Hop{Kind: "cpu", ID: c2cHopID(gb.dev.numa), Node: nb.name, LinkMBps: gb.nearMBps})
-			last = gb.dev.linkMBps
+			p.Hops = append(p.Hops, Hop{Kind: "cpu", ID: c2cHopID(gb.dev.numa), Node: nb.name, LinkMBps: uint64(gb.nearMBps)})
+			last = uint64(gb.dev.linkMBps)
 		}
 		p.Hops = append(p.Hops, Hop{Kind: "gpu", ID: gb.uuid, Node: nb.name, LinkMBps: last})
 	}
@@ -106,19 +106,21 @@ func (g *Graph) netPath(na *node, pa int, pcieA uint64, nb *node, pb int, pcieB 
 		return p
 	}
 	porta, portb := &na.ports[pa], &nb.ports[pb]
-	p.FromNIC, p.ToNIC = porta.nic, portb.nic
-	bw := minNZ(minNZ(pcieA, pcieB), minNZ(porta.rateMBps, portb.rateMBps))
-	if !porta.active || !portb.active {
-		down := porta
-		if porta.active {
-			down = portb
+	if withHops {
+		p.FromNIC, p.ToNIC = na.nic(porta), nb.nic(portb)
+	}
+	bw := minNZ(minNZ(pcieA, pcieB), minNZ(porta.rateMBps(), portb.rateMBps()))
+	if !porta.active() || !portb.active() {
+		down, dn := porta, na
+		if porta.active() {
+			down, dn = portb, nb
 		}
-		p.Note = "port " + down.nic + " port " + fmt.Sprint(down.num) + " is not ACTIVE"
+		p.Note = "port " + dn.nic(down) + " port " + fmt.Sprint(down.num) + " is not ACTIVE"
 	}
 	aa, ab := g.attachment(porta), g.attachment(portb)
 	bw = minNZ(bw, minNZ(aa.mbps, ab.mbps))
 	if withHops {
-		p.Hops = append(p.Hops, Hop{Kind: "port", ID: porta.id, Node: na.name, LinkMBps: pcieA})
+		p.Hops = append(p.Hops, Hop{Kind: "port", ID: porta.id.String(), Node: na.name, LinkMBps: pcieA})
 	}
 	switch {
 	case aa.sw >= 0 && ab.sw >= 0:
@@ -144,15 +146,15 @@ func (g *Graph) netPath(na *node, pa int, pcieA uint64, nb *node, pb int, pcieB 
 			p.Hops = append(p.Hops, Hop{Kind: "switch", ID: "0x" + aa.key, LinkMBps: aa.mbps})
 		}
 	default:
-		unknown := porta
+		unknown, un := porta, na
 		if aa.sw >= 0 || aa.key != "" {
-			unknown = portb
+			unknown, un = portb, nb
 		}
-		p.Note = joinNote(p.Note, "fabric attachment of "+unknown.nic+" port "+fmt.Sprint(unknown.num)+" is unknown (no fabric scan or neighbour lists it)")
+		p.Note = joinNote(p.Note, "fabric attachment of "+un.nic(unknown)+" port "+fmt.Sprint(unknown.num)+" is unknown (no fabric scan or neighbour lists it)")
 	}
 	p.BottleneckMBps = bw
 	if withHops {
-		p.Hops = append(p.Hops, Hop{Kind: "port", ID: portb.id, Node: nb.name, LinkMBps: ab.mbps})
+		p.Hops = append(p.Hops, Hop{Kind: "port", ID: portb.id.String(), Node: nb.name, LinkMBps: ab.mbps})
 	}
 	return p
 }

@@ -31,9 +31,9 @@ func (g *Graph) GPULinks(r GPURef) (GPULinks, error) {
 		return GPULinks{}, err
 	}
 	gp := &n.gpus[i]
-	l := GPULinks{SwitchLinks: gp.swUp, Switches: len(gp.switches), LinkMBps: gp.linkMBps, Domain: gp.domain, SM: gp.sm}
+	l := GPULinks{SwitchLinks: int(gp.swUp), Switches: len(gp.switches), LinkMBps: gp.linkMBps, Domain: gp.domain.String(), SM: int(gp.sm)}
 	if gp.near >= 0 {
-		l.EthernetNIC = n.ports[gp.near].ethernet
+		l.EthernetNIC = n.ports[gp.near].ethernet()
 	}
 	return l, nil
 }

@@ -164,12 +164,12 @@ func (g *Graph) NodeView(name string) (NodeView, bool) {
 	for i := range n.gpus {
 		gp := &n.gpus[i]
 		gv := GPUView{
-			Index: gp.index, UUID: gp.uuid, PCIBusID: gp.pci, NUMANode: gp.dev.numa, NVLinkDomain: gp.domain,
-			NVSwitchLinksUp: gp.swUp, NVSwitches: append([]string(nil), gp.switches...), NVLinkMBps: gp.linkMBps,
+			Index: gp.index, UUID: gp.uuid, PCIBusID: gp.pci.String(), NUMANode: gp.dev.numa, NVLinkDomain: gp.domain.String(),
+			NVSwitchLinksUp: int(gp.swUp), NVSwitches: n.switchKeys(gp), NVLinkMBps: gp.linkMBps,
 			NearestClass: gp.nearCls, NearestC2C: gp.nearP2C, PCIe: n.pcieAbove(gp.dev),
 		}
 		if gp.near >= 0 {
-			gv.NearestPort = n.ports[gp.near].id
+			gv.NearestPort = n.ports[gp.near].id.String()
 		}
 		for j := range n.gpus {
 			if j == i {
@@ -183,14 +183,14 @@ func (g *Graph) NodeView(name string) (NodeView, bool) {
 	}
 	rail := make(map[int]int, len(n.computePort))
 	for r, pi := range n.computePort {
-		rail[pi] = r
+		rail[int(pi)] = r
 	}
 	for i := range n.hcas {
 		h := &n.hcas[i]
-		hv := HCAView{Name: h.name, Role: h.role, NUMANode: h.dev.numa, Ports: make([]PortView, len(h.ports)), PCIe: n.pcieAbove(h.dev)}
-		for j, pi := range h.ports {
+		hv := HCAView{Name: h.name.String(), Role: h.role, NUMANode: h.dev.numa, Ports: make([]PortView, h.numPorts), PCIe: n.pcieAbove(h.dev)}
+		for j, pi := range h.portIndices() {
 			p := &n.ports[pi]
-			pv := PortView{Port: p.num, GUID: p.guid, Active: p.active, RateMBps: p.rateMBps, Rail: -1}
+			pv := PortView{Port: p.num, GUID: p.guidString(), Active: p.active(), RateMBps: p.rateMBps(), Rail: -1}
 			if r, ok := rail[pi]; ok {
 				pv.Rail = r
 			}
