@@ -8,7 +8,7 @@ import (
 )
 
 // ModelVersion names the model; it is written into every plan.
-const ModelVersion = "gin-cost-3"
+const ModelVersion = "gin-cost-4"
 
 // Shape is what the model needs to know about a communicator's placement.
 type Shape struct {

@@ -5,7 +5,8 @@
 // degraded links (through the shape's NIC rate), Ethernet latency, the
 // per-node NIC bytes of a 2- or 3-node tree, and what NVLS really delivers
 // (the switch limit, NCCL's NVLS chunking in mid sizes, the NVLink bytes
-// per GPU count: nvls.go). Plans, estimates and host ordering all use it.
+// per GPU count, the fixed time multi-node NVLSTree measures on 4+ nodes:
+// nvls.go). Plans, estimates and host ordering all use it.
 //
 // Two models share the code:
 //   - PredictNCCL/CostNCCL: NCCL's model as NCCL computes it for the shape

@@ -11,7 +11,8 @@ import (
 // except NVLinkLLStepUs, which is the slope of a 7-point series, and
 // NVLSSwitchFactor and NVLSChunkUs, fitted on half of one published H100
 // curve and checked on the other half, a held-out H100 run and the GB200 NVL72
-// curve.
+// curve, and NVLSTreeFillUs, fitted on half of three published 10-node H100
+// curves and checked on the other half.
 const (
 	// NICGBpsPerGbps is the effective busbw a NIC delivers per Gb/s of
 	// line rate: 12 GB/s per 100 Gb/s (NCCL maintainers, nccl-tests#119,
@@ -49,6 +50,14 @@ const (
 	// smaller chunks for mid-size messages slower per byte (nvls.go).
 	// Fitted with NVLSSwitchFactor.
 	NVLSChunkUs = 0.4375
+	// NVLSTreeFillUs scales the time an NVLSTree all_reduce across 4 or
+	// more SM90 nodes takes beyond NCCL's α-β form: NVLSTreeFillUs × (1 −
+	// 2/heads) per operation, heads the NVLS heads of a node (nvls.go,
+	// nvlsTreeFillUs). Fitted, with the form, by weighted least squares
+	// (TestNVLSTreeFit) on every other size of the published 10 × 8, 10 × 4
+	// and 10 × 2 H100 NCCL 2.29.2 all_reduce curves; held out: the sizes
+	// between.
+	NVLSTreeFillUs = 536.2
 )
 
 // params is a Shape translated into NCCL's model inputs.
@@ -66,6 +75,7 @@ type params struct {
 	treeBw         float64
 	ll128          bool
 	nvls, nvlsTree bool
+	nvlsHeads      int // NVLS heads per node across nodes: one per NIC, at most ppn
 	pat            bool
 	latInter       float64 // graph.latencyInter (+ GIN's fabric latency)
 	stepFloor      float64 // GIN: NVLink LL/LL128 step latency floor
@@ -151,6 +161,7 @@ func derive(s Shape, gin bool) (params, error) {
 	nvlsOK := s.NVSwitch && s.IntraNVLink && p.cc >= 90 && p.ppn >= nvlsMinGPUs
 	p.nvls = nvlsOK && p.nNodes == 1
 	p.nvlsTree = nvlsOK && p.nNodes > 1
+	p.nvlsHeads = min(max(s.NICsPerNode, 1), p.ppn)
 	p.pat = p.ppn == 1 && p.nRanks > 1 && p.cc >= 60
 	if gin && p.cc < 90 && p.intraHW == hwNVLink {
 		p.stepFloor = NVLinkLLStepUs
@@ -379,6 +390,9 @@ func (p *params) cell(coll, a, pr int, bytes uint64) (us float64, ch int, ok boo
 	us = p.latency(coll, a, pr, bytes, ch)*numPipeOpsLat + float64(bytes)/(1000*bw)
 	if p.gin && a == algoNVLS {
 		us += p.nvlsRampUs(bytes, bw)
+	}
+	if p.gin && a == algoNVLSTree {
+		us += p.nvlsTreeFillUs()
 	}
 	return us, ch, true
 }

@@ -107,3 +107,34 @@ func nvlsGPUCount(n int) float64 {
 	at := func(n int) float64 { return float64(n-1) / float64(n+1) }
 	return at(n) / at(nvlsFitGPUs)
 }
+
+// nvlsTreeFillMinNodes is the node count from which NCCL caps the NVLSTree
+// chunk at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE's default, -2: 64 KiB on 4
+// or more nodes, else the 128 KiB NVLS chunk; 2.29.2's calcCollChunking,
+// 2.30's ncclNvlsTuning) and the double binary tree is more than one level
+// deep: the regime the published curves were measured in.
+const nvlsTreeFillMinNodes = 4
+
+// nvlsTreeFillUs is what GIN adds to an NVLSTree all_reduce on 4 or more
+// SM90 nodes: a fixed time per operation, NVLSTreeFillUs × (1 − 2/heads)
+// with heads the NVLS heads of a node (one per NIC): 0 with 2 heads, 268
+// µs with 4, 402 µs with 8. The published 10-node H100 curves (NCCL
+// 2.29.2) take a fixed ~230-600 µs more than NCCL's α-β form below ~1 GiB
+// with 4 and 8 heads, and next to nothing with 2: 32 MiB takes 799 µs on
+// 10 × 8, 725 on 10 × 4, where the NIC-bound rate gives ~330 and ~490.
+// NCCL's NVLSTree latency (tens of µs) has no such term, and the chunk
+// stays 64 KiB over that range (concurrentOps = nvlsChannels × nHeads
+// chunks a loop), so it is not the NVLS chunk ramp of nvlsRampUs. The
+// form is the one of six one-parameter forms in the heads (constant,
+// heads, log2, heads − 1, heads − 2, 1 − 2/heads) with the smallest error
+// on the fit half; no mechanism is claimed for it: the constant and its
+// form are empirical, from one cluster (one node count, 400 Gb/s NICs
+// assumed). Not applied on 2 and 3 nodes (128 KiB chunks, a one-level
+// tree; no published mid-size curve) nor on SM100, whose multi-node
+// NVLSTree NCCL tunes apart (ncclNvlsTreeSm100Tuning).
+func (p *params) nvlsTreeFillUs() float64 {
+	if p.nNodes < nvlsTreeFillMinNodes || p.cc >= 100 {
+		return 0
+	}
+	return NVLSTreeFillUs * (1 - 2/float64(max(p.nvlsHeads, 2)))
+}
