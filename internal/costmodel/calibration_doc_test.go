@@ -63,8 +63,8 @@ default, 10 × 8, 10 × 4 and 10 × 2 H100; NCCL's model picks NVLSTree at every
 the sizes between are held out, the split fixed before fitting. The form was the one of six
 one-parameter forms in the heads with the smallest median error on the fit half (constant k, fit
 median and worst): %s. An earlier look at these curves, before this split was fixed, fitted the 10 ×
-8 and 10 × 4 curves only and held the 10 × 2 one out; with 2 heads the per-head form then missed
-32 MiB by 17%%, which is why the 2-head curve is in the fit half now. The held-out sizes below are
+8 and 10 × 4 curves only and held the 10 × 2 one out; the per-head form then missed the 10 × 2
+curve's 32 MiB by 17%%, which is why the 2-head curve is in the fit half now. The held-out sizes below are
 therefore a check of the constant, not of the form.
 
 NCCL's model column uses the same shape without the GIN additions (what NCCL would predict); for
@@ -121,10 +121,11 @@ thumb the physics must reproduce, or a published run a rule of the model was cho
   gate: it is a measured ranking, which GIN's pricing reproduces. NCCL's own NVLS cost has no GPU-count term that lowers
   it (its NVLS all_reduce busbw is the same on 2 GPUs as on 8), so NCCL's model picks NVLS on 2 to 4
   GPUs too. GIN prices the NVLink bytes NVLS moves (row "NVLS GPU count"): ring is faster on 2 and 3
-  H100s (by 76%% and 17%% at 2 GiB, so a plan overrides NCCL's NVLS there), the two are within 3%%
+  H100s (a plan overrides NCCL's NVLS there; the margins are listed under "When GIN overrides NCCL"
+  below), the two are within 3%%
   on 4 (NVLS ahead: no override), NVLS wins from 5 on. The nccl#1455 rows of the table: GIN within
   3%% on 4 to 7 GPUs where NCCL's model is 21-52%% high; on 3 GPUs GIN's NVLS is 16%% below the
-  reporter's "365-370 like ring", so the 17%% by which GIN prefers ring there is a model figure
+  reporter's "365-370 like ring", so the margin by which GIN prefers ring there is a model figure
   that the one published point does not support (ring and NVLS measured alike). The published 1 × 4
   H100 curve of NCCL 2.29.2's default (xxrjun N1_G4, held out: NCCL offers NVLS there and its model
   picks it) is within 5%% at every size.
@@ -137,8 +138,9 @@ thumb the physics must reproduce, or a published run a rule of the model was cho
   (nccl#2140, NCCL 2.30.4: 695 and 845 GB/s busbw), which GIN, pricing B300 as B200 (NVLink 5, SM100),
   reproduces within 4%% (718 and 856: the table under "NVLS against ring"). With the same physics
   GIN has %s: it picks NVLS by less than the 3%% a model-only override needs, as NCCL's model does,
-  so a plan leaves that choice to NCCL; if the issue's measurement is right, GIN's 5-GPU Blackwell
-  NVLS is about as far off as its 3-GPU H100 one (below), and a B200 curve imported with
+  so a plan leaves that choice to NCCL. If the issue's measurement is right, GIN's 5-GPU Blackwell
+  NVLS is too high where its 3-GPU H100 one is too low (above): the GPU-count form, checked on H100
+  only, is the weak part. A B200 curve imported with
   `+"`ginctl calibrate import`"+` decides it. GB200 GPU↔NIC over Grace C2C: below.
 
 ## Ring vs tree measured on the same system
