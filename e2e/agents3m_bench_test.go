@@ -232,8 +232,9 @@ func (c *mmCluster) register() time.Duration {
 			c.fatalf("registration not done after %s: %d of %d nodes", akRegisterWait, cnt.Registered, c.cfg.agents)
 		}
 		if now := time.Now(); now.Sub(lastLog) >= 10*time.Second {
-			c.progress("registered %d/%d (%.0f/s in the last %.0f s); RSS per master %v MiB; load %s",
-				cnt.Registered, c.cfg.agents, float64(cnt.Registered-prev)/now.Sub(prevAt).Seconds(), now.Sub(prevAt).Seconds(), c.rssMiB(), akLoadavg())
+			c.progress("registered %d/%d (%.0f/s in the last %.0f s); %d sessions ended and reattached, %d inventories re-sent, %d attempts tried again; RSS per master %v MiB; load %s",
+				cnt.Registered, c.cfg.agents, float64(cnt.Registered-prev)/now.Sub(prevAt).Seconds(), now.Sub(prevAt).Seconds(),
+				cnt.Detached, cnt.Resent, cnt.Retries, c.rssMiB(), akLoadavg())
 			prev, prevAt, lastLog = cnt.Registered, now, now
 		}
 	}
