@@ -79,6 +79,7 @@ type options struct {
 	nodeName          string
 	heartbeatInterval time.Duration
 	collectInterval   time.Duration
+	homeProbe         time.Duration
 	once              bool
 	output            string
 	logLevel          string
@@ -206,6 +207,8 @@ discovery or the agent fails, 64 for bad flags, values or environment
 	f.StringVar(&o.nodeName, "node-name", host, "name the node is reported under")
 	f.DurationVar(&o.heartbeatInterval, "heartbeat-interval", 0,
 		"how often to send a heartbeat (default: $"+envHeartbeat+", else "+agent.DefaultHeartbeatInterval.String()+"); the master may override it")
+	f.DurationVar(&o.homeProbe, "home-probe-interval", agent.DefaultHomeProbeInterval,
+		"while attached to another master than the one this node's name hashes to in --master (its home, which failed), how often on average to ask the home whether it takes sessions again, and return then; 0 never returns")
 	f.DurationVar(&o.collectInterval, "collect-interval", 0,
 		"how often to re-read the source to detect hardware changes (default: the heartbeat interval)")
 	f.StringVar(&o.metricsBind, "metrics-bind", defaultMetricsBind,
@@ -281,6 +284,9 @@ func resolve(cmd *cobra.Command, o options, getenv func(string) string) (setting
 		if _, _, err := net.SplitHostPort(o.metricsBind); err != nil {
 			return s, usagef("--metrics-bind %q: %v", o.metricsBind, err)
 		}
+	}
+	if o.homeProbe < 0 || o.homeProbe > 0 && o.homeProbe < time.Second {
+		return s, usagef("--home-probe-interval %s: must be 0 (never return) or at least 1s", o.homeProbe)
 	}
 	if s.collectInterval < 0 {
 		return s, usagef("--collect-interval %s: must not be negative", s.collectInterval)
@@ -466,6 +472,7 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		Version:            buildinfo.String(),
 		FabricScanner:      scanner(s.scanCommand),
 		FabricScanInterval: s.scanInterval,
+		HomeProbeInterval:  homeProbe(s.homeProbe),
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -506,4 +513,13 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil
+}
+
+// homeProbe is the agent's HomeProbeInterval for --home-probe-interval d
+// (0: never return home, which the agent spells negative).
+func homeProbe(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

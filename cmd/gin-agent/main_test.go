@@ -51,6 +51,8 @@ func TestBadFlagsExitUsage(t *testing.T) {
 		{"bad heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "often"}, "GIN_HEARTBEAT_INTERVAL"},
 		{"negative heartbeat env", nil, map[string]string{"GIN_HEARTBEAT_INTERVAL": "-5"}, "must be positive"},
 		{"negative collect interval", []string{"--collect-interval", "-1s"}, nil, "--collect-interval"},
+		{"negative home probe interval", []string{"--home-probe-interval", "-1s"}, nil, "--home-probe-interval"},
+		{"home probe interval below 1s", []string{"--home-probe-interval", "100ms"}, nil, "at least 1s"},
 		{"unknown source kind", []string{"--source", "dcgm"}, nil, `--source "dcgm"`},
 		{"sim without profile", []string{"--source", "sim:"}, nil, "sim:<profile>"},
 		{"file without path", []string{"--source", "file:"}, nil, "file:<path>"},

@@ -82,6 +82,11 @@ type Config struct {
 	// Plans keeps the plans the master pushes for jobs on this node (the
 	// node's plan store, served on the plan socket); nil: pushes are ignored.
 	Plans PlanSink
+	// HomeProbeInterval is how often, on average, the agent probes its home
+	// master (the one its node name hashes to) while its session is with
+	// another one, to return once the home master takes sessions again
+	// (home.go); default DefaultHomeProbeInterval, negative: never.
+	HomeProbeInterval time.Duration
 	// Rand is the randomness for backoff jitter (default: a PCG seeded from
 	// the runtime's random source). Tests pass a fixed seed. It is used from
 	// one goroutine only.
@@ -138,6 +143,12 @@ type Agent struct {
 	dialOpts []grpc.DialOption
 	rnd      *rand.Rand
 	encoder  updateEncoder
+
+	// after is the clock of the home-probe schedule (time.After; tests
+	// fire it themselves), probe asks whether the home master takes
+	// sessions (probeHome).
+	after func(time.Duration) <-chan time.Time
+	probe func(ctx context.Context, addr string) (bool, error)
 
 	// silenceTimeout returns how long a session may go without any message
 	// from the master before it is considered dead.
@@ -204,6 +215,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
+	if cfg.HomeProbeInterval == 0 {
+		cfg.HomeProbeInterval = DefaultHomeProbeInterval
+	}
 	if cfg.MaxBackoff < cfg.InitialBackoff {
 		return nil, fmt.Errorf("agent: max backoff %s is below the initial backoff %s", cfg.MaxBackoff, cfg.InitialBackoff)
 	}
@@ -235,7 +249,9 @@ func New(cfg Config) (*Agent, error) {
 		scanOut:        make(chan *ginv1.FabricTopology, 1),
 		candidates:     append([]string(nil), cfg.Masters...),
 		hb:             cfg.HeartbeatInterval,
+		after:          time.After,
 	}
+	a.probe = a.probeHome
 	a.status.HeartbeatInterval = cfg.HeartbeatInterval
 	// grpc.NewClient does not connect: this only checks the options (for
 	// instance that transport credentials are set) before Run retries them.

@@ -59,13 +59,17 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			return
 		}
 		log := a.log.With(slog.String("master", addr))
-		if masterAnswered(out) {
+		if masterAnswered(out) || out.home {
 			rc.answered(addr)
 		} else {
 			rc.failed(addr)
 		}
 
 		switch {
+		case out.home:
+			everConnected, redirects, reportedDown = true, 0, false
+			bo.reset()
+			log.Info("returning to the home master, which takes sessions again", slog.String("home", a.home()))
 		case out.established:
 			everConnected = true
 			redirects = 0
@@ -109,6 +113,8 @@ func (a *Agent) connectLoop(ctx context.Context) {
 
 		var wait time.Duration
 		switch {
+		case out.home:
+			idx = a.homeIndex() // at once: the agent left a live master
 		case out.hint != "" && rc.avoid(out.hint):
 			// A follower still names the leader that just went away (until
 			// its own heartbeat timeout), or one that just said it cannot

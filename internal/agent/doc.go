@@ -26,6 +26,10 @@
 //     the agent's identity (ALREADY_EXISTS, PERMISSION_DENIED,
 //     UNAUTHENTICATED). A leader hint counts only when it names neither the
 //     session's master nor the name that master gave itself in its HelloAck.
+//   - Away from its home master (the one its name hashes to: after that
+//     master failed), it probes the home master's gRPC health for
+//     gin.v1.AgentService at a jittered interval and returns once it is
+//     SERVING, leaving its session cleanly and re-sending nothing (home.go).
 //   - During a failover (reach.go) it passes over a master that just failed
 //     without answering, even when a follower still names it as leader, and
 //     waits at most a second between attempts while some master answers;

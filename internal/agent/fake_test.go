@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -185,9 +187,10 @@ func (s *store) put(node string, v storedInv) {
 type fakeMaster struct {
 	ginv1.UnimplementedAgentServiceServer
 	watched
-	addr  string
-	srv   *grpc.Server
-	store *store
+	addr   string
+	srv    *grpc.Server
+	store  *store
+	health *health.Server // gin.v1.AgentService SERVING unless a test says otherwise
 
 	// Behaviour, set before the agent connects or through change.
 	leaderHint     string        // answer Hello with this hint, then FAILED_PRECONDITION
@@ -208,6 +211,9 @@ type fakeMaster struct {
 	deltas          int
 	heartbeats      []*ginv1.Heartbeat
 	heartbeatsBySes map[int]int
+	// ends is how each established session ended (its handler's error;
+	// io.EOF: the agent closed its side).
+	ends []error
 }
 
 func newFakeMaster(t *testing.T, st *store) *fakeMaster {
@@ -216,10 +222,12 @@ func newFakeMaster(t *testing.T, st *store) *fakeMaster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &fakeMaster{addr: lis.Addr().String(), srv: grpc.NewServer(), store: st,
+	m := &fakeMaster{addr: lis.Addr().String(), srv: grpc.NewServer(), store: st, health: health.NewServer(),
 		kickCh: make(chan struct{}), heartbeatsBySes: map[int]int{}}
 	m.init()
 	ginv1.RegisterAgentServiceServer(m.srv, m)
+	healthpb.RegisterHealthServer(m.srv, m.health)
+	m.health.SetServingStatus(agentHealthService, healthpb.HealthCheckResponse_SERVING)
 	go func() { _ = m.srv.Serve(lis) }()
 	t.Cleanup(m.srv.Stop)
 	return m
@@ -298,7 +306,13 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 	if err := send(ack); err != nil {
 		return err
 	}
+	return m.established(ctx, stream, session, send, reject, rejectCode, kick, holdAcks)
+}
 
+// established serves a session after its HelloAck and records how it ended.
+func (m *fakeMaster) established(ctx context.Context, stream ginv1.AgentService_SessionServer, session int,
+	send func(*ginv1.SessionResponse) error, reject string, rejectCode codes.Code, kick, holdAcks chan struct{}) (err error) {
+	defer func() { m.change(func() { m.ends = append(m.ends, err) }) }()
 	reqs := make(chan *ginv1.SessionRequest)
 	errc := make(chan error, 1)
 	go func() {
@@ -435,6 +449,13 @@ func runAgent(t *testing.T, cfg Config) *runner {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startAgent(t, a)
+}
+
+// startAgent runs a (made by New, with test hooks set as needed); cleanup
+// cancels it and checks that Run ended.
+func startAgent(t *testing.T, a *Agent) *runner {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runner{a: a, cancel: cancel, done: make(chan struct{})}
 	go func() {

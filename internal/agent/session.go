@@ -34,6 +34,9 @@ type outcome struct {
 	// established is set when the master acknowledged the Hello.
 	established   bool
 	establishedAt time.Time
+	// home is set when the agent ended the session itself to return to
+	// its home master (home.go), which reports it takes sessions.
+	home bool
 }
 
 // held is what the master holds for this node, as far as the session knows.
@@ -97,6 +100,8 @@ type recvResult struct {
 // session sends on (receiving runs in its own goroutine, into recvCh).
 type sessionStream interface {
 	Send(*ginv1.SessionRequest) error
+	// CloseSend ends the agent's side: the master sees the agent leave.
+	CloseSend() error
 }
 
 // session is one AgentService.Session with one master: the state of the
@@ -127,6 +132,15 @@ type session struct {
 	pending *pendingUpdate
 	// scanC is a.scanOut while this agent is the fabric scanner.
 	scanC chan *ginv1.FabricTopology
+
+	// homeC fires when the home master is to be probed (set while the
+	// session is established away from home); homeRes receives the
+	// probe's answer; stopProbe cancels a probe in flight, probes waits
+	// for it (home.go).
+	homeC     <-chan time.Time
+	homeRes   chan bool
+	stopProbe context.CancelFunc
+	probes    sync.WaitGroup
 }
 
 // session runs one AgentService.Session with the master at addr until it
@@ -183,11 +197,15 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 func (a *Agent) newSession(ctx context.Context, addr string, stream sessionStream, recvCh <-chan recvResult) *session {
 	hb := a.heartbeatInterval()
 	return &session{a: a, addr: addr, log: a.log.With(slog.String("master", addr)), ctx: ctx, stream: stream, recvCh: recvCh,
-		hb: hb, silence: time.NewTimer(a.silenceTimeout(hb))}
+		hb: hb, silence: time.NewTimer(a.silenceTimeout(hb)), homeRes: make(chan bool, 1)}
 }
 
-// stop releases the session's timers.
+// stop releases the session's timers and ends a probe of the home master.
 func (s *session) stop() {
+	if s.stopProbe != nil {
+		s.stopProbe()
+	}
+	s.probes.Wait()
 	s.silence.Stop()
 	if s.ticker != nil {
 		s.ticker.Stop()
@@ -217,6 +235,10 @@ func (s *session) run(ctx context.Context) error {
 			err = s.maybeSendInventory()
 		case f := <-s.scanC:
 			err = s.onFabricScan(f)
+		case <-s.homeC:
+			s.onHomeProbeDue()
+		case serving := <-s.homeRes:
+			err = s.onHomeProbed(serving)
 		case r := <-s.recvCh:
 			if r.err != nil {
 				return s.ended(r)
@@ -436,7 +458,67 @@ func (s *session) onHelloAck(ack *ginv1.HelloAck) error {
 	s.a.setConnected(s.addr)
 	s.log.Info("connected to master", slog.Uint64("generation", s.held.generation), slog.Bool("in_sync", ack.GetInSync()))
 	s.ticker = time.NewTicker(s.hb)
+	if s.a.awayFromHome(s.addr) {
+		s.homeC = s.a.after(s.a.nextHomeProbe())
+	}
 	return s.maybeSendInventory()
+}
+
+// onHomeProbeDue probes the home master in the background (the session
+// goes on meanwhile; one probe at a time).
+func (s *session) onHomeProbeDue() {
+	s.homeC = nil
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.stopProbe = cancel
+	home := s.a.home()
+	s.probes.Go(func() {
+		defer cancel()
+		serving, err := s.a.probe(ctx, home)
+		if err != nil {
+			s.log.Debug("home master not reachable", slog.String("home", home), slog.Any("err", err))
+		}
+		s.homeRes <- serving // capacity 1, one probe at a time
+	})
+}
+
+// onHomeProbed returns home when the home master takes sessions, and
+// otherwise schedules the next probe.
+func (s *session) onHomeProbed(serving bool) error {
+	if !serving {
+		s.homeC = s.a.after(s.a.nextHomeProbe())
+		return nil
+	}
+	if s.pending != nil {
+		// An inventory is in flight: leave once it is acknowledged (the
+		// next probe), so the move re-sends nothing.
+		s.homeC = s.a.after(s.a.nextHomeProbe())
+		return nil
+	}
+	s.out.home = true
+	return s.leave()
+}
+
+// leave ends the session from the agent's side: it closes its half of the
+// stream and waits (at most the silence timeout) for the master to end
+// its half, so the master sees the agent leave rather than a broken
+// stream.
+func (s *session) leave() error {
+	if err := s.stream.CloseSend(); err != nil {
+		return fmt.Errorf("agent: leave %s: %w", s.addr, errGoingHome)
+	}
+	resetTimer(s.silence, s.a.silenceTimeout(s.hb))
+	for {
+		select {
+		case r := <-s.recvCh:
+			if r.err != nil {
+				return fmt.Errorf("agent: left %s: %w", s.addr, errGoingHome)
+			}
+		case <-s.silence.C:
+			return fmt.Errorf("agent: left %s (it did not end the stream): %w", s.addr, errGoingHome)
+		case <-s.ctx.Done():
+			return fmt.Errorf("agent: leave %s: %w", s.addr, s.ctx.Err())
+		}
+	}
 }
 
 // onInventoryAck records the generation the master committed and sends

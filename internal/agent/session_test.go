@@ -17,11 +17,17 @@ import (
 
 // recordingStream is a session's send side that records what was sent.
 type recordingStream struct {
-	sent []*ginv1.SessionRequest
+	sent   []*ginv1.SessionRequest
+	closed bool // CloseSend was called
 }
 
 func (r *recordingStream) Send(req *ginv1.SessionRequest) error {
 	r.sent = append(r.sent, req)
+	return nil
+}
+
+func (r *recordingStream) CloseSend() error {
+	r.closed = true
 	return nil
 }
 

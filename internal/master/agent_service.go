@@ -40,7 +40,7 @@ func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 	return toStatus(err)
 }
 
-func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
+func (a *agentService) session(stream ginv1.AgentService_SessionServer) (err error) {
 	ctx := stream.Context()
 	first, err := recvHello(stream, a.s.cfg.HelloTimeout)
 	if err != nil {
@@ -116,7 +116,9 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) error {
 		log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
 	}
 	a.s.attach(name)
-	defer a.s.detach(name)
+	// An agent that closes its side of the stream ends the session itself
+	// (it moves to its home master): its leaving is a sign of life.
+	defer func() { a.s.detach(name, errors.Is(err, io.EOF)) }()
 	// Plans pinned while the session is open are pushed on it; its own
 	// answers and the pushes share one sender.
 	send := &sessionSender{stream: stream}
@@ -238,9 +240,10 @@ func (s *Server) attach(node string) {
 	s.refreshScanner()
 }
 
-// detach records the end of a session of node.
-func (s *Server) detach(node string) {
-	s.sessions.remove(node)
+// detach records the end of a session of node; left is set when its agent
+// ended it.
+func (s *Server) detach(node string, left bool) {
+	s.sessions.remove(node, left, time.Now())
 	s.refreshScanner()
 }
 

@@ -97,6 +97,7 @@ func (s *Server) monitorLeadership(ctx context.Context) {
 	defer t.Stop()
 	defer s.revokeLeadership()
 	leader, serving := false, false
+	agents := healthpb.HealthCheckResponse_UNKNOWN
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,5 +127,6 @@ func (s *Server) monitorLeadership(ctx context.Context) {
 			}
 			s.health.SetServingStatus("", st)
 		}
+		agents = s.agentHealth(agents)
 	}
 }

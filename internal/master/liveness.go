@@ -62,10 +62,13 @@ type liveness struct {
 	afterCheck func()
 }
 
-// reporter is one master's latest ReportSessions.
+// reporter is what one master's reports say: when the last was applied,
+// its sequence, and the nodes it holds (reportedEntry: fresh, or stale and
+// last heard from then).
 type reporter struct {
 	at    time.Time
-	nodes []string
+	seq   uint64
+	nodes map[string]reportedEntry
 }
 
 // stateChange is one node state transition to propose.
@@ -248,7 +251,7 @@ func (l *liveness) forgetReporters(now time.Time) {
 		if now.Sub(r.at) <= keep {
 			continue
 		}
-		for _, n := range r.nodes {
+		for n := range r.nodes {
 			if l.holder[n] == id {
 				delete(l.holder, n)
 			}
@@ -257,41 +260,80 @@ func (l *liveness) forgetReporters(now time.Time) {
 	}
 }
 
-// report records master from's sessions: nodes[i] was last heard from
-// agesMs[i] milliseconds ago. A report that shows a node heard from again
-// is a sign of life (a DOWN node comes back UP after upAfter of them).
-func (l *liveness) report(ctx context.Context, from string, nodes []string, agesMs []uint32) {
+// sessionReport is one ReportSessions as the leader applies it
+// (reportdelta.go says what a follower sends and when).
+type sessionReport struct {
+	// full: nodes are every session the master holds; else a delta
+	// against the report numbered base.
+	full      bool
+	seq, base uint64
+	// freshWithin: a node listed with an age within it is fresh, and
+	// counts heard from freshWithin before every later report while it is
+	// not listed again; 0 (older masters): every age is exact, once.
+	freshWithin time.Duration
+	// nodes[i] was last heard from agesMs[i] milliseconds ago.
+	nodes  []string
+	agesMs []uint32
+	// gone[i]: its session ended without a sign of life; it was last heard
+	// from goneAgesMs[i] ms ago. left[i]: the agent ended its session
+	// leftAgesMs[i] ms ago to move elsewhere (a sign of life).
+	gone       []string
+	goneAgesMs []uint32
+	left       []string
+	leftAgesMs []uint32
+}
+
+// report applies master from's report. It reports false, applying
+// nothing, for a delta against a report this leader does not hold (it is
+// new, or its answer to the base was lost): the master sends a full one.
+// A report that shows a node heard from again is a sign of life (a DOWN
+// node comes back UP after upAfter of them); a node that left its session
+// to move elsewhere counts as heard from when it left.
+func (l *liveness) report(ctx context.Context, from string, rep sessionReport) bool {
 	now := l.now()
-	var down []string
-	for _, n := range nodes {
-		if h, ok := l.store.Head(n); ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN {
-			down = append(down, n)
-		}
-	}
-	isDown := make(map[string]bool, len(down))
-	for _, n := range down {
-		isDown[n] = true
-	}
+	view := l.store.View()
 	var up []string
 	counts := map[string]int{}
 	l.mu.Lock()
 	if !l.active {
 		l.mu.Unlock()
-		return
+		return true
 	}
 	r := l.reporters[from]
-	if r == nil {
-		r = &reporter{}
+	if !rep.full && (r == nil || r.seq != rep.base) {
+		l.mu.Unlock()
+		return false
+	}
+	if r == nil || rep.full {
+		if r != nil {
+			for n := range r.nodes {
+				if l.holder[n] == from {
+					delete(l.holder, n)
+				}
+			}
+		}
+		r = &reporter{nodes: make(map[string]reportedEntry, len(rep.nodes))}
 		l.reporters[from] = r
 	}
-	for _, n := range r.nodes {
-		if l.holder[n] == from {
-			delete(l.holder, n)
-		}
+	for i, n := range rep.gone {
+		l.unhold(from, r, n, now, rep.goneAgesMs[i])
 	}
-	for i, n := range nodes {
+	for i, n := range rep.left {
+		l.unhold(from, r, n, now, rep.leftAgesMs[i])
+	}
+	for i, n := range rep.nodes {
+		age := time.Duration(rep.agesMs[i]) * time.Millisecond
+		r.nodes[n] = reportedEntry{stale: rep.freshWithin == 0 || age > rep.freshWithin, last: now.Add(-age)}
+	}
+	r.at, r.seq = now, rep.seq
+	freshAt := now.Add(-rep.freshWithin)
+	for n, e := range r.nodes {
 		l.holder[n] = from
-		at := now.Add(-time.Duration(agesMs[i]) * time.Millisecond)
+		at := e.last
+		if !e.stale && freshAt.After(at) {
+			at = freshAt
+			r.nodes[n] = reportedEntry{last: at}
+		}
 		prev, ok := l.lastSeen[n]
 		if ok && !at.After(prev) {
 			continue
@@ -300,7 +342,7 @@ func (l *liveness) report(ctx context.Context, from string, nodes []string, ages
 		// A report repeats a heartbeat until the next one (reports come
 		// twice per interval): only a clearly newer one is a new sign.
 		fresh := !ok || at.Sub(prev) > l.interval/4
-		if !isDown[n] {
+		if h, known := view.Head(n); !known || h.State() != ginv1.NodeState_NODE_STATE_DOWN {
 			delete(l.beatsSinceDown, n)
 		} else if fresh {
 			l.beatsSinceDown[n]++
@@ -310,10 +352,22 @@ func (l *liveness) report(ctx context.Context, from string, nodes []string, ages
 			}
 		}
 	}
-	r.at, r.nodes = now, nodes
 	l.mu.Unlock()
 	for _, n := range up {
 		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, through %s)", counts[n], from))
+	}
+	return true
+}
+
+// unhold drops node n from master from's report r; it was heard from ageMs
+// before now. l.mu is held.
+func (l *liveness) unhold(from string, r *reporter, n string, now time.Time, ageMs uint32) {
+	delete(r.nodes, n)
+	if l.holder[n] == from {
+		delete(l.holder, n)
+	}
+	if at := now.Add(-time.Duration(ageMs) * time.Millisecond); at.After(l.lastSeen[n]) {
+		l.lastSeen[n] = at
 	}
 }
 

@@ -149,7 +149,7 @@ func TestLivenessFromReports(t *testing.T) {
 			l.rearm()
 			for _, r := range tc.reports {
 				now = t0.Add(r.at)
-				l.report(context.Background(), "m2", r.nodes, r.ages)
+				l.report(context.Background(), "m2", sessionReport{full: true, nodes: r.nodes, agesMs: r.ages})
 			}
 			now = t0.Add(tc.at)
 			l.check(context.Background())
@@ -192,7 +192,7 @@ func TestLivenessReportsBringANodeBackUp(t *testing.T) {
 	}
 	for _, s := range steps {
 		now = t0.Add(s.at)
-		l.report(context.Background(), "m2", []string{"ws01"}, []uint32{s.ageMs})
+		l.report(context.Background(), "m2", sessionReport{full: true, nodes: []string{"ws01"}, agesMs: []uint32{s.ageMs}})
 		if ups != s.wantUps {
 			t.Fatalf("at %s: %d UP proposals, want %d", s.at, ups, s.wantUps)
 		}

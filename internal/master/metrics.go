@@ -23,8 +23,11 @@ import (
 // metrics are the master's own counters; gauges are read at scrape time.
 type metrics struct {
 	leaderChanges atomic.Uint64
-	rejected      *prometheus.CounterVec
-	applyLatency  prometheus.Histogram
+	// reportBytes counts the bytes of the session reports this master
+	// sent the leader (reports.go).
+	reportBytes  atomic.Uint64
+	rejected     *prometheus.CounterVec
+	applyLatency prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -49,7 +52,7 @@ type masterCollector struct {
 	denied, deniedLimit                                   *prometheus.Desc
 	handshakes, handshakesRefused, handshakesAdmitted     *prometheus.Desc
 	dataDirFree, dataDirMinFree                           *prometheus.Desc
-	agentsReported, leaderUnreached                       *prometheus.Desc
+	agentsReported, leaderUnreached, reportBytes          *prometheus.Desc
 }
 
 func newMasterCollector(s *Server) *masterCollector {
@@ -68,6 +71,7 @@ func newMasterCollector(s *Server) *masterCollector {
 		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
 		agentsReported:     d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
 		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past twice the grace) it ends its agents' sessions.", id, nil),
+		reportBytes:        d("gin_master_session_report_bytes_total", "On a follower: bytes of the session reports sent to the leader since start (full reports, and deltas of what changed once the leader takes them).", id, nil),
 		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
 		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
@@ -86,7 +90,7 @@ func newMasterCollector(s *Server) *masterCollector {
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.handshakesAdmitted, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.handshakesAdmitted, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached, c.reportBytes} {
 		ch <- d
 	}
 }
@@ -130,6 +134,7 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.agents, float64(s.sessions.count()), id)
 	g(c.agentsReported, float64(s.live.reportedCount()), id)
 	g(c.leaderUnreached, s.leaderUnreached().Seconds(), id)
+	ch <- prometheus.MustNewConstMetric(c.reportBytes, prometheus.CounterValue, float64(s.metrics.reportBytes.Load()), id)
 	g(c.skipped, float64(s.node.SkippedEntries()), id)
 	_, nplans := s.store.Counts()
 	g(c.plans, float64(nplans), id)

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"time"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -63,23 +64,64 @@ func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSess
 	if peer, ok := authz.Identity(ctx); ok && peer.Name != id {
 		return nil, toStatus(&forbidden{msg: fmt.Sprintf("a report for master %q with the certificate of %s: a master reports only its own sessions", id, peer)})
 	}
-	if len(req.GetNodes()) != len(req.GetAgesMs()) {
-		return nil, toStatus(invalidf("ages_ms", "%d ages for %d nodes", len(req.GetAgesMs()), len(req.GetNodes())))
-	}
-	if len(req.GetNodes()) > r.s.cfg.MaxNodes {
-		return nil, toStatus(invalidf("nodes", "%d nodes, more than gin-master --max-nodes (%d)", len(req.GetNodes()), r.s.cfg.MaxNodes))
-	}
-	for i, n := range req.GetNodes() {
-		if err := inventory.ValidNodeName(n); err != nil {
-			return nil, toStatus(invalidf(fmt.Sprintf("nodes[%d]", i), "%v", err))
-		}
+	rep, err := r.sessionReport(req)
+	if err != nil {
+		return nil, toStatus(err)
 	}
 	if err := r.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	r.s.live.report(ctx, id, req.GetNodes(), req.GetAgesMs())
+	if !r.s.live.report(ctx, id, rep) {
+		return &ginv1.ReportSessionsResponse{SendFull: true, Deltas: true}, nil
+	}
 	r.s.refreshScanner()
-	return &ginv1.ReportSessionsResponse{FabricScanner: r.s.scanner()}, nil
+	return &ginv1.ReportSessionsResponse{FabricScanner: r.s.scanner(), Deltas: true}, nil
+}
+
+// sessionReport checks a ReportSessions request at the edge: names, the
+// counts (each list at most --max-nodes), the positions that must match,
+// and what only a delta carries.
+func (r *relayService) sessionReport(req *ginv1.ReportSessionsRequest) (sessionReport, error) {
+	rep := sessionReport{
+		full: req.GetFull() || req.GetSequence() == 0, seq: req.GetSequence(), base: req.GetBaseSequence(),
+		freshWithin: time.Duration(req.GetFreshWithinMs()) * time.Millisecond,
+		nodes:       req.GetNodes(), agesMs: req.GetAgesMs(), gone: req.GetGone(), goneAgesMs: req.GetGoneAgesMs(), left: req.GetLeft(), leftAgesMs: req.GetLeftAgesMs(),
+	}
+	if rep.seq == 0 {
+		rep.freshWithin = 0 // an older master: every age is exact
+	}
+	if len(rep.nodes) != len(rep.agesMs) {
+		return rep, invalidf("ages_ms", "%d ages for %d nodes", len(rep.agesMs), len(rep.nodes))
+	}
+	if len(rep.gone) != len(rep.goneAgesMs) {
+		return rep, invalidf("gone_ages_ms", "%d ages for %d nodes", len(rep.goneAgesMs), len(rep.gone))
+	}
+	if len(rep.left) != len(rep.leftAgesMs) {
+		return rep, invalidf("left_ages_ms", "%d ages for %d nodes", len(rep.leftAgesMs), len(rep.left))
+	}
+	if rep.seq != 0 && (rep.freshWithin <= 0 || rep.freshWithin > maxFreshWithin) {
+		return rep, invalidf("fresh_within_ms", "%d, want 1 to %d", req.GetFreshWithinMs(), maxFreshWithin.Milliseconds())
+	}
+	if rep.full && (len(rep.gone) > 0 || len(rep.left) > 0 || rep.base != 0) {
+		return rep, invalidf("full", "a full report carries no gone, left or base_sequence")
+	}
+	if !rep.full && rep.base >= rep.seq {
+		return rep, invalidf("base_sequence", "%d is not before sequence %d", rep.base, rep.seq)
+	}
+	for _, l := range []struct {
+		field string
+		names []string
+	}{{"nodes", rep.nodes}, {"gone", rep.gone}, {"left", rep.left}} {
+		if len(l.names) > r.s.cfg.MaxNodes {
+			return rep, invalidf(l.field, "%d nodes, more than gin-master --max-nodes (%d)", len(l.names), r.s.cfg.MaxNodes)
+		}
+		for i, n := range l.names {
+			if err := inventory.ValidNodeName(n); err != nil {
+				return rep, invalidf(fmt.Sprintf("%s[%d]", l.field, i), "%v", err)
+			}
+		}
+	}
+	return rep, nil
 }
 
 // leading refuses a relay on a master that does not lead (the caller

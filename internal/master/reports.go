@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // The fabric scanner is one connected agent of the whole cluster, named by
@@ -120,13 +120,15 @@ func cutOff(unreached time.Duration, failed int64, contact, grace, period time.D
 func (s *Server) reportPeriod() time.Duration { return s.cfg.HeartbeatInterval / 2 }
 
 // reportLoop sends the leader this master's agent sessions every half
-// heartbeat interval while it is a follower (ReportSessions), and keeps the
-// fabric scanner the leader names. It runs on every master for its whole
-// life; the leader reads its own sessions directly.
+// heartbeat interval while it is a follower (ReportSessions: in full, or
+// what changed since the last report the leader accepted, reportdelta.go),
+// and keeps the fabric scanner the leader names. It runs on every master
+// for its whole life; the leader reads its own sessions directly.
 func (s *Server) reportLoop(ctx context.Context) {
 	period := s.reportPeriod()
 	t := time.NewTicker(period)
 	defer t.Stop()
+	tr := newReportTracker(freshWithin(s.cfg.HeartbeatInterval, s.cfg.MissedHeartbeats))
 	failing := false
 	for {
 		select {
@@ -137,10 +139,11 @@ func (s *Server) reportLoop(ctx context.Context) {
 		if s.node.IsLeader() {
 			s.reachedLeader.Store(time.Now().UnixNano())
 			s.reportsFailed.Store(0)
+			tr.reset() // whoever leads next holds no base of ours
 			failing = false
 			continue
 		}
-		err := s.reportSessions(ctx, period)
+		err := s.reportSessions(ctx, period, tr)
 		if err != nil {
 			s.reportsFailed.Add(1)
 		}
@@ -148,6 +151,7 @@ func (s *Server) reportLoop(ctx context.Context) {
 		case err == nil:
 			s.reachedLeader.Store(time.Now().UnixNano())
 			s.reportsFailed.Store(0)
+			s.reportAccepted.Store(true)
 			if failing {
 				s.log.Info("session reports reach the leader again", "sessions", s.sessions.count())
 			}
@@ -159,19 +163,34 @@ func (s *Server) reportLoop(ctx context.Context) {
 	}
 }
 
-// reportSessions sends one report, within timeout.
-func (s *Server) reportSessions(ctx context.Context, timeout time.Duration) error {
+// reportSessions sends one report, within timeout: a delta when the
+// leader holds the base, else (or when it answers that it does not) a
+// full one.
+func (s *Server) reportSessions(ctx context.Context, timeout time.Duration, tr *reportTracker) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := s.relayClient()
 	if err != nil {
 		return err
 	}
-	nodes, ages := s.sessions.report(time.Now())
-	resp, err := c.ReportSessions(ctx, &ginv1.ReportSessionsRequest{ServerId: s.cfg.ID, Nodes: nodes, AgesMs: ages})
-	if err != nil {
-		return err
+	addr := s.leaderHint()
+	left := s.sessions.takeLeft()
+	for range 2 {
+		now := time.Now()
+		p := tr.build(now, addr, s.cfg.ID, s.sessions.lastHeard(now), left)
+		left = nil
+		resp, err := c.ReportSessions(ctx, p.req)
+		if err != nil {
+			return err
+		}
+		s.metrics.reportBytes.Add(uint64(proto.Size(p.req)))
+		if resp.GetSendFull() {
+			tr.reset()
+			continue
+		}
+		tr.accepted(now, addr, p, resp.GetDeltas())
+		s.setScanner(resp.GetFabricScanner())
+		return nil
 	}
-	s.setScanner(resp.GetFabricScanner())
-	return nil
+	return errors.New("the leader asked for a full report twice in a row")
 }

@@ -170,12 +170,16 @@ type Server struct {
 	// reportsFailed counts the session reports that failed in a row
 	// since (reports.go: the grace measured on this master's progress).
 	reportsFailed atomic.Int64
-	leaderConn    leaderConn // relays and reports to the leader (relay.go)
-	planPush      planPush   // pinned plans to the agent sessions of their nodes
-	admission     *admission // agent handshakes at once
-	metrics       *metrics
-	httpLis       net.Listener
-	agentLog      *ratelog.Bucket // attach/detach lines
+	// reportAccepted is set once the leader has accepted a session report
+	// of this master (reports.go): it reaches the leader, so it may tell
+	// agents it takes sessions (sessionhealth.go).
+	reportAccepted atomic.Bool
+	leaderConn     leaderConn // relays and reports to the leader (relay.go)
+	planPush       planPush   // pinned plans to the agent sessions of their nodes
+	admission      *admission // agent handshakes at once
+	metrics        *metrics
+	httpLis        net.Listener
+	agentLog       *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -298,6 +302,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(agentServiceName, healthpb.HealthCheckResponse_NOT_SERVING) // sessionhealth.go
 	return s, nil
 }
 

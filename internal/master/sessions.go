@@ -13,7 +13,15 @@ import (
 type sessions struct {
 	mu sync.Mutex
 	m  map[string]*sessionEntry
+	// left names the nodes whose agent ended its last session here itself
+	// (it moved to another master), with when, until the report loop takes
+	// them (takeLeft); at most maxLeft.
+	left map[string]time.Time
 }
+
+// maxLeft bounds sessions.left: past it a node that left is reported as
+// lost, which costs nothing but the sign of life its leaving was.
+const maxLeft = 65536
 
 type sessionEntry struct {
 	streams int
@@ -40,15 +48,39 @@ func (c *sessions) add(n string, now time.Time) {
 	e.last = now
 }
 
-// remove records the end of one stream of node n.
-func (c *sessions) remove(n string) {
+// remove records the end of one stream of node n; left is set when the
+// agent ended it itself (a clean end of its stream: it moves to another
+// master), at now.
+func (c *sessions) remove(n string, left bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.m[n]; e != nil {
-		if e.streams--; e.streams <= 0 {
-			delete(c.m, n)
-		}
+	e := c.m[n]
+	if e == nil {
+		return
 	}
+	if e.streams--; e.streams > 0 {
+		return
+	}
+	delete(c.m, n)
+	if !left {
+		return
+	}
+	if c.left == nil {
+		c.left = map[string]time.Time{}
+	}
+	if len(c.left) < maxLeft {
+		c.left[n] = now
+	}
+}
+
+// takeLeft returns the nodes that left since the last call and forgets
+// them (nil when none).
+func (c *sessions) takeLeft() map[string]time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.left
+	c.left = nil
+	return l
 }
 
 // beat records that node n's agent was heard from at now.
@@ -115,21 +147,24 @@ func (c *sessions) smallest() string {
 	return min
 }
 
-// report lists the nodes with a session here and, at the same positions,
-// the milliseconds since each was last heard from (what a follower sends
-// the leader in ReportSessions).
-func (c *sessions) report(now time.Time) (nodes []string, agesMs []uint32) {
+// lastHeard is, for every node with a session here, when its agent was
+// last heard from (now while a write is in flight): what a follower
+// reports to the leader (reportdelta.go).
+func (c *sessions) lastHeard(now time.Time) map[string]time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	nodes = make([]string, 0, len(c.m))
-	agesMs = make([]uint32, 0, len(c.m))
+	out := make(map[string]time.Time, len(c.m))
 	for n, e := range c.m {
-		age := max(now.Sub(e.last).Milliseconds(), 0)
-		if e.writing > 0 {
-			age = 0
+		last := e.last
+		if e.writing > 0 || last.After(now) {
+			last = now
 		}
-		nodes = append(nodes, n)
-		agesMs = append(agesMs, uint32(min(age, math.MaxUint32)))
+		out[n] = last
 	}
-	return nodes, agesMs
+	return out
+}
+
+// ageMs is the milliseconds from last to now, as a report carries them.
+func ageMs(now, last time.Time) uint32 {
+	return uint32(min(max(now.Sub(last).Milliseconds(), 0), math.MaxUint32))
 }

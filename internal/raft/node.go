@@ -179,6 +179,17 @@ type Node struct {
 	fsm         *FSM
 }
 
+// CloseTransport releases the Raft address after Shutdown (which leaves it
+// bound: a process that exits releases it anyway), so that a master
+// restarted in the same process (tests) binds it again.
+func (n *Node) CloseTransport() error { return n.transport.Close() }
+
+// Indexes are this server's Raft commit index (on a follower, as far as
+// the leader has told it) and the index its state machine has applied.
+func (n *Node) Indexes() (commit, applied uint64) {
+	return n.raft.CommitIndex(), n.raft.AppliedIndex()
+}
+
 // SkippedEntries is how many committed entries this node could not apply
 // (see FSM.Skipped): non-zero means its state is incomplete and it must not
 // serve until it runs a version that knows them.

@@ -359,16 +359,51 @@ func (x *RelayServiceImportFabricScanResponse) GetIndex() uint64 {
 	return 0
 }
 
-// ReportSessionsRequest lists the agent sessions of one master.
+// ReportSessionsRequest lists the agent sessions of one master: all of them
+// (a full report), or what changed since the last report the leader
+// accepted (a delta, once the leader said it takes them).
+//
+// What the leader needs to decide node state is, per node, who holds it and
+// when it was last heard from, to within the heartbeat interval: a node
+// heard from within fresh_within_ms is "fresh" and is not listed again while
+// it stays fresh (the leader counts it heard from fresh_within_ms before
+// each accepted report); a node that goes longer is listed with its exact
+// age when it turns stale, and again whenever its agent is heard from.
 type ReportSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Raft server id of the reporting master.
 	ServerId string `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
-	// The nodes whose agents hold a session with the reporting master.
+	// The nodes whose agents hold a session with the reporting master (a
+	// full report), or those that attached, turned stale, or were heard from
+	// while stale since the base report (a delta).
 	Nodes []string `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// For each of nodes (same position): milliseconds since its agent was
 	// last heard from (hello or heartbeat).
-	AgesMs        []uint32 `protobuf:"varint,3,rep,packed,name=ages_ms,json=agesMs,proto3" json:"ages_ms,omitempty"`
+	AgesMs []uint32 `protobuf:"varint,3,rep,packed,name=ages_ms,json=agesMs,proto3" json:"ages_ms,omitempty"`
+	// This report's number (increasing per reporting master process). 0: a
+	// master that sends only full lists (older versions): the report is full
+	// and every age is taken as it is.
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Set on a full report: the nodes listed are all the master holds.
+	Full bool `protobuf:"varint,5,opt,name=full,proto3" json:"full,omitempty"`
+	// A delta is against the report of this sequence, which the leader
+	// accepted; the leader answers send_full when it holds another one.
+	BaseSequence uint64 `protobuf:"varint,6,opt,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
+	// How recently a node counted fresh was heard from (see above); 1 to
+	// 600,000.
+	FreshWithinMs uint32 `protobuf:"varint,7,opt,name=fresh_within_ms,json=freshWithinMs,proto3" json:"fresh_within_ms,omitempty"`
+	// Delta only: nodes whose session here ended since the base report
+	// because it broke or the master ended it (lost: no sign of life), with,
+	// at the same positions in gone_ages_ms, the milliseconds since each was
+	// last heard from as of the base report.
+	Gone []string `protobuf:"bytes,8,rep,name=gone,proto3" json:"gone,omitempty"`
+	// Delta only: nodes whose agent ended its session here itself since the
+	// base report (it moved to another master: a sign of life, not a loss),
+	// with, at the same positions in left_ages_ms, the milliseconds since it
+	// did.
+	Left          []string `protobuf:"bytes,9,rep,name=left,proto3" json:"left,omitempty"`
+	LeftAgesMs    []uint32 `protobuf:"varint,10,rep,packed,name=left_ages_ms,json=leftAgesMs,proto3" json:"left_ages_ms,omitempty"`
+	GoneAgesMs    []uint32 `protobuf:"varint,11,rep,packed,name=gone_ages_ms,json=goneAgesMs,proto3" json:"gone_ages_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -424,12 +459,74 @@ func (x *ReportSessionsRequest) GetAgesMs() []uint32 {
 	return nil
 }
 
+func (x *ReportSessionsRequest) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ReportSessionsRequest) GetFull() bool {
+	if x != nil {
+		return x.Full
+	}
+	return false
+}
+
+func (x *ReportSessionsRequest) GetBaseSequence() uint64 {
+	if x != nil {
+		return x.BaseSequence
+	}
+	return 0
+}
+
+func (x *ReportSessionsRequest) GetFreshWithinMs() uint32 {
+	if x != nil {
+		return x.FreshWithinMs
+	}
+	return 0
+}
+
+func (x *ReportSessionsRequest) GetGone() []string {
+	if x != nil {
+		return x.Gone
+	}
+	return nil
+}
+
+func (x *ReportSessionsRequest) GetLeft() []string {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *ReportSessionsRequest) GetLeftAgesMs() []uint32 {
+	if x != nil {
+		return x.LeftAgesMs
+	}
+	return nil
+}
+
+func (x *ReportSessionsRequest) GetGoneAgesMs() []uint32 {
+	if x != nil {
+		return x.GoneAgesMs
+	}
+	return nil
+}
+
 // ReportSessionsResponse carries the leader's decisions the reporting
 // master passes on to its agents.
 type ReportSessionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The node whose agent runs fabric scans ("" when none is connected).
 	FabricScanner string `protobuf:"bytes,1,opt,name=fabric_scanner,json=fabricScanner,proto3" json:"fabric_scanner,omitempty"`
+	// The report was a delta against a report this leader does not hold (a
+	// new leader, a lost answer): nothing was applied; send a full report.
+	SendFull bool `protobuf:"varint,2,opt,name=send_full,json=sendFull,proto3" json:"send_full,omitempty"`
+	// This leader applies deltas (older leaders take every report as a full
+	// list: a master sends them only full reports).
+	Deltas        bool `protobuf:"varint,3,opt,name=deltas,proto3" json:"deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +568,20 @@ func (x *ReportSessionsResponse) GetFabricScanner() string {
 	return ""
 }
 
+func (x *ReportSessionsResponse) GetSendFull() bool {
+	if x != nil {
+		return x.SendFull
+	}
+	return false
+}
+
+func (x *ReportSessionsResponse) GetDeltas() bool {
+	if x != nil {
+		return x.Deltas
+	}
+	return false
+}
+
 var File_gin_v1_relay_proto protoreflect.FileDescriptor
 
 const file_gin_v1_relay_proto_rawDesc = "" +
@@ -496,13 +607,26 @@ const file_gin_v1_relay_proto_rawDesc = "" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12*\n" +
 	"\x04scan\x18\x02 \x01(\v2\x16.gin.v1.FabricTopologyR\x04scan\"<\n" +
 	"$RelayServiceImportFabricScanResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"c\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xcc\x02\n" +
 	"\x15ReportSessionsRequest\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x17\n" +
-	"\aages_ms\x18\x03 \x03(\rR\x06agesMs\"?\n" +
+	"\aages_ms\x18\x03 \x03(\rR\x06agesMs\x12\x1a\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12\x12\n" +
+	"\x04full\x18\x05 \x01(\bR\x04full\x12#\n" +
+	"\rbase_sequence\x18\x06 \x01(\x04R\fbaseSequence\x12&\n" +
+	"\x0ffresh_within_ms\x18\a \x01(\rR\rfreshWithinMs\x12\x12\n" +
+	"\x04gone\x18\b \x03(\tR\x04gone\x12\x12\n" +
+	"\x04left\x18\t \x03(\tR\x04left\x12 \n" +
+	"\fleft_ages_ms\x18\n" +
+	" \x03(\rR\n" +
+	"leftAgesMs\x12 \n" +
+	"\fgone_ages_ms\x18\v \x03(\rR\n" +
+	"goneAgesMs\"t\n" +
 	"\x16ReportSessionsResponse\x12%\n" +
-	"\x0efabric_scanner\x18\x01 \x01(\tR\rfabricScanner2\xb1\x02\n" +
+	"\x0efabric_scanner\x18\x01 \x01(\tR\rfabricScanner\x12\x1b\n" +
+	"\tsend_full\x18\x02 \x01(\bR\bsendFull\x12\x16\n" +
+	"\x06deltas\x18\x03 \x01(\bR\x06deltas2\xb1\x02\n" +
 	"\fRelayService\x12a\n" +
 	"\fPutInventory\x12'.gin.v1.RelayServicePutInventoryRequest\x1a(.gin.v1.RelayServicePutInventoryResponse\x12m\n" +
 	"\x10ImportFabricScan\x12+.gin.v1.RelayServiceImportFabricScanRequest\x1a,.gin.v1.RelayServiceImportFabricScanResponse\x12O\n" +

@@ -41,8 +41,9 @@ type RelayServiceClient interface {
 	// Imports a fabric scan uploaded by the node the leader named scanner.
 	ImportFabricScan(ctx context.Context, in *RelayServiceImportFabricScanRequest, opts ...grpc.CallOption) (*RelayServiceImportFabricScanResponse, error)
 	// The agents the calling master holds, with how long ago each was last
-	// heard from; the leader decides node state from these and its own
-	// sessions. Sent every half heartbeat interval.
+	// heard from (in full, or what changed since the last accepted report);
+	// the leader decides node state from these and its own sessions. Sent
+	// every half heartbeat interval.
 	ReportSessions(ctx context.Context, in *ReportSessionsRequest, opts ...grpc.CallOption) (*ReportSessionsResponse, error)
 }
 
@@ -101,8 +102,9 @@ type RelayServiceServer interface {
 	// Imports a fabric scan uploaded by the node the leader named scanner.
 	ImportFabricScan(context.Context, *RelayServiceImportFabricScanRequest) (*RelayServiceImportFabricScanResponse, error)
 	// The agents the calling master holds, with how long ago each was last
-	// heard from; the leader decides node state from these and its own
-	// sessions. Sent every half heartbeat interval.
+	// heard from (in full, or what changed since the last accepted report);
+	// the leader decides node state from these and its own sessions. Sent
+	// every half heartbeat interval.
 	ReportSessions(context.Context, *ReportSessionsRequest) (*ReportSessionsResponse, error)
 	mustEmbedUnimplementedRelayServiceServer()
 }

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// probeClock is the home-probe schedule of one agent, fired by the test:
+// every wait the agent asks for is recorded, and the timer fires only when
+// the test says.
+type probeClock struct {
+	watched
+	waits []time.Duration
+	fire  chan time.Time
+}
+
+func newProbeClock() *probeClock {
+	c := &probeClock{fire: make(chan time.Time)}
+	c.init()
+	return c
+}
+
+func (c *probeClock) after(d time.Duration) <-chan time.Time {
+	c.change(func() { c.waits = append(c.waits, d) })
+	return c.fire
+}
+
+func (c *probeClock) armed() int {
+	var n int
+	c.read(func() { n = len(c.waits) })
+	return n
+}
+
+// An agent whose home master refuses sessions attaches to another one and
+// probes its home on the jittered schedule; while the home reports the
+// agent service NOT_SERVING it stays, once SERVING it leaves its session
+// cleanly (the master sees the agent close its side) and says Hello to its
+// home, which holds its inventory: nothing is re-sent. At home it probes
+// no more.
+func TestReturnsHomeOnceTheHomeMasterServes(t *testing.T) {
+	var logs syncBuffer
+	st := newStore()
+	home, other := newFakeMaster(t, st), newFakeMaster(t, st)
+	home.notLeader = true // refuses sessions (FAILED_PRECONDITION, no hint)
+	home.health.SetServingStatus(agentHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
+	const probeEvery = time.Minute
+	cfg.HomeProbeInterval = probeEvery
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.home() != home.addr {
+		t.Fatalf("home = %s, want %s", a.home(), home.addr)
+	}
+	clock := newProbeClock()
+	a.after = clock.after
+	r := startAgent(t, a)
+
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
+	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+
+	// Home not serving: the agent stays and schedules the next probe.
+	clock.fire <- time.Now()
+	clock.waitFor(t, "the next home probe scheduled", func() bool { return len(clock.waits) == 2 })
+	if s := r.a.Status(); !s.Connected || s.Master != other.addr {
+		t.Fatalf("after a NOT_SERVING probe the agent is on %q (connected %v), want %s", s.Master, s.Connected, other.addr)
+	}
+
+	// Home back: the agent returns.
+	home.change(func() { home.notLeader = false })
+	home.health.SetServingStatus(agentHealthService, healthpb.HealthCheckResponse_SERVING)
+	clock.fire <- time.Now()
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == home.addr })
+	home.waitFor(t, "two heartbeats at home", func() bool { return len(home.heartbeats) >= 2 })
+
+	for i, d := range clock.waits {
+		if d < probeEvery/2 || d > 3*probeEvery/2 {
+			t.Errorf("probe wait %d = %s, want within [%s, %s]", i, d, probeEvery/2, 3*probeEvery/2)
+		}
+	}
+	if n := clock.armed(); n != 2 {
+		t.Errorf("%d probes scheduled, want 2 (none once at home)", n)
+	}
+	if s := r.a.Status(); s.InventoriesSent != 1 {
+		t.Errorf("%d inventories sent, want 1 (none on the way home)", s.InventoriesSent)
+	}
+	other.read(func() {
+		if len(other.ends) != 1 || !errors.Is(other.ends[0], io.EOF) {
+			t.Errorf("the session away from home ended with %v, want the agent closing its side (EOF)", other.ends)
+		}
+	})
+	home.read(func() {
+		last := home.hellos[len(home.hellos)-1]
+		if last.GetLastAckedGeneration() != 1 || last.GetInventoryHash() == "" {
+			t.Errorf("hello at home = %v, want the acknowledged generation 1 and its hash", last)
+		}
+	})
+	if !strings.Contains(logs.String(), "returning to the home master") {
+		t.Errorf("no log line says the agent returns home:\n%s", logs.String())
+	}
+}
+
+// An agent probes only while away from home, and not at all with a single
+// master or with probing off.
+func TestAwayFromHome(t *testing.T) {
+	var logs syncBuffer
+	tests := []struct {
+		name    string
+		masters []string
+		every   time.Duration
+		addr    int // index in the tried order
+		want    bool
+	}{
+		{"at home", []string{"m1:5000", "m2:5000", "m3:5000"}, time.Minute, 0, false},
+		{"away", []string{"m1:5000", "m2:5000", "m3:5000"}, time.Minute, 1, true},
+		{"one master", []string{"m1:5000"}, time.Minute, 0, false},
+		{"probing off", []string{"m1:5000", "m2:5000"}, -1, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(newFakeSource("H100"), &logs, tc.masters...)
+			cfg.HomeProbeInterval = tc.every
+			a, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.awayFromHome(tc.masters[tc.addr]); got != tc.want {
+				t.Fatalf("awayFromHome(%s) = %v, want %v", tc.masters[tc.addr], got, tc.want)
+			}
+		})
+	}
+}
