@@ -116,3 +116,31 @@ func storeMemory(b *testing.B, entries [][]byte) {
 		b.ReportMetric(float64(wire)/memNodes, "wire-B/node")
 	}
 }
+
+// BenchmarkPutInventory is the FSM's cost of storing one new node: a DGX
+// H100 inventory applied as a PutInventory entry (identity and generation
+// checks, graph update, marshal and deflate), into stores of up to
+// memNodes nodes.
+func BenchmarkPutInventory(b *testing.B) {
+	entries := memEntries(b, memProfiles()[0].nodes)
+	cmds := make([]*statev1.PutInventory, len(entries))
+	for i, e := range entries {
+		var c statev1.Command
+		if err := proto.Unmarshal(e, &c); err != nil {
+			b.Fatal(err)
+		}
+		cmds[i] = c.GetPutInventory()
+	}
+	s, i := New(nil), 0
+	for b.Loop() {
+		if i == len(cmds) {
+			b.StopTimer()
+			s, i = New(nil), 0
+			b.StartTimer()
+		}
+		if _, err := s.PutInventory(uint64(i+1), cmds[i]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

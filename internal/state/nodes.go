@@ -43,9 +43,11 @@ func (h NodeHead) State() ginv1.NodeState { return h.Record.GetState() }
 // nodeEntry is how the store keeps one node. Entries are immutable: an
 // update stores a new entry (a state change shares the inventory bytes).
 type nodeEntry struct {
-	head   NodeHead
-	inv    []byte // the inventory: deterministic wire form, deflated
-	rawLen int    // length of the wire form
+	head NodeHead
+	inv  []byte // the inventory: deterministic wire form, deflated
+	// dict is the preset dictionary inv was deflated with; nil: none.
+	dict   *invDict
+	rawLen int // length of the wire form
 }
 
 func headOf(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) NodeHead {
@@ -82,17 +84,74 @@ func withoutInventory(rec *statev1.NodeRecord) *statev1.NodeRecord {
 }
 
 // invCodec compresses inventories for the store and expands them again.
+//
+// Inventories of one kind of node (system model, GPU model and count, HCA
+// count) differ in little but serial numbers, UUIDs, GUIDs and addresses,
+// so each is deflated against a preset dictionary: the wire form of the
+// first inventory of its kind the codec saw (issue #16: a DGX H100
+// inventory deflates to ~1.4 KB against it, ~3.2 KB alone; a GB200 tray's
+// to ~0.7 KB, ~1.6 KB alone). At most maxDicts kinds get one (then
+// inventories deflate alone); a dictionary is immutable and lives as long
+// as the codec, so an entry can always be expanded.
+//
 // The flate writers and readers are pooled: each holds hundreds of KB of
 // state that would otherwise be garbage per inventory.
 type invCodec struct {
-	writers sync.Pool // *flate.Writer
+	writers sync.Pool // *flate.Writer without a dictionary
 	readers sync.Pool // io.ReadCloser that is a flate.Resetter
+
+	mu       sync.Mutex
+	dicts    map[invKind]*invDict
+	maxDicts int // 0: defaultMaxInvDicts
 }
 
-// invCompression trades a little size for speed: registration is
-// CPU-bound, and BestSpeed keeps a DGX H100 inventory at ~3.2 KB (default
-// level: ~2.9 KB).
-const invCompression = flate.BestSpeed
+// invKind is what makes inventories alike enough to share a dictionary.
+type invKind struct {
+	systemModel, gpuModel string
+	gpus, hcas            int
+}
+
+// invDict is one kind's preset dictionary.
+type invDict struct {
+	raw     []byte    // immutable: the tail (maxDictBytes) of a wire form
+	writers sync.Pool // *flate.Writer made with raw
+}
+
+const (
+	// defaultMaxInvDicts bounds the dictionaries (kinds of node) a codec
+	// keeps: at most this many × maxDictBytes.
+	defaultMaxInvDicts = 64
+	// maxDictBytes is deflate's window: a longer dictionary is not used.
+	maxDictBytes = 32 << 10
+	// invCompression trades a little size for speed: registration is
+	// CPU-bound. Level 2 is the fastest that uses a preset dictionary
+	// (BestSpeed ignores it).
+	invCompression = 2
+)
+
+// dictFor returns the dictionary of inventories of kind k, making raw (the
+// wire form of one) the dictionary when the kind has none and there is
+// room; nil when there is none.
+func (c *invCodec) dictFor(k invKind, raw []byte) *invDict {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.dicts[k]; ok {
+		return d
+	}
+	limit := c.maxDicts
+	if limit == 0 {
+		limit = defaultMaxInvDicts
+	}
+	if len(c.dicts) >= limit {
+		return nil
+	}
+	if c.dicts == nil {
+		c.dicts = map[invKind]*invDict{}
+	}
+	d := &invDict{raw: bytes.Clone(raw[max(0, len(raw)-maxDictBytes):])}
+	c.dicts[k] = d
+	return d
+}
 
 // entry builds the entry of rec (whose inventory is inv).
 func (c *invCodec) entry(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) (*nodeEntry, error) {
@@ -100,15 +159,21 @@ func (c *invCodec) entry(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) (*no
 	if err != nil {
 		return nil, fmt.Errorf("encode inventory of %q: %w", inv.GetNodeName(), err)
 	}
+	head := headOf(withoutInventory(rec), inv)
+	d := c.dictFor(invKind{head.SystemModel, head.GPUModel, head.GPUs, len(inv.GetHcas())}, raw)
+	pool, dict := &c.writers, []byte(nil)
+	if d != nil {
+		pool, dict = &d.writers, d.raw
+	}
 	var buf bytes.Buffer
-	buf.Grow(len(raw)/3 + 64)
-	w, _ := c.writers.Get().(*flate.Writer)
+	buf.Grow(len(raw)/4 + 64)
+	w, _ := pool.Get().(*flate.Writer)
 	if w == nil {
-		if w, err = flate.NewWriter(&buf, invCompression); err != nil {
+		if w, err = flate.NewWriterDict(&buf, invCompression, dict); err != nil {
 			return nil, err
 		}
 	} else {
-		w.Reset(&buf)
+		w.Reset(&buf) // keeps the writer's dictionary
 	}
 	if _, err := w.Write(raw); err != nil {
 		return nil, fmt.Errorf("compress inventory of %q: %w", inv.GetNodeName(), err)
@@ -116,16 +181,20 @@ func (c *invCodec) entry(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) (*no
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("compress inventory of %q: %w", inv.GetNodeName(), err)
 	}
-	c.writers.Put(w)
-	return &nodeEntry{head: headOf(withoutInventory(rec), inv), inv: bytes.Clone(buf.Bytes()), rawLen: len(raw)}, nil
+	pool.Put(w)
+	return &nodeEntry{head: head, inv: bytes.Clone(buf.Bytes()), dict: d, rawLen: len(raw)}, nil
 }
 
 // raw appends e's inventory in wire form to dst.
 func (c *invCodec) raw(dst []byte, e *nodeEntry) ([]byte, error) {
+	var dict []byte
+	if e.dict != nil {
+		dict = e.dict.raw
+	}
 	r, _ := c.readers.Get().(io.ReadCloser)
 	if r == nil {
-		r = flate.NewReader(bytes.NewReader(e.inv))
-	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(e.inv), nil); err != nil {
+		r = flate.NewReaderDict(bytes.NewReader(e.inv), dict)
+	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(e.inv), dict); err != nil {
 		return dst, err
 	}
 	n := len(dst)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"testing"
 
@@ -152,4 +153,88 @@ func TestCaptureEncodesTheSnapshotMessage(t *testing.T) {
 	if r.Graph().Len() != 4 {
 		t.Fatalf("restored graph holds %d nodes", r.Graph().Len())
 	}
+}
+
+// Inventories of one kind share a preset dictionary and deflate smaller
+// against it than alone; kinds beyond the codec's limit deflate alone, as
+// without dictionaries; every entry expands to the inventory stored,
+// whichever way it was deflated.
+func TestInventoryDictionaries(t *testing.T) {
+	fs, err := sim.ParseFabricSpec("leaf-groups=2,spines=4,oversub=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := append(sim.NodesOf("dgx-h100", "h", 0, 3), sim.NodesOf("gb200-nvl72", "g", 0, 3)...)
+	c, err := sim.NewCluster("dict", &fs, append(nodes, sim.NodesOf("dgx-a100", "a", 0, 3)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	invs, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		maxDicts  int
+		wantDicts int
+	}{
+		{"room for every kind", 0, 3},
+		{"room for two kinds", 2, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			codec := &invCodec{maxDicts: tc.maxDicts}
+			dictOf := map[string]*invDict{} // system model → its kind's dictionary
+			for i, inv := range invs {
+				e, err := codec.entry(&statev1.NodeRecord{Inventory: inv, ContentHash: "h"}, inv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := codec.record(e)
+				if err != nil || !proto.Equal(rec.GetInventory(), inv) {
+					t.Fatalf("%s: expands to a different inventory (err %v)", inv.GetNodeName(), err)
+				}
+				plain := deflateAlone(t, inv)
+				model := inv.GetHost().GetSystemModel()
+				d, seen := dictOf[model]
+				if !seen {
+					dictOf[model] = e.dict
+					d = e.dict
+				}
+				switch {
+				case e.dict != d:
+					t.Fatalf("%s: a dictionary other than its kind's", inv.GetNodeName())
+				case e.dict == nil && !bytes.Equal(e.inv, plain):
+					t.Fatalf("%s: no dictionary, but not deflated alone", inv.GetNodeName())
+				case e.dict != nil && i%3 > 0 && len(e.inv) >= len(plain):
+					t.Fatalf("%s: %d bytes against its kind's dictionary, %d alone", inv.GetNodeName(), len(e.inv), len(plain))
+				}
+			}
+			if len(codec.dicts) != tc.wantDicts {
+				t.Fatalf("%d dictionaries, want %d", len(codec.dicts), tc.wantDicts)
+			}
+		})
+	}
+}
+
+// deflateAlone is inv's wire form deflated as the codec does, without a
+// dictionary.
+func deflateAlone(t *testing.T, inv *ginv1.NodeInventory) []byte {
+	t.Helper()
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, invCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
