@@ -2,7 +2,9 @@ package state
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -14,15 +16,28 @@ import (
 	"github.com/gin-topology/gin/internal/inventory"
 )
 
-const memNodes = 2000
+// memNodes is how many nodes the memory benchmarks store: GIN_MEM_NODES
+// (e.g. 10000 for a 10,000-node cluster's live heap), else 2,000.
+func memNodes(tb testing.TB) int {
+	v := os.Getenv("GIN_MEM_NODES")
+	if v == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 2 || n > 100_000 {
+		tb.Fatalf("GIN_MEM_NODES=%q: want a node count from 2 to 100000", v)
+	}
+	return n
+}
 
 // memProfiles are the node mixes BenchmarkStoreMemoryPerNode measures,
 // memNodes nodes each.
-func memProfiles() []memProfile {
+func memProfiles(tb testing.TB) []memProfile {
+	n := memNodes(tb)
 	return []memProfile{
-		{"dgx-h100", sim.NodesOf("dgx-h100", "node", 0, memNodes)},
-		{"gb200-nvl72", sim.NodesOf("gb200-nvl72", "tray", 0, memNodes)},
-		{"mixed", append(sim.NodesOf("gb200-nvl72", "tray", 0, memNodes/2), sim.NodesOf("dgx-h100", "node", 0, memNodes/2)...)},
+		{"dgx-h100", sim.NodesOf("dgx-h100", "node", 0, n)},
+		{"gb200-nvl72", sim.NodesOf("gb200-nvl72", "tray", 0, n)},
+		{"mixed", append(sim.NodesOf("gb200-nvl72", "tray", 0, n/2), sim.NodesOf("dgx-h100", "node", 0, n-n/2)...)},
 	}
 }
 
@@ -32,8 +47,9 @@ type memProfile struct {
 }
 
 // memEntries are the nodes' simulated inventories as the FSM gets them:
-// PutInventory commands marshaled into Raft log entries.
-func memEntries(b testing.TB, nodes []sim.FabricNode) [][]byte {
+// PutInventory commands marshaled into Raft log entries; fabric is their
+// fabric's ImportFabric command.
+func memEntries(b testing.TB, nodes []sim.FabricNode) (entries [][]byte, fabric []byte) {
 	b.Helper()
 	fs, err := sim.ParseFabricSpec("leaf-groups=2,spines=4,oversub=2")
 	if err != nil {
@@ -60,7 +76,11 @@ func memEntries(b testing.TB, nodes []sim.FabricNode) [][]byte {
 			b.Fatal(err)
 		}
 	}
-	return out
+	fabric, err = proto.Marshal(&statev1.Command{Command: &statev1.Command_ImportFabric{ImportFabric: &statev1.ImportFabric{Fabric: c.Fabric}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out, fabric
 }
 
 func heapNow() uint64 {
@@ -73,14 +93,19 @@ func heapNow() uint64 {
 
 // BenchmarkStoreMemoryPerNode reports the live heap the store keeps per
 // registered node (record, inventory, graph), as the FSM builds it from
-// Raft entries, and how much of it is the decoded inventories alone.
+// Raft entries, and how much of it is the decoded inventories alone; then
+// what the nodes' fabric scan adds once imported (fabric-B/node: the
+// scan's message and the graph's fabric index).
 func BenchmarkStoreMemoryPerNode(b *testing.B) {
-	for _, mp := range memProfiles() {
-		b.Run(mp.name, func(b *testing.B) { storeMemory(b, memEntries(b, mp.nodes)) })
+	for _, mp := range memProfiles(b) {
+		b.Run(mp.name, func(b *testing.B) {
+			entries, fabric := memEntries(b, mp.nodes)
+			storeMemory(b, entries, fabric)
+		})
 	}
 }
 
-func storeMemory(b *testing.B, entries [][]byte) {
+func storeMemory(b *testing.B, entries [][]byte, fabric []byte) {
 	wire := 0
 	for _, e := range entries {
 		wire += len(e)
@@ -110,10 +135,22 @@ func storeMemory(b *testing.B, entries [][]byte) {
 			}
 		}
 		after := heapNow()
+		var c statev1.Command
+		if err := proto.Unmarshal(fabric, &c); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.ImportFabric(uint64(len(entries)+1), c.GetImportFabric()); err != nil {
+			b.Fatal(err)
+		}
+		c.Reset()
+		withFabric := heapNow()
 		runtime.KeepAlive(s)
-		b.ReportMetric(float64(after-base)/memNodes, "B/node")
-		b.ReportMetric(float64(mid-before)/memNodes, "inventory-B/node")
-		b.ReportMetric(float64(wire)/memNodes, "wire-B/node")
+		n := float64(len(entries))
+		b.ReportMetric(float64(withFabric-after)/n, "fabric-B/node")
+		b.ReportMetric(float64(after-base)/n, "B/node")
+		b.ReportMetric(float64(mid-before)/n, "inventory-B/node")
+		b.ReportMetric(float64(wire)/n, "wire-B/node")
+		b.ReportMetric(float64(after-base)/(1<<20), "live-MiB")
 	}
 }
 
@@ -122,7 +159,7 @@ func storeMemory(b *testing.B, entries [][]byte) {
 // checks, graph update, marshal and deflate), into stores of up to
 // memNodes nodes.
 func BenchmarkPutInventory(b *testing.B) {
-	entries := memEntries(b, memProfiles()[0].nodes)
+	entries, _ := memEntries(b, memProfiles(b)[0].nodes)
 	cmds := make([]*statev1.PutInventory, len(entries))
 	for i, e := range entries {
 		var c statev1.Command
