@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gin-topology/gin/internal/agent"
 )
 
 // The round that kills the master holding agents (issue #16: agents attach
@@ -58,6 +60,7 @@ func downMarks(c *cluster) int {
 // waits until its agents hold sessions with other masters, keeps it down
 // for hold but at least past the reattach grace and the missed heartbeats
 // (--heartbeat-interval 1s: max(4 s, 10 s) + 3 s), restarts it, and checks
+// that every agent returns to its home master (the hash share of each),
 // that no inventory was re-sent and no node was marked DOWN.
 func killAgentsMaster(c *cluster, leader int, hold time.Duration) (string, error) {
 	on := agentMasters(c)
@@ -108,6 +111,23 @@ func killAgentsMaster(c *cluster, leader int, hold time.Duration) (string, error
 	if n := inventoriesSent(c) - sent; n != 0 {
 		return "", fmt.Errorf("agents re-sent %d inventories after %s died", n, p.Name)
 	}
+	// Once it takes sessions again, the agents whose home it is return
+	// (--home-probe-interval 2s): every master holds its hash share.
+	if err := waitFor("every agent back at its home master", 60*time.Second, func() (bool, string) {
+		now := agentMasters(c)
+		for _, a := range c.agents {
+			if home := agent.HomeOf(a.Name, c.addrs); now[a.Name] != home {
+				return false, fmt.Sprintf("%s on %s, its home is %s", a.Name, now[a.Name], home)
+			}
+		}
+		return true, ""
+	}); err != nil {
+		return "", err
+	}
+	returned := time.Since(start)
+	if n := inventoriesSent(c) - sent; n != 0 {
+		return "", fmt.Errorf("agents re-sent %d inventories after %s died and came back", n, p.Name)
+	}
 	if n := downMarks(c) - downs; n != 0 {
 		return "", fmt.Errorf("%d nodes marked DOWN after %s died (its agents reattached after %s)", n, p.Name, reattached.Round(time.Millisecond))
 	}
@@ -115,6 +135,6 @@ func killAgentsMaster(c *cluster, leader int, hold time.Duration) (string, error
 	if victim == leader {
 		role = "leader"
 	}
-	return fmt.Sprintf("kill -9 %s m%d holding agents %v; they reattached after %s, none re-sent, none marked DOWN; restarted after %s",
-		role, victim+1, held[victim], reattached.Round(time.Millisecond), time.Since(start).Round(time.Millisecond)), nil
+	return fmt.Sprintf("kill -9 %s m%d holding agents %v; they reattached after %s, none re-sent, none marked DOWN; restarted, every agent at its home after %s",
+		role, victim+1, held[victim], reattached.Round(time.Millisecond), returned.Round(time.Millisecond)), nil
 }

@@ -561,7 +561,7 @@ func TestFaultCampaign(t *testing.T) {
 	for _, n := range nodeNames {
 		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
-				"--heartbeat-interval", "1s", "--metrics-bind", "",
+				"--heartbeat-interval", "1s", "--metrics-bind", "", "--home-probe-interval", "2s",
 				"--plan-socket", filepath.Join(agentDir, n+".sock"), "--plan-dir", filepath.Join(agentDir, n+"-plans")}, certs.Flags("agent-"+n)...)}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)

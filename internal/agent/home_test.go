@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"io"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
 
 // probeClock is the home-probe schedule of one agent, fired by the test:
@@ -134,5 +137,35 @@ func TestAwayFromHome(t *testing.T) {
 				t.Fatalf("awayFromHome(%s) = %v, want %v", tc.masters[tc.addr], got, tc.want)
 			}
 		})
+	}
+}
+
+// Leaving for home closes the agent's side of the stream and reads the
+// master's answers until it ends its side: a plan pushed meanwhile is
+// kept, and the session ends as a return home.
+func TestLeavingKeepsPlansPushedMeanwhile(t *testing.T) {
+	var logs syncBuffer
+	sink := &planSink{}
+	cfg := testConfig(newFakeSource("H100"), &logs, "m1:5000", "m2:5000")
+	cfg.Plans = sink
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := make(chan recvResult, 2)
+	rs := &recordingStream{}
+	s := a.newSession(context.Background(), "m2:5000", rs, recv)
+	defer s.stop()
+	recv <- recvResult{resp: &ginv1.SessionResponse{Plans: []*ginv1.Plan{{JobId: "late"}}}}
+	recv <- recvResult{err: io.EOF}
+	err = s.leave()
+	if !errors.Is(err, errGoingHome) {
+		t.Fatalf("leave = %v, want errGoingHome", err)
+	}
+	if !rs.closed {
+		t.Error("the agent's side of the stream was not closed")
+	}
+	if len(sink.got) != 1 || sink.got[0] != "late" {
+		t.Errorf("plans kept = %v, want [late]", sink.got)
 	}
 }

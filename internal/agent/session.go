@@ -513,6 +513,9 @@ func (s *session) leave() error {
 			if r.err != nil {
 				return fmt.Errorf("agent: left %s: %w", s.addr, errGoingHome)
 			}
+			for _, p := range r.resp.GetPlans() {
+				s.onPlan(p) // pinned while the agent was leaving: kept
+			}
 		case <-s.silence.C:
 			return fmt.Errorf("agent: left %s (it did not end the stream): %w", s.addr, errGoingHome)
 		case <-s.ctx.Done():
