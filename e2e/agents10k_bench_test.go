@@ -249,6 +249,12 @@ func startAkLoad(b *testing.B, bin string, cfg akConfig) *akLoad {
 // startAkLoadWith is startAkLoad with the master's flags beyond the
 // benchmark's own.
 func startAkLoadWith(b *testing.B, bin string, cfg akConfig, args []string) *akLoad {
+	return startAkLoadEnv(b, bin, cfg, args, os.Getenv(akMasterEnv))
+}
+
+// startAkLoadEnv is startAkLoadWith with env ("K=V,K=V") added to the
+// master's environment instead of GIN_LOAD_MASTER_ENV.
+func startAkLoadEnv(b *testing.B, bin string, cfg akConfig, args []string, env string) *akLoad {
 	ports := foPorts(b, 3)
 	dir := b.TempDir()
 	addr, httpAddr, dataDir := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[2]), filepath.Join(dir, "m1")
@@ -257,7 +263,7 @@ func startAkLoadWith(b *testing.B, bin string, cfg akConfig, args []string) *akL
 			"--http-bind", httpAddr, "--data-dir", dataDir, "--heartbeat-interval", akHeartbeat.String(),
 			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}, args...)}}
 	b.Cleanup(func() { master.kill() })
-	akStartWithEnv(b, master, os.Getenv(akMasterEnv))
+	akStartWithEnv(b, master, env)
 	l := newAkLoad(b, cfg, master, addr, httpAddr)
 	l.dataDir = dataDir
 	l.snaps = watchAkSnapshots(b, filepath.Join(l.dataDir, "snapshots"), l.progress)

@@ -41,58 +41,124 @@ func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 }
 
 func (a *agentService) session(stream ginv1.AgentService_SessionServer) (err error) {
-	ctx := stream.Context()
 	first, err := recvHello(stream, a.s.cfg.HelloTimeout)
 	if err != nil {
 		return err
 	}
+	var as *agentSession
+	if err := onFreshStack(func() (err error) {
+		as, err = a.hello(stream, first)
+		return err
+	}); err != nil {
+		return err
+	}
+	// An agent that closes its side of the stream ends the session itself
+	// (it moves to its home master): its leaving is a sign of life.
+	defer func() { as.end(errors.Is(err, io.EOF)) }()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if err := onFreshStack(func() error { return as.handle(req) }); err != nil {
+			return err
+		}
+		as.freeSlot() // the first message after the HelloAck is answered
+		as.handshaking = false
+	}
+}
+
+// onFreshStack runs f on a short-lived goroutine and waits for it. A
+// session's own goroutine lives as long as the session, blocked in
+// grpc-go's Recv, and a goroutine's stack keeps the size of the deepest
+// call it ever made: the runtime halves it at a collection only while less
+// than a quarter is in use, and blocked in Recv a session uses ~5 KiB. The
+// handshake, validation, Raft and answers run here instead, so an idle
+// session holds 8 KiB of stack, not 16 (issue #16, docs/BENCHMARKS.md).
+func onFreshStack(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return <-done
+}
+
+// agentSession is one attached agent session: what its messages are
+// handled with once the HelloAck is sent.
+type agentSession struct {
+	a         *agentService
+	ctx       context.Context
+	name      string
+	machineID string
+	send      *sessionSender
+	// release frees the handshake slot (idempotent); holdLimit frees it
+	// when the agent takes too long; unsubscribe ends plan pushes.
+	release     func()
+	holdLimit   *time.Timer
+	unsubscribe func()
+	// handshaking: the agent is not in sync yet; its first write is part
+	// of its handshake. Later writes are an attached agent's, which the
+	// handshakes of this master wait for (admission.go).
+	handshaking bool
+}
+
+// log is the master's logger with the session's node.
+func (as *agentSession) log() *slog.Logger { return as.a.s.log.With("node", as.name) }
+
+// hello checks a session's first message, takes a handshake slot, answers
+// with the HelloAck and attaches the session.
+func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *ginv1.SessionRequest) (*agentSession, error) {
+	ctx := stream.Context()
 	hello := first.GetHello()
 	if hello == nil {
-		return invalidf("hello", "the first message of a session must be a hello")
+		return nil, invalidf("hello", "the first message of a session must be a hello")
 	}
 	name := hello.GetNodeName()
 	if err := inventory.ValidNodeName(name); err != nil {
-		return invalidf("hello.node_name", "%v", err)
+		return nil, invalidf("hello.node_name", "%v", err)
 	}
 	if id, ok := authz.Identity(ctx); ok && id.Name != name {
 		// With TLS on only agents reach Session (the table); an agent
 		// writes only the node its certificate names.
-		return &forbidden{msg: fmt.Sprintf("hello for node %q with the certificate of %s: an agent writes only the node its certificate names", name, id)}
+		return nil, &forbidden{msg: fmt.Sprintf("hello for node %q with the certificate of %s: an agent writes only the node its certificate names", name, id)}
 	}
 	if len(hello.GetMachineId()) > inventory.MaxStringLen || len(hello.GetInventoryHash()) > 128 || len(hello.GetAgentVersion()) > inventory.MaxStringLen {
-		return invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)
+		return nil, invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)
 	}
-	log := a.s.log.With("node", name)
+	as := &agentSession{a: a, ctx: ctx, name: name, machineID: hello.GetMachineId()}
 	if err := a.s.outdated(); err != nil {
-		return err
+		return nil, err
 	}
 	// Any master holds sessions (followers relay writes to the leader);
 	// one cut off from the leader sends its agents elsewhere.
 	if err := a.s.detached(); err != nil {
-		return err
+		return nil, err
 	}
 	// A whole-cluster restart sends every Hello at once: at most
 	// --max-handshakes are served together (admission.go).
 	release, err := a.s.admission.acquire(ctx, a.s.cfg.HelloTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer release()
-	holdLimit := time.AfterFunc(a.s.cfg.HelloTimeout, release)
-	defer holdLimit.Stop()
+	as.release = release
+	as.holdLimit = time.AfterFunc(a.s.cfg.HelloTimeout, release)
+	attached := false
+	defer func() {
+		if !attached {
+			as.freeSlot()
+		}
+	}()
 	head, known := a.s.heldFor(ctx, name, hello.GetLastAckedGeneration())
 	if known {
 		if err := state.CheckBinding(name, head.Record.GetBinding(), sessionBinding(ctx)); err != nil {
-			return err
+			return nil, err
 		}
 		held := head.MachineID
 		// An empty machine_id is a mismatch, never a skip: a name bound to
 		// a machine stays bound to it.
 		if held != "" && held != hello.GetMachineId() {
 			if ok, skipped := a.s.agentLog.Allow(); ok {
-				log.Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId(), "suppressed", skipped)
+				as.log().Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId(), "suppressed", skipped)
 			}
-			return fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
+			return nil, fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
 		}
 	}
 	ack := &ginv1.HelloAck{}
@@ -103,76 +169,78 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) (err err
 	resp := a.s.response(name)
 	resp.Msg = &ginv1.SessionResponse_HelloAck{HelloAck: ack}
 	if err := stream.Send(resp); err != nil {
-		return err
+		return nil, err
 	}
-	// handshaking: the agent is not in sync yet; its first write is part of
-	// its handshake. Later writes are an attached agent's, which the
-	// handshakes of this master wait for (admission.go).
-	handshaking := !ack.InSync
+	as.handshaking = !ack.InSync
 	if ack.InSync {
-		release()
+		as.freeSlot()
 	}
 	if ok, skipped := a.s.agentLog.Allow(); ok {
-		log.Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
+		as.log().Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
 	}
+	attached = true
 	a.s.attach(name)
-	// An agent that closes its side of the stream ends the session itself
-	// (it moves to its home master): its leaving is a sign of life.
-	defer func() { a.s.detach(name, errors.Is(err, io.EOF)) }()
 	// Plans pinned while the session is open are pushed on it; its own
 	// answers and the pushes share one sender.
-	send := &sessionSender{stream: stream}
-	defer a.s.planPush.subscribe(name, func(pl *ginv1.Plan) error { return a.pushPlan(send, name, pl, log) })()
+	as.send = &sessionSender{stream: stream}
+	as.unsubscribe = a.s.planPush.subscribe(name, as.pushPlan)
 	a.s.live.seen(ctx, name) // the leader's own sessions; followers report theirs
+	return as, nil
+}
 
-	for {
-		req, err := stream.Recv()
-		if err != nil {
+// end detaches a session that hello attached; left is set when its agent
+// ended it.
+func (as *agentSession) end(left bool) {
+	as.unsubscribe()
+	as.a.s.detach(as.name, left)
+	as.freeSlot()
+}
+
+// freeSlot frees the session's handshake slot, if it still holds it, and
+// drops the timer that would.
+func (as *agentSession) freeSlot() {
+	as.release()
+	if as.holdLimit != nil {
+		as.holdLimit.Stop()
+		as.holdLimit = nil
+	}
+}
+
+// handle answers one message of an attached session.
+func (as *agentSession) handle(req *ginv1.SessionRequest) error {
+	a, ctx, name := as.a, as.ctx, as.name
+	if a.s.closing.Load() {
+		_ = as.send.Send(a.s.response(name))
+		return errShuttingDown
+	}
+	switch m := req.GetMsg().(type) {
+	case *ginv1.SessionRequest_Heartbeat:
+		if err := a.s.detached(); err != nil {
 			return err
 		}
-		if a.s.closing.Load() {
-			_ = send.Send(a.s.response(name))
-			return errShuttingDown
+		a.s.sessions.beat(name, time.Now())
+		a.s.live.seen(ctx, name)
+		r := a.s.response(name)
+		r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
+		return as.send.Send(r)
+	case *ginv1.SessionRequest_Inventory:
+		return a.write(as.handshaking, func() error {
+			return a.putInventory(ctx, as.send, as.log(), name, as.machineID, m.Inventory, nil)
+		})
+	case *ginv1.SessionRequest_Delta:
+		return a.write(as.handshaking, func() error {
+			return a.putInventory(ctx, as.send, as.log(), name, as.machineID, nil, m.Delta)
+		})
+	case *ginv1.SessionRequest_FabricScan:
+		if sc := a.s.scanner(); sc != name {
+			as.log().Warn("fabric scan rejected: this agent is not the fabric scanner")
+			return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, sc)
 		}
-		switch m := req.GetMsg().(type) {
-		case *ginv1.SessionRequest_Heartbeat:
-			if err := a.s.detached(); err != nil {
-				return err
-			}
-			a.s.sessions.beat(name, time.Now())
-			a.s.live.seen(ctx, name)
-			r := a.s.response(name)
-			r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
-			if err := send.Send(r); err != nil {
-				return err
-			}
-		case *ginv1.SessionRequest_Inventory:
-			if err := a.write(handshaking, func() error {
-				return a.putInventory(ctx, send, log, name, hello.GetMachineId(), m.Inventory, nil)
-			}); err != nil {
-				return err
-			}
-		case *ginv1.SessionRequest_Delta:
-			if err := a.write(handshaking, func() error {
-				return a.putInventory(ctx, send, log, name, hello.GetMachineId(), nil, m.Delta)
-			}); err != nil {
-				return err
-			}
-		case *ginv1.SessionRequest_FabricScan:
-			if sc := a.s.scanner(); sc != name {
-				log.Warn("fabric scan rejected: this agent is not the fabric scanner")
-				return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, sc)
-			}
-			if err := a.write(handshaking, func() error { return a.s.commitFabricScan(ctx, name, m.FabricScan) }); err != nil {
-				return err
-			}
-		case *ginv1.SessionRequest_Hello:
-			return invalidf("hello", "a session sends hello only once")
-		default:
-			return invalidf("msg", "empty or unknown session message")
-		}
-		release() // the first message after the HelloAck is answered
-		handshaking = false
+		return a.write(as.handshaking, func() error { return a.s.commitFabricScan(ctx, name, m.FabricScan) })
+	case *ginv1.SessionRequest_Hello:
+		return invalidf("hello", "a session sends hello only once")
+	default:
+		return invalidf("msg", "empty or unknown session message")
 	}
 }
 
@@ -185,6 +253,11 @@ func (a *agentService) write(handshaking bool, f func() error) error {
 	a.s.admission.writes.begin()
 	defer a.s.admission.writes.end()
 	return f()
+}
+
+// pushPlan sends one plan pinned for the session's node on its stream.
+func (as *agentSession) pushPlan(pl *ginv1.Plan) error {
+	return as.a.pushPlan(as.send, as.name, pl, as.log())
 }
 
 // pushPlan sends one plan pinned for node on its session.

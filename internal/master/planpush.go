@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -20,8 +21,11 @@ const planPushBuffer = 16
 // session has plans queued (issue #16: goroutine stacks were a third of a
 // master's memory per agent).
 type planPush struct {
-	mu   sync.Mutex
-	subs map[string]map[*planQueue]struct{} // node → its sessions' queues
+	mu sync.Mutex
+	// subs are the queues of each node's sessions (one, unless an agent
+	// reconnects before its old stream ends; a slice, not a map, is what
+	// a session costs, issue #16).
+	subs map[string][]*planQueue
 }
 
 // planQueue is one session's pending plans and its pusher.
@@ -42,16 +46,14 @@ func (p *planPush) subscribe(node string, push func(*ginv1.Plan) error) (cancel 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.subs == nil {
-		p.subs = map[string]map[*planQueue]struct{}{}
+		p.subs = map[string][]*planQueue{}
 	}
-	if p.subs[node] == nil {
-		p.subs[node] = map[*planQueue]struct{}{}
-	}
-	p.subs[node][q] = struct{}{}
+	p.subs[node] = append(p.subs[node], q)
 	return func() {
 		p.mu.Lock()
-		delete(p.subs[node], q)
-		if len(p.subs[node]) == 0 {
+		if left := slices.DeleteFunc(p.subs[node], func(x *planQueue) bool { return x == q }); len(left) > 0 {
+			p.subs[node] = left
+		} else {
 			delete(p.subs, node)
 		}
 		p.mu.Unlock()
@@ -65,7 +67,7 @@ func (p *planPush) publish(pl *ginv1.Plan) (queued, full int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range pl.GetNodes() {
-		for q := range p.subs[n] {
+		for _, q := range p.subs[n] {
 			if q.offer(pl) {
 				queued++
 			} else {

@@ -94,7 +94,7 @@ func TestPlanPushBoundAndIdle(t *testing.T) {
 		return nil
 	})
 	defer cancel()
-	for q0 := range p.subs["n"] {
+	for _, q0 := range p.subs["n"] {
 		q = q0
 	}
 	running := func() bool {

@@ -291,6 +291,13 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainStreamInterceptor(s.leaderHintStream, textStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxStreamsPerConn),
+		// HPACK: the client indexes nothing in this master's decoder
+		// table. An agent opens one stream per connection, whose
+		// headers are sent once, so indexing them saved nothing and the
+		// table held them (~0.5 KiB) for the connection's life (issue
+		// #16). A client of many calls per connection sends its few
+		// request headers in full each time.
+		grpc.HeaderTableSize(0),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)...)

@@ -97,7 +97,11 @@ func (s *textCheckedStream) RecvMsg(m any) error {
 		return err
 	}
 	if pm, ok := m.(proto.Message); ok {
-		if err := checkRequestText(pm); err != nil {
+		// The walk recurses through every nested message (an inventory's
+		// are deep): on the stream's own goroutine, which lives as long
+		// as the stream, it would leave a larger stack behind
+		// (onFreshStack).
+		if err := onFreshStack(func() error { return checkRequestText(pm) }); err != nil {
 			return toStatus(err)
 		}
 	}
