@@ -32,23 +32,8 @@ func BenchmarkAgentRegistrationTLS(b *testing.B) {
 	}
 	raiseFileLimit(b, uint64(cfg.agents+akSpareFDs), fmt.Sprintf("%d agent connections need, in this process and in the master (lower %s)", cfg.agents, akAgentsEnv))
 	bin := binaries(b)
-	certDir := filepath.Join(b.TempDir(), "tls")
-	certs := testcerts.Make(b, filepath.Join(bin, "ginctl"), certDir, testcerts.Cert{Role: "master", Name: "m1"})
-	ca, err := pki.LoadCA(certDir)
-	if err != nil {
-		b.Fatal(err)
-	}
 	t0 := time.Now()
-	creds := make(map[string]credentials.TransportCredentials, cfg.agents)
-	for i := range cfg.agents {
-		name := fmt.Sprintf("ak%05d", i)
-		if _, _, err := ca.IssueToDir(certDir, pki.CertRequest{Identity: pki.Identity{Role: pki.RoleAgent, Name: name}}, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-		if creds[name], err = pki.ClientCredentials(certs.Files("agent-"+name), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	certs, creds := agentCerts(b, bin, cfg.agents)
 	fmt.Fprintf(os.Stderr, "agentstls: %d agent certificates in %.1f s\n", cfg.agents, time.Since(t0).Seconds())
 
 	type result struct {
@@ -95,4 +80,27 @@ func BenchmarkAgentRegistrationTLS(b *testing.B) {
 	b.ReportMetric(plainRes.cpuPerMs, "plain_master_cpu_ms/node")
 	b.ReportMetric(tlsRes.rssMiB, "tls_master_rss_MiB")
 	b.ReportMetric(plainRes.rssMiB, "plain_master_rss_MiB")
+}
+
+// agentCerts makes the cluster CA, the master m1's certificate (with
+// ginctl) and one agent/<node> certificate per simulated agent (with
+// internal/pki), and returns the agents' transport credentials by name.
+func agentCerts(b *testing.B, bin string, agents int) (testcerts.Dir, map[string]credentials.TransportCredentials) {
+	dir := filepath.Join(b.TempDir(), "tls")
+	certs := testcerts.Make(b, filepath.Join(bin, "ginctl"), dir, testcerts.Cert{Role: "master", Name: "m1"})
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	creds := make(map[string]credentials.TransportCredentials, agents)
+	for i := range agents {
+		name := fmt.Sprintf("ak%05d", i)
+		if _, _, err := ca.IssueToDir(dir, pki.CertRequest{Identity: pki.Identity{Role: pki.RoleAgent, Name: name}}, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if creds[name], err = pki.ClientCredentials(certs.Files("agent-"+name), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return certs, creds
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,8 +17,6 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
 )
 
 // BenchmarkSessionBytes measures what one agent session costs a master
@@ -27,9 +24,10 @@ import (
 // GIN_LOAD_AGENTS (default 3,000) simulated agents from cold, each its own
 // connection and session (BenchmarkMasterTenThousandAgents' agents,
 // heartbeating every 5 s); once they are attached and no snapshot is being
-// taken, the master's live heap (the "->N MB" of a collection that started
-// after the phase began: reads of the node list are sent until two more
-// have completed), its goroutine stacks and its goroutines are read; then
+// taken, the master's live heap (the smallest "->N MB" of three
+// collections that started after the phase began: reads of the node list
+// are sent until they have run), its goroutine stacks and its goroutines
+// are read; then
 // every session is closed, and once the master has marked every node DOWN
 // the same is read again: same nodes, no sessions. Per session is the
 // difference over the agents. Both with mutual TLS (every agent its own
@@ -59,7 +57,7 @@ func BenchmarkSessionBytes(b *testing.B) {
 			var l *akLoad
 			switch mode {
 			case "mtls":
-				certs, creds := sbCerts(b, bin, cfg.agents)
+				certs, creds := agentCerts(b, bin, cfg.agents)
 				l = startAkLoadEnv(b, bin, cfg, certs.Flags("master-m1"), env)
 				l.creds = func(name string) credentials.TransportCredentials { return creds[name] }
 			case "plaintext":
@@ -108,28 +106,6 @@ func BenchmarkSessionBytes(b *testing.B) {
 		b.ReportMetric(r.stacks/1024, mode+"_stacks_KiB/session")
 		b.ReportMetric(r.goroutines, mode+"_goroutines/session")
 	}
-}
-
-// sbCerts makes the cluster CA, the master m1's certificate (with ginctl)
-// and one agent/<node> certificate per simulated agent.
-func sbCerts(b *testing.B, bin string, agents int) (testcerts.Dir, map[string]credentials.TransportCredentials) {
-	dir := filepath.Join(b.TempDir(), "tls")
-	certs := testcerts.Make(b, filepath.Join(bin, "ginctl"), dir, testcerts.Cert{Role: "master", Name: "m1"})
-	ca, err := pki.LoadCA(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	creds := make(map[string]credentials.TransportCredentials, agents)
-	for i := range agents {
-		name := fmt.Sprintf("ak%05d", i)
-		if _, _, err := ca.IssueToDir(dir, pki.CertRequest{Identity: pki.Identity{Role: pki.RoleAgent, Name: name}}, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-		if creds[name], err = pki.ClientCredentials(certs.Files("agent-"+name), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return certs, creds
 }
 
 // sbMemory is what the master held at one point: live heap after a
