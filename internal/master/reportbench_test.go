@@ -1,7 +1,9 @@
 package master
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // BenchmarkSessionReportBytes measures what one follower's session report
@@ -111,4 +114,48 @@ func benchReports(b *testing.B, n int, churn float64, deltas bool) {
 		b.ReportMetric(float64(deltaBytes)/float64(deltaReports), "B/delta")
 	}
 	b.ReportMetric(float64(sess.count()), "sessions-held")
+}
+
+// BenchmarkLeaderAppliesReport measures the leader's side of one session
+// report from a follower holding n sessions, all heard from within the
+// last interval: before, a full list with exact ages (as older masters
+// send; every node's time set from its age); after, a steady delta that
+// lists nothing (every held node counted heard from fresh_within ago).
+// Both walk every node the follower holds; the delta saves decoding the
+// list, not that walk.
+func BenchmarkLeaderAppliesReport(b *testing.B) {
+	for _, n := range []int{8333, 25000} {
+		names := make([]string, n)
+		ages := make([]uint32, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("gb200-tray-%05d", i)
+			ages[i] = uint32(i % 5000)
+		}
+		for _, mode := range []string{"full", "delta"} {
+			b.Run(fmt.Sprintf("sessions=%d/%s", n, mode), func(b *testing.B) {
+				now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+				l := newLiveness(5*time.Second, 3, state.New(nil), slog.New(slog.DiscardHandler),
+					func(context.Context, string, ginv1.NodeState, string) error { return nil })
+				l.now = func() time.Time { return now }
+				l.rearm()
+				fresh := freshWithin(5*time.Second, 3)
+				if !l.report(context.Background(), "m2", sessionReport{full: true, seq: 1, freshWithin: fresh, nodes: names, agesMs: ages}) {
+					b.Fatal("full report not applied")
+				}
+				seq := uint64(1)
+				b.ResetTimer()
+				for range b.N {
+					now = now.Add(2500 * time.Millisecond)
+					seq++
+					rep := sessionReport{seq: seq, base: seq - 1, freshWithin: fresh}
+					if mode == "full" {
+						rep = sessionReport{full: true, seq: seq, nodes: names, agesMs: ages}
+					}
+					if !l.report(context.Background(), "m2", rep) {
+						b.Fatal("report not applied")
+					}
+				}
+			})
+		}
+	}
 }
