@@ -11,7 +11,8 @@ import (
 // from its own state: it leads, or it is a follower whose session reports
 // the leader has accepted (so it reaches the leader: it has not detached)
 // and whose state machine has applied nearly all the leader has committed
-// (so a Hello finds the generation the agent was acknowledged). Agents
+// (so a Hello finds the generation the agent was acknowledged), and its
+// handshake queue is at most half full. Agents
 // away from their home master probe this (internal/agent, home.go) and
 // move back once it is SERVING. The whole-server status ("") stays "a
 // leader is known" (leadership.go).
@@ -30,14 +31,36 @@ func (s *Server) takesSessions() bool {
 	if s.closing.Load() || s.outdated() != nil {
 		return false
 	}
-	if s.node.IsLeader() {
-		return true
-	}
-	if id, _ := s.node.Leader(); id == "" || !s.reportAccepted.Load() || s.detached() != nil {
+	id, _ := s.node.Leader()
+	commit, applied := s.node.Indexes()
+	return sessionsWelcome(sessionReadiness{
+		leads: s.node.IsLeader(), leaderKnown: id != "", reportAccepted: s.reportAccepted.Load(),
+		detached: s.detached() != nil, commit: commit, applied: applied,
+		waiting: s.admission.waiting.Load(), queue: s.admission.queue,
+	})
+}
+
+// sessionReadiness is what decides whether a master welcomes agents.
+type sessionReadiness struct {
+	leads, leaderKnown, reportAccepted, detached bool
+	commit, applied                              uint64
+	// waiting Hellos in the admission queue of queue places.
+	waiting, queue int64
+}
+
+// sessionsWelcome: a master welcomes agents when it leads, or follows a
+// known leader that has accepted its session reports, is not detached, and
+// has applied all but maxApplyLag of the committed entries; and in either
+// case while its handshake queue is at most half full (agents returning
+// home wait for a later probe rather than join a storm).
+func sessionsWelcome(r sessionReadiness) bool {
+	if r.waiting*2 > r.queue {
 		return false
 	}
-	commit, applied := s.node.Indexes()
-	return applied+maxApplyLag >= commit
+	if r.leads {
+		return true
+	}
+	return r.leaderKnown && r.reportAccepted && !r.detached && r.applied+maxApplyLag >= r.commit
 }
 
 // agentHealth keeps the health status of gin.v1.AgentService current; it
