@@ -204,17 +204,7 @@ func cellLabel(a ginv1.Algorithm, p ginv1.Protocol) string {
 }
 
 // sizeName prints a power-of-two size as nccl-tests users name it.
-func sizeName(b uint64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", b>>30)
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1<<10 && b%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	}
-	return fmt.Sprintf("%d B", b)
-}
+func sizeName(b uint64) string { return byteSize(b) }
 
 // medianMax returns the median and the largest of xs (0, 0 when empty).
 func medianMax(xs []float64) (float64, float64) {
@@ -285,7 +275,7 @@ func TestCalibration(t *testing.T) {
 	if len(over) > 0 {
 		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
 	}
-	doc := renderDoc(table, summary, pairsTable(t), b200FiveOfEight(t), calibRegion(t), nvlsPairsTable(t), nvlsTreeFormsLine(t), nvlsTreeChoices(t), nvlsBeforeAfter(t), devClusterOverrides(t))
+	doc := renderDoc(table, summary, pairsTable(t), b200FiveOfEight(t), calibRegion(t), nvlsPairsTable(t), nvlsTreeFormsLine(t), nvlsTreeChoices(t), nvlsBeforeAfter(t), regimesTable(), devClusterOverrides(t))
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)

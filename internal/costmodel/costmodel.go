@@ -35,6 +35,22 @@ type Shape struct {
 	// NICPath is how the GPUs reach their NICs on the worst sampled path
 	// (the zero value: through a PCIe switch, or not known).
 	NICPath NICPath
+	// Nominal is what the same links give when none is degraded or down
+	// (ShapeOf); zero fields: as the shape says. Only Ideal reads it: the
+	// models price the shape as it is.
+	Nominal Nominal
+}
+
+// Nominal is a shape's links as built: ShapeOf takes the fastest of
+// their kind it sees, so a link slower than its peers counts as degraded.
+type Nominal struct {
+	// NICsPerNode counts the compute ports, up or down, of the node with
+	// the fewest (at most the ranks per node); NICGbps is the fastest
+	// sampled NET path (the rails of the first node pair included);
+	// IntraGBps the fastest NVLink ring step of the first node's GPUs.
+	NICsPerNode int
+	NICGbps     float64
+	IntraGBps   float64
 }
 
 // NICPath is the GPU→NIC path class as NCCL ranks it for its inter-node

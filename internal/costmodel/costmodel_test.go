@@ -35,12 +35,12 @@ func TestShapeOf(t *testing.T) {
 		ppn     int
 		want    Shape
 	}{
-		{"dgx-h100", 2, 0, Shape{NRanks: 16, NNodes: 2, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true, NICsPerNode: 8, NICGbps: 400, InterHops: 3, Oversubscription: 1}},
-		{"dgx-h100", 1, 4, Shape{NRanks: 4, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true}},
-		{"dgx-a100", 2, 8, Shape{NRanks: 16, NNodes: 2, CompCap: 80, IntraNVLink: true, IntraGBps: 300, NVSwitch: true, NICsPerNode: 8, NICGbps: 200, InterHops: 3, Oversubscription: 1}},
-		{"hgx-b200", 1, 8, Shape{NRanks: 8, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true}},
-		{"gb200-nvl72", 2, 4, Shape{NRanks: 8, NNodes: 2, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, MNNVL: true, NICsPerNode: 4}},
-		{"rtx3090-nvlink-pair", 1, 2, Shape{NRanks: 2, NNodes: 1, CompCap: 86, IntraNVLink: true, IntraGBps: 56.248}},
+		{"dgx-h100", 2, 0, Shape{NRanks: 16, NNodes: 2, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true, NICsPerNode: 8, NICGbps: 400, InterHops: 3, Oversubscription: 1, Nominal: Nominal{8, 400, 450}}},
+		{"dgx-h100", 1, 4, Shape{NRanks: 4, NNodes: 1, CompCap: 90, IntraNVLink: true, IntraGBps: 450, NVSwitch: true, Nominal: Nominal{IntraGBps: 450}}},
+		{"dgx-a100", 2, 8, Shape{NRanks: 16, NNodes: 2, CompCap: 80, IntraNVLink: true, IntraGBps: 300, NVSwitch: true, NICsPerNode: 8, NICGbps: 200, InterHops: 3, Oversubscription: 1, Nominal: Nominal{8, 200, 300}}},
+		{"hgx-b200", 1, 8, Shape{NRanks: 8, NNodes: 1, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, Nominal: Nominal{IntraGBps: 900}}},
+		{"gb200-nvl72", 2, 4, Shape{NRanks: 8, NNodes: 2, CompCap: 100, IntraNVLink: true, IntraGBps: 900, NVSwitch: true, MNNVL: true, NICsPerNode: 4, Nominal: Nominal{NICsPerNode: 4, IntraGBps: 900}}},
+		{"rtx3090-nvlink-pair", 1, 2, Shape{NRanks: 2, NNodes: 1, CompCap: 86, IntraNVLink: true, IntraGBps: 56.248, Nominal: Nominal{IntraGBps: 56.248}}},
 		{"pcie-8gpu", 1, 8, Shape{NRanks: 8, NNodes: 1, CompCap: 89, IntraGBps: 31.508, Ethernet: true}},
 	} {
 		t.Run(fmt.Sprintf("%s-%d", tc.profile, tc.nodes), func(t *testing.T) {

@@ -14,6 +14,11 @@
 //   - Predict/Cost: GIN's model, the same formulas with GIN's fabric
 //     adjustments (see the constants below and docs/CALIBRATION.md).
 //
+// Judge (override.go) says on what a model-only preference for GIN's cell
+// over NCCL's would stand: the fabric (Ideal restores a healthy fabric) or
+// a regime validated by held-out published pairs (ValidatedRegimes); plans
+// override NCCL on nothing else.
+//
 // ShapeOf derives a Shape from the canonical graph. Everything is pure and
 // deterministic: the same Shape always gives the same numbers.
 package costmodel

@@ -112,11 +112,41 @@ func nvlsBeforeAfter(t *testing.T) string {
 // 400 Gb/s NICs, one leaf; 1-2 nodes, 1-8 GPUs per node), the all_reduce
 // sizes (1 KiB-16 GiB, powers of two) where GIN's model alone beats the
 // cell NCCL's model picks by more than the 3% a model-only override needs
-// (plan.OverrideMargin), with the range of margins.
+// (plan.OverrideMargin), with the range of margins: before (every such
+// size overrode NCCL) → after (only those Judge lets override: the fabric
+// decides it, or a validated regime), and the same for the dev cluster's
+// 2 × 8 with one NIC degraded to 200 Gb/s (--dev-fault node001/mlx5_0=200).
 func devClusterOverrides(t *testing.T) string {
 	t.Helper()
 	const overrideMargin = 0.03 // plan.OverrideMargin (plan imports this package)
+	count := func(s Shape) (before, after []uint64, lo, hi float64, cells []string) {
+		lo = math.Inf(1)
+		seen := map[string]bool{}
+		for b := uint64(1 << 10); b <= 16<<30; b <<= 1 {
+			v, err := Judge(s, ar, b, overrideMargin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Basis == BasisNone {
+				continue
+			}
+			before = append(before, b)
+			if v.Basis.Overrides() {
+				after = append(after, b)
+			}
+			m := v.NCCLUs/v.GIN.TimeUs - 1
+			lo, hi = math.Min(lo, m), math.Max(hi, m)
+			c := cellLabel(v.GIN.Algorithm, v.GIN.Protocol) + " over " + cellLabel(v.NCCL.Algorithm, v.NCCL.Protocol)
+			if !seen[c] {
+				seen[c] = true
+				cells = append(cells, c)
+			}
+		}
+		sort.Strings(cells)
+		return before, after, lo, hi, cells
+	}
 	var parts []string
+	var nBefore, nAfter int
 	for _, nodes := range []int{1, 2} {
 		for ppn := 1; ppn <= 8; ppn++ {
 			s := ranks(dgxH100, ppn)
@@ -126,41 +156,29 @@ func devClusterOverrides(t *testing.T) string {
 			if s.NRanks < 2 {
 				continue
 			}
-			var sizes []string
-			lo, hi := math.Inf(1), 0.0
-			cells := map[string]bool{}
-			for b := uint64(1 << 10); b <= 16<<30; b <<= 1 {
-				g, err := Predict(s, ar, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n, err := PredictNCCL(s, ar, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				nc, ok := Cost(s, ar, n.Algorithm, n.Protocol, b)
-				if !ok || nc <= g.TimeUs*(1+overrideMargin) {
-					continue
-				}
-				m := nc/g.TimeUs - 1
-				lo, hi = math.Min(lo, m), math.Max(hi, m)
-				sizes = append(sizes, sizeName(b))
-				cells[cellLabel(g.Algorithm, g.Protocol)+" over "+cellLabel(n.Algorithm, n.Protocol)] = true
-			}
-			if len(sizes) == 0 {
+			before, after, lo, hi, cells := count(s)
+			if len(before) == 0 {
 				continue
 			}
-			var cs []string
-			for c := range cells {
-				cs = append(cs, c)
-			}
-			sort.Strings(cs)
-			parts = append(parts, fmt.Sprintf("%d × %d: %d sizes (%s … %s), %.0f-%.0f%% (%s)",
-				nodes, ppn, len(sizes), sizes[0], sizes[len(sizes)-1], 100*lo, 100*hi, strings.Join(cs, ", ")))
+			nBefore += len(before)
+			nAfter += len(after)
+			parts = append(parts, fmt.Sprintf("%d × %d: %s (%s … %s), %.0f-%.0f%% (%s) → %d",
+				nodes, ppn, sizes(len(before)), sizeName(before[0]), sizeName(before[len(before)-1]), 100*lo, 100*hi, strings.Join(cells, ", "), len(after)))
 		}
 	}
 	if len(parts) == 0 {
-		return "none"
+		parts = []string{"none"}
 	}
-	return strings.Join(parts, "; ")
+	degraded := multi(dgxH100, 2, 8, 400)
+	degraded.NICGbps, degraded.Nominal = 200, Nominal{NICsPerNode: 8, NICGbps: 400, IntraGBps: 450}
+	db, da, _, _, dcells := count(degraded)
+	return strings.Join(parts, "; ") + fmt.Sprintf(". In all %s before → %d after. With one NIC at 200 Gb/s on 2 × 8 "+
+		"(`--dev-fault node001/mlx5_0=200`): %s before (%s) → %d after, the fabric deciding each", sizes(nBefore), nAfter, sizes(len(db)), strings.Join(dcells, ", "), len(da))
+}
+
+func sizes(n int) string {
+	if n == 1 {
+		return "1 size"
+	}
+	return fmt.Sprintf("%d sizes", n)
 }

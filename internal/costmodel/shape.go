@@ -31,6 +31,10 @@ const maxSampledPairs = 2048
 //   - Ethernet: some sampled GPU's nearest compute port is Ethernet (RoCE).
 //   - NICPath: the worst GPU→NIC end of the sampled paths (PCIe switch <
 //     Grace C2C < host).
+//   - Nominal: the same facts where nothing is degraded: the fastest
+//     NVLink ring step of the first node's GPUs (all of them, not only
+//     the used ones), the fastest sampled NET path and rail path between
+//     the first two nodes (all their GPUs), the compute ports up or down.
 func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	if g == nil {
 		return Shape{}, errors.New("costmodel: nil graph")
@@ -42,6 +46,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		return Shape{}, fmt.Errorf("costmodel: gpus per node %d", gpusPerNode)
 	}
 	idx := make([][]int, len(nodes))
+	var all0 []int // every GPU of the first node (nominal links)
 	seen := make(map[string]bool, len(nodes))
 	for i, name := range nodes {
 		if seen[name] {
@@ -55,8 +60,11 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		if len(gpus) == 0 {
 			return Shape{}, fmt.Errorf("costmodel: node %s has no GPUs", name)
 		}
-		if gpusPerNode == 0 && i == 0 {
-			gpusPerNode = len(gpus)
+		if i == 0 {
+			all0 = gpus
+			if gpusPerNode == 0 {
+				gpusPerNode = len(gpus)
+			}
 		}
 		if gpusPerNode > len(gpus) {
 			return Shape{}, fmt.Errorf("costmodel: node %s has %d GPUs, the job uses %d per node", name, len(gpus), gpusPerNode)
@@ -118,6 +126,13 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	if !s.IntraNVLink {
 		s.NVSwitch = false
 	}
+	if ppn > 1 && s.IntraNVLink {
+		nominal, err := nominalIntra(g, nodes[0], all0)
+		if err != nil {
+			return Shape{}, err
+		}
+		s.Nominal.IntraGBps = max(nominal, s.IntraGBps)
+	}
 	s.MNNVL = sameDomain
 	if len(nodes) == 1 {
 		return s, nil
@@ -129,15 +144,21 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		step = (pairs + maxSampledPairs - 1) / maxSampledPairs
 	}
 	nics := map[string]bool{}
-	ports := -1 // fewest compute ports up on a sampled node
-	var minMBps uint64
+	ports := -1    // fewest compute ports up on a sampled node
+	portsAll := -1 // fewest compute ports, up or down, on a sampled node
+	var minMBps, maxMBps uint64
 	for i := 0; i < pairs; i += step {
 		j := (i + 1) % len(nodes)
 		if len(nodes) == 2 && i == 1 {
 			break // the same pair twice
 		}
-		if info, ok := g.NodeInfo(nodes[i]); ok && (ports < 0 || info.ComputePortsUp < ports) {
-			ports = info.ComputePortsUp
+		if info, ok := g.NodeInfo(nodes[i]); ok {
+			if ports < 0 || info.ComputePortsUp < ports {
+				ports = info.ComputePortsUp
+			}
+			if portsAll < 0 || info.ComputePortsTotal < portsAll {
+				portsAll = info.ComputePortsTotal
+			}
 		}
 		for k := range ppn {
 			pth, err := g.Path(ref(i, k), ref(j, k))
@@ -153,6 +174,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 			if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
 				minMBps = pth.BottleneckMBps
 			}
+			maxMBps = max(maxMBps, pth.BottleneckMBps)
 			s.InterHops = max(s.InterHops, pth.SwitchHops)
 			s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
 			s.NICPath = max(s.NICPath, nicPath(pth))
@@ -166,6 +188,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 				if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
 					minMBps = pth.BottleneckMBps
 				}
+				maxMBps = max(maxMBps, pth.BottleneckMBps)
 				s.InterHops = max(s.InterHops, pth.SwitchHops)
 				s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
 				s.NICPath = max(s.NICPath, nicPath(pth))
@@ -178,7 +201,49 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	// NICs (DGX A100).
 	s.NICsPerNode = min(max(len(nics), ports), ppn)
 	s.NICGbps = float64(minMBps) * 8 / 1000
+	rails, err := nominalRails(g, nodes[0], nodes[1], all0, ppn)
+	if err != nil {
+		return Shape{}, err
+	}
+	s.Nominal.NICsPerNode = min(max(len(nics), portsAll), ppn)
+	s.Nominal.NICGbps = float64(max(maxMBps, rails)) * 8 / 1000
 	return s, nil
+}
+
+// nominalIntra is the fastest NVLink ring step (GB/s) between the GPUs
+// of one node, all of them in NVML order: what a used GPU's step would
+// be if none of its NVLinks were down.
+func nominalIntra(g *graph.Graph, node string, gpus []int) (float64, error) {
+	best := 0.0
+	for k := range gpus {
+		pth, err := g.Path(graph.GPURef{Node: node, Index: gpus[k]}, graph.GPURef{Node: node, Index: gpus[(k+1)%len(gpus)]})
+		if err != nil {
+			return 0, fmt.Errorf("costmodel: %w", err)
+		}
+		if pth.Class == graph.ClassNVLink {
+			best = max(best, float64(pth.BottleneckMBps)/1000)
+		}
+	}
+	return best, nil
+}
+
+// nominalRails is the fastest bottleneck (MB/s) of the rail paths GPU k of
+// node a → GPU k of node b for the GPUs the job does not use (k ≥ used):
+// the other rails' NICs show the rate of a NIC the job uses when it is
+// degraded.
+func nominalRails(g *graph.Graph, a, b string, gpusA []int, used int) (uint64, error) {
+	gpusB, _ := g.NodeGPUs(b)
+	var best uint64
+	for k := used; k < min(len(gpusA), len(gpusB)); k++ {
+		pth, err := g.Path(graph.GPURef{Node: a, Index: gpusA[k]}, graph.GPURef{Node: b, Index: gpusB[k]})
+		if err != nil {
+			return 0, fmt.Errorf("costmodel: %w", err)
+		}
+		if pth.Class != graph.ClassMNNVL {
+			best = max(best, pth.BottleneckMBps)
+		}
+	}
+	return best, nil
 }
 
 // nicPath classifies the GPU→NIC ends of a NET path: C2C when an end goes

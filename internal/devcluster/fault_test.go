@@ -79,10 +79,13 @@ func TestFaultsChangeEstimatesAndPlans(t *testing.T) {
 		name   string
 		faults []string
 		gpn    int
+		// override: the faulty plan overrides NCCL where the clean one does
+		// not, and the rule says the fabric decided it.
+		override bool
 	}{
-		{"NIC degraded to 200 Gb/s", []string{"node001/mlx5_0=200"}, 1},
-		{"NIC down", []string{"node001/mlx5_0=down"}, 1},
-		{"NVLinks down", []string{"node001/GPU0/nvlink0=down", "node001/GPU0/nvlink1=down", "node001/GPU0/nvlink2=down"}, 8},
+		{"NIC degraded to 200 Gb/s", []string{"node001/mlx5_0=200"}, 1, true},
+		{"NIC down", []string{"node001/mlx5_0=down"}, 1, false},
+		{"NVLinks down", []string{"node001/GPU0/nvlink0=down", "node001/GPU0/nvlink1=down", "node001/GPU0/nvlink2=down"}, 8, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := build(t, tc.faults...)
@@ -107,6 +110,21 @@ func TestFaultsChangeEstimatesAndPlans(t *testing.T) {
 			}
 			if faulty.GetContentHash() == clean.GetContentHash() {
 				t.Error("the plan did not change")
+			}
+			overrides := func(p *ginv1.Plan) (n int, fabric bool) {
+				for _, r := range p.GetRules() {
+					if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+						n++
+						fabric = fabric || strings.Contains(r.GetReason(), "the fabric decides it")
+					}
+				}
+				return n, fabric
+			}
+			if n, _ := overrides(clean); n != 0 {
+				t.Errorf("the healthy plan overrides NCCL in %d rules", n)
+			}
+			if n, fabric := overrides(faulty); tc.override && (n == 0 || !fabric) {
+				t.Errorf("the plan with the fault overrides NCCL in %d rules (fabric named: %v), want an override the fabric decides", n, fabric)
 			}
 		})
 	}

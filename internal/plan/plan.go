@@ -77,6 +77,7 @@ func BuildWith(g *graph.Graph, jobID string, nodes []string, gpusPerNode int, ev
 		one := world
 		one.NRanks, one.NNodes, one.MNNVL = ppn, 1, false
 		one.NICsPerNode, one.NICGbps, one.InterHops, one.Oversubscription, one.Ethernet = 0, 0, 0, 0, false
+		one.Nominal.NICsPerNode, one.Nominal.NICGbps = 0, 0
 		comms = append(comms, comm{one, "one node", nodes[:1], ppn})
 	}
 	if world.NNodes > 1 && ppn > 1 {
@@ -114,13 +115,15 @@ type decision struct {
 	us       float64
 	reason   string
 	// nccl is NCCL's own choice ("ring/ll") and basis "model" or
-	// "measured": a range where NCCL's choice or the basis changes gets its
-	// own rule, so each range shows its own time and reason.
-	nccl, basis string
+	// "measured"; prefers is the cell GIN's model prefers where the plan
+	// keeps NCCL's choice for want of evidence: a range where one of them
+	// changes gets its own rule, so each range shows its own time and
+	// reason.
+	nccl, basis, prefers string
 }
 
 func (d decision) same(o decision) bool {
-	return d.algo == o.algo && d.proto == o.proto && d.channels == o.channels && d.nccl == o.nccl && d.basis == o.basis
+	return d.algo == o.algo && d.proto == o.proto && d.channels == o.channels && d.nccl == o.nccl && d.basis == o.basis && d.prefers == o.prefers
 }
 
 // rulesFor computes the rules of one shape and collective, merging
@@ -155,36 +158,70 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 	return rules, nil
 }
 
-// decide compares GIN's choice with NCCL's for one bucket.
+// decide compares GIN's choice with NCCL's for one bucket from the model
+// alone (costmodel.Judge): GIN's choice overrides NCCL's when it is faster
+// by more than margin and either the fabric decides it or the pair is in a
+// validated regime and beats its held-out error; otherwise NCCL's choice
+// is kept and the reason says why.
 func decide(s costmodel.Shape, coll ginv1.Collective, bytes uint64, margin float64) (decision, error) {
-	gin, err := costmodel.Predict(s, coll, bytes)
+	v, err := costmodel.Judge(s, coll, bytes, margin)
 	if err != nil {
 		return decision{}, err
 	}
-	nccl, err := costmodel.PredictNCCL(s, coll, bytes)
-	if err != nil {
-		return decision{}, err
+	ginCell := planread.CellName(v.GIN.Algorithm, v.GIN.Protocol)
+	ncclCell := planread.CellName(v.NCCL.Algorithm, v.NCCL.Protocol)
+	d := decision{us: v.NCCLUs, nccl: ncclCell, basis: "model"}
+	pct := func(f float64) int { return int(math.Round(100 * f)) }
+	if v.GIN.Algorithm == v.NCCL.Algorithm && v.GIN.Protocol == v.NCCL.Protocol {
+		d.reason = "leave it to NCCL: its model picks the same (" + ncclCell + ")"
+		return d, nil
 	}
-	ncclCell := planread.CellName(nccl.Algorithm, nccl.Protocol)
-	if gin.Algorithm == nccl.Algorithm && gin.Protocol == nccl.Protocol {
-		return decision{us: gin.TimeUs, nccl: ncclCell, basis: "model", reason: "leave it to NCCL: its model picks the same (" + ncclCell + ")"}, nil
+	healthy := fmt.Sprintf("on a healthy fabric %d%% faster", pct(v.IdealMargin))
+	if v.IdealMargin < 0 {
+		healthy = fmt.Sprintf("on a healthy fabric %d%% slower", pct(-v.IdealMargin))
 	}
-	// NCCL's choice as GIN's model sees it.
-	ncclUs, ok := costmodel.Cost(s, coll, nccl.Algorithm, nccl.Protocol, bytes)
-	marginNote := ""
-	if margin > OverrideMargin {
-		marginNote = " (the model's measured error on this shape)"
+	switch {
+	case !v.Priced:
+		d.reason = fmt.Sprintf("leave it to NCCL: GIN's model does not offer NCCL's %s to compare with %s", ncclCell, ginCell)
+	case v.Basis == costmodel.BasisNone:
+		marginNote := ""
+		if margin > OverrideMargin {
+			marginNote = " (the model's measured error on this shape)"
+		}
+		d.reason = fmt.Sprintf("leave it to NCCL: %s is within %.0f%%%s of NCCL's %s", ginCell, margin*100, marginNote, ncclCell)
+	case v.Basis == costmodel.BasisFabric:
+		d.algo, d.proto, d.us = v.GIN.Algorithm, v.GIN.Protocol, v.GIN.TimeUs
+		d.reason = fmt.Sprintf("%s: %d%% faster than NCCL's %s; the fabric decides it (%s; %s)%s",
+			ginCell, pct(v.Margin), ncclCell, strings.Join(v.Fabric, "; "), healthy, factors(s, v.GIN.Algorithm))
+	case v.Basis == costmodel.BasisValidated:
+		d.algo, d.proto, d.us = v.GIN.Algorithm, v.GIN.Protocol, v.GIN.TimeUs
+		d.reason = fmt.Sprintf("%s: %d%% faster than NCCL's %s; validated: %s%s", ginCell, pct(v.Margin), ncclCell, v.Regime, factors(s, v.GIN.Algorithm))
+	case v.Basis == costmodel.BasisWithinError:
+		d.prefers = ginCell
+		d.reason = fmt.Sprintf("GIN's model prefers %s by %d%% over NCCL's %s, within the held-out error of %s; NCCL's choice kept",
+			ginCell, pct(v.Margin), ncclCell, v.Regime)
+	default:
+		d.prefers = ginCell
+		fabric := ""
+		if len(v.Fabric) > 0 {
+			fabric = fmt.Sprintf("; the fabric (%s) accounts for %d%% of it, not more than the model's error", strings.Join(v.Fabric, "; "), pct(v.Margin-max(v.IdealMargin, 0)))
+		}
+		mine, theirs := algoWord(v.GIN.Algorithm), algoWord(v.NCCL.Algorithm)
+		if mine == theirs {
+			mine, theirs = ginCell, ncclCell
+		}
+		nodes := "nodes"
+		if s.NNodes == 1 {
+			nodes = "node"
+		}
+		d.reason = fmt.Sprintf("GIN's model prefers %s by %d%% over NCCL's %s, not validated on this shape (no published %s run against %s at %d %s × %d sm%d GPUs)%s; NCCL's choice kept",
+			ginCell, pct(v.Margin), ncclCell, mine, theirs, s.NNodes, nodes, s.NRanks/s.NNodes, s.CompCap, fabric)
 	}
-	if ok && gin.TimeUs >= ncclUs*(1-margin) {
-		return decision{us: ncclUs, nccl: ncclCell, basis: "model", reason: fmt.Sprintf("leave it to NCCL: %s is within %.0f%%%s of NCCL's %s",
-			planread.CellName(gin.Algorithm, gin.Protocol), margin*100, marginNote, planread.CellName(nccl.Algorithm, nccl.Protocol))}, nil
-	}
-	why := "GIN's model"
-	if ok {
-		why = fmt.Sprintf("%.0f%% faster than NCCL's %s", 100*(1-gin.TimeUs/ncclUs), planread.CellName(nccl.Algorithm, nccl.Protocol))
-	}
-	return decision{algo: gin.Algorithm, proto: gin.Protocol, us: gin.TimeUs, nccl: ncclCell, basis: "model",
-		reason: planread.CellName(gin.Algorithm, gin.Protocol) + ": " + why + factors(s, gin.Algorithm)}, nil
+	return d, nil
+}
+
+func algoWord(a ginv1.Algorithm) string {
+	return strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_"))
 }
 
 // modelMargin is how much faster GIN's model must find its choice than
@@ -305,7 +342,7 @@ func slowerNote(c *calib.Cell, format string) string {
 
 func cellLabel(c *calib.Cell) string {
 	if c.Protocol == ginv1.Protocol_PROTOCOL_UNSPECIFIED {
-		return strings.ToLower(strings.TrimPrefix(c.Algorithm.String(), "ALGORITHM_"))
+		return algoWord(c.Algorithm)
 	}
 	return planread.CellName(c.Algorithm, c.Protocol)
 }
@@ -322,17 +359,12 @@ func humanSize(b uint64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-// factors names what GIN knows that NCCL's model does not.
+// factors names what GIN's model knows beyond NCCL's that is not a
+// fabric fault (costmodel.FabricFactors names those).
 func factors(s costmodel.Shape, a ginv1.Algorithm) string {
 	var f []string
 	if s.NNodes == 2 && a == ginv1.Algorithm_ALGORITHM_TREE {
 		f = append(f, "2 nodes: tree halves the inter-node bytes")
-	}
-	if s.InterHops > 1 && s.Oversubscription > 1 {
-		f = append(f, fmt.Sprintf("spine oversubscription %g:1", s.Oversubscription))
-	}
-	if s.InterHops > 1 {
-		f = append(f, fmt.Sprintf("%d switch hops", s.InterHops))
 	}
 	if s.Ethernet {
 		f = append(f, "RoCE latency")
