@@ -137,24 +137,15 @@ func TestLivenessFromReports(t *testing.T) {
 			st := storeWithWs01(t)
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			now := t0
-			var downs []string
-			l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
-				func(_ context.Context, node string, s ginv1.NodeState, _ string) error {
-					if s == ginv1.NodeState_NODE_STATE_DOWN {
-						downs = append(downs, node)
-					}
-					return nil
-				})
-			l.now = func() time.Time { return now }
-			l.rearm()
+			l, downs := downRecorder(interval, 3, st, &now)
 			for _, r := range tc.reports {
 				now = t0.Add(r.at)
 				l.report(context.Background(), "m2", sessionReport{full: true, nodes: r.nodes, agesMs: r.ages})
 			}
 			now = t0.Add(tc.at)
 			l.check(context.Background())
-			if got := len(downs) == 1; got != tc.wantDown {
-				t.Fatalf("marked down = %v (%v), want %v", got, downs, tc.wantDown)
+			if got := len(*downs) == 1; got != tc.wantDown {
+				t.Fatalf("marked down = %v (%v), want %v", got, *downs, tc.wantDown)
 			}
 		})
 	}

@@ -145,16 +145,7 @@ func TestLivenessFromDeltaReports(t *testing.T) {
 			st := storeWithWs01(t)
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			now := t0
-			var downs []string
-			l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
-				func(_ context.Context, node string, s ginv1.NodeState, _ string) error {
-					if s == ginv1.NodeState_NODE_STATE_DOWN {
-						downs = append(downs, node)
-					}
-					return nil
-				})
-			l.now = func() time.Time { return now }
-			l.rearm()
+			l, downs := downRecorder(interval, 3, st, &now)
 			for i, r := range append([]timed{first}, tc.reports...) {
 				now = t0.Add(time.Duration(r.atMs) * time.Millisecond)
 				applied := l.report(context.Background(), "m2", r.rep)
@@ -168,8 +159,8 @@ func TestLivenessFromDeltaReports(t *testing.T) {
 			}
 			now = t0.Add(time.Duration(tc.checkMs) * time.Millisecond)
 			l.check(context.Background())
-			if got := len(downs) == 1; got != tc.wantDown {
-				t.Fatalf("marked down = %v (%v), want %v", got, downs, tc.wantDown)
+			if got := len(*downs) == 1; got != tc.wantDown {
+				t.Fatalf("marked down = %v (%v), want %v", got, *downs, tc.wantDown)
 			}
 		})
 	}
@@ -221,16 +212,7 @@ func TestDeltaReportsDecideAsFullReports(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var downs []string
-		l := newLiveness(interval, missed, st, slog.New(slog.DiscardHandler), func(_ context.Context, n string, s ginv1.NodeState, _ string) error {
-			if s == ginv1.NodeState_NODE_STATE_DOWN {
-				downs = append(downs, n)
-			}
-			return nil
-		})
-		l.now = func() time.Time { return now }
-		l.rearm()
-		return l, &downs
+		return downRecorder(interval, missed, st, &now)
 	}
 	exact, exactDowns := mkLeader()
 	deltas, deltaDowns := mkLeader()
@@ -363,4 +345,19 @@ func TestReportSessionsRefusesBadReports(t *testing.T) {
 func containsField(err error, field string) bool {
 	var br *badRequest
 	return errors.As(err, &br) && br.field == field
+}
+
+// downRecorder is a leader's liveness over st, re-armed, on the clock *now
+// (the test moves it), recording the nodes it marks DOWN in order.
+func downRecorder(interval time.Duration, missed int, st *state.Store, now *time.Time) (*liveness, *[]string) {
+	var downs []string
+	l := newLiveness(interval, missed, st, slog.New(slog.DiscardHandler), func(_ context.Context, n string, s ginv1.NodeState, _ string) error {
+		if s == ginv1.NodeState_NODE_STATE_DOWN {
+			downs = append(downs, n)
+		}
+		return nil
+	})
+	l.now = func() time.Time { return *now }
+	l.rearm()
+	return l, &downs
 }
