@@ -56,8 +56,8 @@ func portCoverage(v state.View, f *ginv1.FabricTopology) (compute, matched uint3
 		}
 	}
 	for _, name := range v.NodeNames() {
-		rec, _ := v.Node(name)
-		for _, h := range rec.GetInventory().GetHcas() {
+		hs, _ := v.HCAs(name)
+		for _, h := range hs {
 			if h.GetRole() != ginv1.HcaRole_HCA_ROLE_COMPUTE {
 				continue
 			}

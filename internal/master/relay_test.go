@@ -378,12 +378,12 @@ func TestOneFabricScannerAcrossMasters(t *testing.T) {
 			return false
 		}
 		first = sc[0]
-		return leader.s.store.View().Fabric.GetSource() == "test:"+first
+		return leader.s.store.View().Fabric().GetSource() == "test:"+first
 	})
 	f.stop(first)
 	testwait.For(t, 30*time.Second, "another agent scanning, its scan in the state", func() bool {
 		sc := scanners()
-		return len(sc) == 1 && sc[0] != first && leader.s.store.View().Fabric.GetSource() == "test:"+sc[0]
+		return len(sc) == 1 && sc[0] != first && leader.s.store.View().Fabric().GetSource() == "test:"+sc[0]
 	})
 }
 

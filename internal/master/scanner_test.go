@@ -61,7 +61,7 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 	}
 	first := start("node001")
 	wait("node001 to scan", func() bool { return first.scans.Load() == 1 })
-	wait("the scan to be imported", func() bool { return s.store.View().Fabric.GetSource() == "test:node001" })
+	wait("the scan to be imported", func() bool { return s.store.View().Fabric().GetSource() == "test:node001" })
 	second := start("node002")
 	wait("node002 to attach", func() bool { return second.a.Status().Connected })
 	// Three heartbeats of node002 reach the master (each answered with the
@@ -84,7 +84,7 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 	first.cancel()
 	<-first.done
 	wait("node002 to take over and scan", func() bool { return second.scans.Load() == 1 })
-	wait("node002's scan to be imported", func() bool { return s.store.View().Fabric.GetSource() == "test:node002" })
+	wait("node002's scan to be imported", func() bool { return s.store.View().Fabric().GetSource() == "test:node002" })
 
 	// An agent that is not the scanner cannot upload a fabric.
 	inv := simInventory(t, "pcie-8gpu", "node003")
@@ -106,7 +106,7 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 		}
 		break
 	}
-	if s.store.View().Fabric.GetSource() != "test:node002" || s.store.Index() != before {
+	if s.store.View().Fabric().GetSource() != "test:node002" || s.store.Index() != before {
 		t.Fatal("a non-scanner's fabric upload changed the state")
 	}
 }

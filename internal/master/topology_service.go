@@ -141,7 +141,7 @@ func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphReque
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &ginv1.GetGraphResponse{Fabric: v.Fabric, Read: ri}
+	resp := &ginv1.GetGraphResponse{Fabric: v.Fabric(), Read: ri}
 	for _, n := range names {
 		rec, _ := v.Node(n)
 		h, _ := v.Head(n)

@@ -181,3 +181,18 @@ func BenchmarkPutInventory(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkImportFabric is the FSM's cost of applying a fabric scan of
+// memNodes DGX H100 nodes (the graph's fabric index, and the scan kept).
+func BenchmarkImportFabric(b *testing.B) {
+	_, fabric := simInventories(b, memNodes(b))
+	cmd := &statev1.ImportFabric{Fabric: fabric}
+	s := New(nil)
+	i := uint64(0)
+	for b.Loop() {
+		i++
+		if _, err := s.ImportFabric(i, cmd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

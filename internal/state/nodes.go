@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -67,6 +68,9 @@ func headOf(rec *statev1.NodeRecord, inv *ginv1.NodeInventory) NodeHead {
 
 // inventoryField is NodeRecord.inventory's field number.
 const inventoryField = 1
+
+// hcasField is NodeInventory.hcas's field number (TestHCAsField checks it).
+const hcasField = 7
 
 // withoutInventory is every field of rec but the inventory (unknown ones
 // too), in a new record sharing rec's immutable values.
@@ -204,6 +208,41 @@ func (c *invCodec) raw(dst []byte, e *nodeEntry) ([]byte, error) {
 	}
 	c.readers.Put(r)
 	return dst, nil
+}
+
+// hcas decodes only the HCAs of e's inventory (new messages each call):
+// a few KB instead of the whole inventory's tens.
+func (c *invCodec) hcas(e *nodeEntry) ([]*ginv1.Hca, error) {
+	raw, err := c.raw(nil, e)
+	if err != nil {
+		return nil, err
+	}
+	var out []*ginv1.Hca
+	for len(raw) > 0 {
+		num, typ, n := protowire.ConsumeTag(raw)
+		if n < 0 {
+			return nil, fmt.Errorf("decode the stored inventory of %q: %w", e.head.Name, protowire.ParseError(n))
+		}
+		raw = raw[n:]
+		if num != hcasField || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, raw); n < 0 {
+				return nil, fmt.Errorf("decode the stored inventory of %q: %w", e.head.Name, protowire.ParseError(n))
+			}
+			raw = raw[n:]
+			continue
+		}
+		b, n := protowire.ConsumeBytes(raw)
+		if n < 0 {
+			return nil, fmt.Errorf("decode the stored inventory of %q: %w", e.head.Name, protowire.ParseError(n))
+		}
+		raw = raw[n:]
+		h := &ginv1.Hca{}
+		if err := proto.Unmarshal(b, h); err != nil {
+			return nil, fmt.Errorf("decode the stored inventory of %q: %w", e.head.Name, err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // record is e's whole record, inventory decoded: a new message each call.

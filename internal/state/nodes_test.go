@@ -238,3 +238,50 @@ func deflateAlone(t *testing.T, inv *ginv1.NodeInventory) []byte {
 	}
 	return buf.Bytes()
 }
+
+// The store keeps the fabric scan deflated; what it answers is what was
+// imported, a new message per call, in views and snapshots alike.
+func TestFabricAnswersWhatWasImported(t *testing.T) {
+	_, fabric := simInventories(t, 3)
+	s := New(nil)
+	if _, err := s.ImportFabric(1, &statev1.ImportFabric{Fabric: fabric}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.View().Fabric()
+	if len(fabric.GetLinks()) == 0 || !proto.Equal(got, fabric) {
+		t.Fatalf("the view's fabric (%d links) differs from the one imported (%d links)", len(got.GetLinks()), len(fabric.GetLinks()))
+	}
+	got.Source = "changed"
+	if s.View().Fabric().GetSource() == "changed" {
+		t.Fatal("a caller's change reached the store")
+	}
+	if !proto.Equal(s.Snapshot().GetFabric(), fabric) {
+		t.Fatal("the snapshot's fabric differs from the one imported")
+	}
+	if f := New(nil).View().Fabric(); f != nil {
+		t.Fatalf("an empty store answers a fabric: %v", f)
+	}
+}
+
+// View.HCAs decodes only the HCAs, and they are the inventory's.
+func TestViewHCAs(t *testing.T) {
+	if f := (&ginv1.NodeInventory{}).ProtoReflect().Descriptor().Fields().ByName("hcas"); f == nil || f.Number() != hcasField {
+		t.Fatalf("NodeInventory.hcas is %v, hcasField %d", f, hcasField)
+	}
+	s, invs := simStore(t, 2)
+	v := s.View()
+	for _, inv := range invs {
+		hs, ok := v.HCAs(inv.GetNodeName())
+		if !ok || len(hs) == 0 || len(hs) != len(inv.GetHcas()) {
+			t.Fatalf("%s: %d HCAs (%v), want %d", inv.GetNodeName(), len(hs), ok, len(inv.GetHcas()))
+		}
+		for i, h := range hs {
+			if !proto.Equal(h, inv.GetHcas()[i]) {
+				t.Fatalf("%s: HCA %d differs: %v, want %v", inv.GetNodeName(), i, h, inv.GetHcas()[i])
+			}
+		}
+	}
+	if _, ok := v.HCAs("nonesuch"); ok {
+		t.Fatal("HCAs of an unknown node")
+	}
+}

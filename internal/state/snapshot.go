@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -22,8 +23,9 @@ const (
 // entries, encoded later (off the FSM goroutine) by Encode. Taking it
 // copies only pointers.
 type Capture struct {
-	meta    *statev1.Snapshot // all but the nodes and the format version
-	entries []*nodeEntry      // sorted by name
+	meta    *statev1.Snapshot // all but the nodes, the fabric and the format version
+	fabric  *fabricBlob
+	entries []*nodeEntry // sorted by name
 	codec   *invCodec
 }
 
@@ -31,12 +33,29 @@ type Capture struct {
 func (s *Store) Capture() *Capture {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	meta := &statev1.Snapshot{Fabric: s.fabric, FabricIndex: s.fabricIndex, ClusterId: s.clusterID,
+	meta := &statev1.Snapshot{FabricIndex: s.fabricIndex, ClusterId: s.clusterID,
 		Measurements: sortedMeasurements(s.measurements), DeniedCertificates: sortedDenied(s.denied)}
 	meta.Plans = byKey(s.plans)
 	meta.Servers = byKey(s.servers)
 	entries := byKey(s.nodes)
-	return &Capture{meta: meta, entries: entries, codec: s.codec}
+	return &Capture{meta: meta, fabric: s.fabric, entries: entries, codec: s.codec}
+}
+
+// fullMeta is the captured meta with the fabric decoded: a new message
+// sharing meta's immutable values.
+func (c *Capture) fullMeta() (*statev1.Snapshot, error) {
+	f, err := c.fabric.unpack()
+	if err != nil {
+		return nil, err
+	}
+	out := &statev1.Snapshot{}
+	dst := out.ProtoReflect()
+	c.meta.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	out.Fabric = f
+	return out, nil
 }
 
 // byKey is m's values in the order of their keys.
@@ -87,7 +106,11 @@ func (c *Capture) Encode(yield func(piece []byte) error) error {
 			return err
 		}
 	}
-	tail, err := det.Marshal(c.meta)
+	meta, err := c.fullMeta()
+	if err != nil {
+		return err
+	}
+	tail, err := det.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
@@ -103,6 +126,11 @@ func (c *Capture) Len() int { return len(c.entries) }
 func (s *Store) Snapshot() *statev1.Snapshot {
 	c := s.Capture()
 	snap := proto.CloneOf(c.meta)
+	if f, err := c.fabric.unpack(); err != nil {
+		s.log.Error("stored fabric unreadable", "err", err)
+	} else {
+		snap.Fabric = f
+	}
 	snap.FormatVersion = SnapshotFormat
 	for _, e := range c.entries {
 		snap.Nodes = append(snap.Nodes, decodeEntry(c.codec, s.log, e))
@@ -193,8 +221,12 @@ func (r *Restorer) Finish(index uint64, meta *statev1.Snapshot) error {
 			return fmt.Errorf("snapshot fabric: %w", err)
 		}
 	}
+	fb, err := packFabric(meta.GetFabric())
+	if err != nil {
+		return fmt.Errorf("snapshot fabric: %w", err)
+	}
 	s.mu.Lock()
-	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = r.nodes, meta.GetFabric(), meta.GetFabricIndex(), g, index, plans
+	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = r.nodes, fb, meta.GetFabricIndex(), g, index, plans
 	s.servers, s.clusterID, s.measurements, s.denied = servers, meta.GetClusterId(), measurements, denied
 	hooks := s.onDeny
 	s.mu.Unlock()
