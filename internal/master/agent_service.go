@@ -68,19 +68,6 @@ func (a *agentService) session(stream ginv1.AgentService_SessionServer) (err err
 	}
 }
 
-// onFreshStack runs f on a short-lived goroutine and waits for it. A
-// session's own goroutine lives as long as the session, blocked in
-// grpc-go's Recv, and a goroutine's stack keeps the size of the deepest
-// call it ever made: the runtime halves it at a collection only while less
-// than a quarter is in use, and blocked in Recv a session uses ~5 KiB. The
-// handshake, validation, Raft and answers run here instead, so an idle
-// session holds 8 KiB of stack, not 16 (issue #16, docs/BENCHMARKS.md).
-func onFreshStack(f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	return <-done
-}
-
 // agentSession is one attached agent session: what its messages are
 // handled with once the HelloAck is sent.
 type agentSession struct {

@@ -298,6 +298,8 @@ func New(cfg Config) (*Server, error) {
 		// #16). A client of many calls per connection sends its few
 		// request headers in full each time.
 		grpc.HeaderTableSize(0),
+		// Large requests decoded off the stream's goroutine (freshstack.go).
+		grpc.ForceServerCodecV2(newFreshStackCodec()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)...)
