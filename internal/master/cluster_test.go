@@ -91,6 +91,16 @@ func leaderOf(ms []*member) *member {
 	return nil
 }
 
+// leaderNow waits until one of ms leads and returns it: under load a
+// leader can step down between two statements of a test, and a nil leader
+// would panic the test instead of waiting out the election.
+func leaderNow(t testing.TB, ms []*member) *member {
+	t.Helper()
+	var l *member
+	waitUntil(t, "a leader", func() bool { l = leaderOf(ms); return l != nil })
+	return l
+}
+
 func formed(ms []*member) bool {
 	for _, m := range ms {
 		if m.dead {

@@ -253,7 +253,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		l := leaderOf(ms)
 		return l != nil && len(l.s.node.Stats().Members) == 3
 	})
-	agent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node001"})
+	agent := p.dial(t, leaderNow(t, ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node001"})
 	sess, ack := openSession(t, agent, simInventory(t, "dgx-h100", "node001"))
 	if ack == nil {
 		t.Fatal("no hello ack from the leader")
@@ -272,7 +272,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 
 	// An agent on a follower: the follower relays with its master
 	// certificate; the leader has committed before the ack.
-	fol := followerOf(ms, leaderOf(ms))
+	fol := followerOf(ms, leaderNow(t, ms))
 	onFollower := p.dial(t, fol.s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node002"})
 	fsess, fack := openSession(t, onFollower, simInventory(t, "dgx-h100", "node002"))
 	if fack == nil {
@@ -283,7 +283,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	if iack, err := fsess.send(inv2); err != nil || iack.GetAcceptedGeneration() != 1 {
 		t.Fatalf("inventory through a follower over mTLS: %v, %v", iack, err)
 	}
-	rec, ok := leaderOf(ms).s.store.Node("node002")
+	rec, ok := leaderNow(t, ms).s.store.Node("node002")
 	if !ok {
 		t.Fatal("the follower acknowledged node002 before the leader held it")
 	}
@@ -292,7 +292,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		t.Fatalf("node002 registered through a follower is bound to %q, want %q", got, want)
 	}
 	// So the same agent is welcome on the leader too.
-	onLeader, err := grpc.NewClient(leaderOf(ms).s.Addr(), grpc.WithTransportCredentials(pki.ClientCredentialsFrom(
+	onLeader, err := grpc.NewClient(leaderNow(t, ms).s.Addr(), grpc.WithTransportCredentials(pki.ClientCredentialsFrom(
 		p.sourceIn(t, t.TempDir(), pki.Identity{Role: pki.RoleAgent, Name: "node002"}))))
 	if err != nil {
 		t.Fatal(err)
@@ -305,13 +305,13 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	// another node is refused by the table.
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
-	lagent := p.dial(t, leaderOf(ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node004"})
+	lagent := p.dial(t, leaderNow(t, ms).s.Addr(), pki.Identity{Role: pki.RoleAgent, Name: "node004"})
 	_, err = ginv1.NewRelayServiceClient(lagent).PutInventory(rctx, &ginv1.RelayServicePutInventoryRequest{NodeName: "node003",
 		Update: &ginv1.RelayServicePutInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("RelayService.PutInventory with an agent certificate: %v, want PermissionDenied", err)
 	}
-	if _, ok := leaderOf(ms).s.store.Node("node003"); ok {
+	if _, ok := leaderNow(t, ms).s.store.Node("node003"); ok {
 		t.Fatal("a refused relay registered node003")
 	}
 
@@ -319,7 +319,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	// the Raft handshake: the master there must be the one that joins.
 	// m9 (a valid master certificate) naming m2's Raft port, or a port
 	// that does not speak TLS, is refused and not added.
-	leader := leaderOf(ms)
+	leader := leaderNow(t, ms)
 	m9 := p.dial(t, leader.s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
