@@ -672,10 +672,15 @@ type akAgent struct {
 	master  int        // index into l.addrs of the session's master
 	gen     uint64     // acknowledged generation
 	pending uint64     // generation in flight (0: none)
-	change  akChange   // the pending change
-	sentAt  time.Time
-	hbSeq   uint64
-	hbAt    map[uint64]akSent
+	// holds is the generation of the inventory the agent holds when a
+	// session ended with a change in flight (0: none): the master may
+	// have committed it without the ack arriving, so the next Hello
+	// names that inventory's hash, as gin-agent's names its current one.
+	holds  uint64
+	change akChange // the pending change
+	sentAt time.Time
+	hbSeq  uint64
+	hbAt   map[uint64]akSent
 }
 
 // akSession is one connection and its agent session.
@@ -812,7 +817,9 @@ func akNameHash(name string) uint32 {
 func (a *akAgent) open(i int, gen uint64, limit time.Duration) (*akSession, int, *ginv1.HelloAck, error) {
 	// The Hello names the inventory the agent holds (generation 1 before
 	// anything is acknowledged) and the generation acknowledged.
-	inv := a.inventory(max(gen, 1))
+	a.mu.Lock()
+	inv := a.inventory(max(gen, a.holds, 1))
+	a.mu.Unlock()
 	hash, err := inventory.ContentHash(inv)
 	if err != nil {
 		return nil, i, nil, err
@@ -957,7 +964,7 @@ func (a *akAgent) reattach(from int) {
 	l := a.l
 	t0 := time.Now()
 	a.mu.Lock()
-	gen := a.gen
+	gen, cur := a.gen, max(a.gen, a.holds)
 	a.mu.Unlock()
 	start := akMoveFrom(a.name, from, len(l.addrs))
 	for try := 1; !a.closed.Load(); try++ {
@@ -973,9 +980,9 @@ func (a *akAgent) reattach(from int) {
 			}
 			continue
 		}
-		if !ack.GetInSync() || ack.GetHeldGeneration() != gen {
+		if !ack.GetInSync() || ack.GetHeldGeneration() != cur {
 			l.resent.Add(1)
-			if err := a.sendInventory(s, gen); err != nil {
+			if err := a.sendInventory(s, cur); err != nil {
 				s.close()
 				continue
 			}
@@ -987,6 +994,7 @@ func (a *akAgent) reattach(from int) {
 			return
 		}
 		a.sess, a.master = s, i
+		a.gen, a.holds = cur, 0
 		a.hbAt = map[uint64]akSent{}
 		a.mu.Unlock()
 		l.reattached(time.Since(t0))
@@ -1143,8 +1151,10 @@ func (a *akAgent) fail(s *akSession, err error) {
 	}
 	a.mu.Lock()
 	from := a.master
-	// A change in flight is lost with the session: not counted.
+	// A change in flight is lost with the session: not counted. It may
+	// have been committed: the agent holds its inventory now.
 	c := a.change
+	a.holds = max(a.holds, a.pending)
 	a.pending, a.change = 0, akChange{}
 	a.mu.Unlock()
 	if c.done != nil {
