@@ -24,7 +24,7 @@ import (
 // GIN_LOAD_AGENTS (default 3,000) simulated agents from cold, each its own
 // connection and session (BenchmarkMasterTenThousandAgents' agents,
 // heartbeating every 5 s); once they are attached and no snapshot is being
-// taken, the master's live heap (the smallest "->N MB" of three
+// taken, the master's live heap (the smallest "->N MB" of five
 // collections that started after the phase began: reads of the node list
 // are sent until they have run), its goroutine stacks and its goroutines
 // are read; then
@@ -116,10 +116,10 @@ type sbMemory struct{ heap, stacks, goroutines float64 }
 // end, and the live heap marked, in MB.
 var sbGCTraceRE = regexp.MustCompile(`(\d+)->(\d+)->(\d+) MB`)
 
-// sessionMemory reads the master's memory once three collections that
+// sessionMemory reads the master's memory once five collections that
 // started after the call have completed: node lists are read (one
 // connection, the first agent's credentials) until the master's GC count
-// has grown by four. The live heap is the smallest a collection marked
+// has grown by six. The live heap is the smallest a collection marked
 // (a collection also marks what is allocated while it runs).
 func (l *akLoad) sessionMemory(what string) sbMemory {
 	l.b.Helper()
@@ -132,6 +132,10 @@ func (l *akLoad) sessionMemory(what string) sbMemory {
 	traces0 := len(sbGCTraces(l.master.Log))
 	gc0 := akRuntimeMetrics(l.scraper.web, l.httpAddr)["go_gc_duration_seconds_count"]
 	t0, reads := time.Now(), 0
+	// The reads are paced: a collection marks what is allocated while it
+	// runs as live, so reads back to back would add their own garbage.
+	pace := time.NewTicker(sbReadEvery)
+	defer pace.Stop()
 	for {
 		rt := akRuntimeMetrics(l.scraper.web, l.httpAddr)
 		if rt["go_gc_duration_seconds_count"] >= gc0+sbCollections+1 {
@@ -147,6 +151,7 @@ func (l *akLoad) sessionMemory(what string) sbMemory {
 			l.fatalf("%s: list nodes: %v", what, err)
 		}
 		reads++
+		<-pace.C
 	}
 	rt := akRuntimeMetrics(l.scraper.web, l.httpAddr)
 	traces := sbGCTraces(l.master.Log)
@@ -167,7 +172,10 @@ func (l *akLoad) sessionMemory(what string) sbMemory {
 
 // sbCollections is how many collections that started after a phase began
 // sessionMemory reads the live heap of.
-const sbCollections = 3
+const sbCollections = 5
+
+// sbReadEvery paces the node lists that make the master collect.
+const sbReadEvery = 25 * time.Millisecond
 
 // sbGCTrace is one gctrace line and the live heap it reports, in bytes.
 type sbGCTrace struct {
