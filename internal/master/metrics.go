@@ -70,7 +70,7 @@ func newMasterCollector(s *Server) *masterCollector {
 		ports:              d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
 		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
 		agentsReported:     d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
-		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past twice the grace) it ends its agents' sessions.", id, nil),
+		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past the grace plus the missed heartbeats less one and a report period) it ends its agents' sessions.", id, nil),
 		reportBytes:        d("gin_master_session_report_bytes_total", "On a follower: bytes of the session reports sent to the leader since start (full reports, and deltas of what changed once the leader takes them).", id, nil),
 		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
 		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),

@@ -410,7 +410,8 @@ func TestHandshakePacingFailover(t *testing.T) {
 }
 
 // The rule that ends a follower's sessions (cutOff), at a 5 s heartbeat:
-// grace 20 s, a report every 2.5 s (8 attempts in the grace, 6 needed).
+// grace 20 s, a report every 2.5 s (8 attempts in the grace, 6 needed),
+// Raft's contact excusing failed reports up to 27.5 s.
 func TestFollowerCutOffRule(t *testing.T) {
 	const grace, period = 20 * time.Second, 2500 * time.Millisecond
 	never := time.Duration(-1)
@@ -426,13 +427,20 @@ func TestFollowerCutOffRule(t *testing.T) {
 		{"within the grace", 19 * time.Second, 8, 19 * time.Second, false},
 		{"starved follower: the clock ran, its attempts did not", 40 * time.Second, 4, 40 * time.Second, false},
 		{"starved follower that tried enough", 40 * time.Second, 6, 40 * time.Second, true},
-		{"slow leader: reports time out, Raft heartbeats arrive", 30 * time.Second, 12, 200 * time.Millisecond, false},
+		{"slow leader: reports time out, Raft heartbeats arrive", 25 * time.Second, 10, 200 * time.Millisecond, false},
 		{"slow election: voted for a candidate lately", 25 * time.Second, 10, 3 * time.Second, false},
-		{"report path broken while Raft works: twice the grace", 41 * time.Second, 16, 100 * time.Millisecond, true},
+		{"Raft still heard, within the limit", 27 * time.Second, 10, 100 * time.Millisecond, false},
+		{"Raft still heard, past the limit (before the leader would mark DOWN)", 28 * time.Second, 11, 100 * time.Millisecond, true},
+		{"report path broken while Raft works", 41 * time.Second, 16, 100 * time.Millisecond, true},
+	}
+	s := &Server{cfg: Config{HeartbeatInterval: 5 * time.Second, MissedHeartbeats: 3}}
+	limit := s.raftExcuseLimit()
+	if limit != 27500*time.Millisecond {
+		t.Fatalf("raftExcuseLimit at a 5 s heartbeat, 3 missed: %s, want 27.5s (20 s grace + 15 s - 5 s - 2.5 s)", limit)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cutOff(tc.unreached, tc.failed, tc.contact, grace, period); got != tc.want {
+			if got := cutOff(tc.unreached, tc.failed, tc.contact, grace, period, limit); got != tc.want {
 				t.Fatalf("cutOff(%s, %d failed, contact %s) = %v, want %v", tc.unreached, tc.failed, tc.contact, got, tc.want)
 			}
 		})

@@ -80,7 +80,7 @@ func (s *Server) detached() error {
 	if lc := s.node.LastContact(); !lc.IsZero() {
 		contact = max(time.Since(lc), 0)
 	}
-	if cutOff(since, s.reportsFailed.Load(), contact, reattachGrace(s.cfg.HeartbeatInterval), s.reportPeriod()) {
+	if cutOff(since, s.reportsFailed.Load(), contact, reattachGrace(s.cfg.HeartbeatInterval), s.reportPeriod(), s.raftExcuseLimit()) {
 		return fmt.Errorf("%w for %s; attach to another master", errDetached, since.Round(time.Millisecond))
 	}
 	return nil
@@ -105,15 +105,30 @@ func (s *Server) detached() error {
 //     the follower is not cut off and keeps its agents, rather than
 //     sending thousands of them at once to the masters that are struggling
 //     already;
-//   - but a report path that stays broken while Raft works (a firewall on
-//     the client port only) ends the sessions after twice the grace, so
-//     agents are not held for ever by a master whose reports never arrive.
-func cutOff(unreached time.Duration, failed int64, contact, grace, period time.Duration) bool {
+//   - but Raft's word excuses the reports only up to raftLimit: past it
+//     the leader, if its liveness check runs, would mark this master's
+//     nodes DOWN before their agents could move (raftExcuseLimit), and a
+//     report path that stays broken while Raft works (a firewall on the
+//     client port only) must not hold agents for ever.
+func cutOff(unreached time.Duration, failed int64, contact, grace, period, raftLimit time.Duration) bool {
 	if unreached <= grace || period <= 0 || failed < int64(grace/period)*3/4 {
 		return false
 	}
 	raftHeard := contact >= 0 && contact <= grace
-	return !raftHeard || unreached > 2*grace
+	return !raftHeard || unreached > raftLimit
+}
+
+// raftExcuseLimit is how long after its last accepted report a follower
+// that Raft still reaches keeps its sessions: the leader gives a silent
+// master's nodes the grace plus the missed heartbeats from its last
+// report, and the agents need a heartbeat to hear of the end and a report
+// period for their new master to list them, so the sessions end that much
+// before (at the default 5 s heartbeat: 27.5 s instead of 20 s), never
+// before the grace.
+func (s *Server) raftExcuseLimit() time.Duration {
+	hb := s.cfg.HeartbeatInterval
+	grace := reattachGrace(hb)
+	return max(grace+time.Duration(s.cfg.MissedHeartbeats)*hb-hb-s.reportPeriod(), grace)
 }
 
 // reportPeriod is the interval between two session reports.
