@@ -1,11 +1,17 @@
 package inventory
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
@@ -192,4 +198,59 @@ func TestContentHashIgnoresDeviceOrder(t *testing.T) {
 	if ha != hb {
 		t.Fatal("reordering GPUs and HCAs changed the content hash")
 	}
+}
+
+// The content hash is part of the wire contract (agents send it in their
+// Hello, the log stores it): its bytes are pinned, and it is the hash of
+// the deterministic encoding of a deep copy with the generation and time
+// cleared and the devices sorted, for any inventory (unknown fields
+// included), without changing its input.
+func TestContentHashPinned(t *testing.T) {
+	if got, want := must(ContentHash(validInventory())), "a3618aefb66a0aa65859745fd23483d040c426cad4d04dae369f357b5070820a"; got != want {
+		t.Fatalf("ContentHash(validInventory()) = %s, want %s (the hash agents and the log hold)", got, want)
+	}
+	reference := func(inv *ginv1.NodeInventory) string {
+		c := proto.CloneOf(inv)
+		c.Generation, c.CollectedAt = 0, nil
+		slices.SortStableFunc(c.Gpus, func(a, b *ginv1.Gpu) int { return cmp.Compare(a.GetUuid(), b.GetUuid()) })
+		slices.SortStableFunc(c.Hcas, func(a, b *ginv1.Hca) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:])
+	}
+	shuffled := validInventory()
+	shuffled.Hcas = append(shuffled.Hcas, &ginv1.Hca{Name: "mlx5_1"}, &ginv1.Hca{Name: "mlx5_0b"})
+	slices.Reverse(shuffled.Gpus)
+	slices.Reverse(shuffled.Hcas)
+	shuffled.CollectedAt = timestamppb.Now()
+	shuffled.Generation = 9
+	unknown := validInventory()
+	unknown.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 999, protowire.BytesType), "from a newer agent"))
+	for _, tt := range []struct {
+		name string
+		inv  *ginv1.NodeInventory
+	}{{"valid", validInventory()}, {"shuffled with time and generation", shuffled}, {"unknown field", unknown}, {"empty", &ginv1.NodeInventory{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := proto.CloneOf(tt.inv)
+			if got, want := must(ContentHash(tt.inv)), reference(tt.inv); got != want {
+				t.Errorf("ContentHash = %s, the reference %s", got, want)
+			}
+			if !proto.Equal(before, tt.inv) || len(before.GetGpus()) > 0 && before.Gpus[0].GetUuid() != tt.inv.Gpus[0].GetUuid() {
+				t.Error("ContentHash changed its input")
+			}
+		})
+	}
+	if must(ContentHash(unknown)) == must(ContentHash(validInventory())) {
+		t.Error("an unknown field does not change the hash")
+	}
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

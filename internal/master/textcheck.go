@@ -2,8 +2,8 @@ package master
 
 import (
 	"context"
-	"fmt"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -25,51 +25,92 @@ import (
 // checkRequestText returns a *badRequest naming the first string field of
 // m, by its path (e.g. "fabric.switches[3].description"), that CheckText
 // refuses, or nil. Bytes fields are not text and are not checked.
+//
+// The walk keeps the path as a stack of steps and spells it only for the
+// field it refuses: an inventory has thousands of fields, and building
+// every one's path was the largest cost of a registration (issue #16).
 func checkRequestText(m proto.Message) error {
 	if m == nil {
 		return nil
 	}
-	return checkMessageText(m.ProtoReflect(), "")
+	var w textWalk
+	return w.message(m.ProtoReflect())
 }
 
-func checkMessageText(m protoreflect.Message, prefix string) error {
+// textWalk is one request's walk; path is the field being checked.
+type textWalk struct{ path []textStep }
+
+// textStep is one step of a path: a field, and in a list its index or in
+// a map its key.
+type textStep struct {
+	name  protoreflect.Name
+	index int    // a list element's, or -1
+	key   string // a map entry's (quoted when spelled)
+	isKey bool
+}
+
+// spell is the path as a refusal names it.
+func (w *textWalk) spell() string {
+	var b strings.Builder
+	for i, st := range w.path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(string(st.name))
+		switch {
+		case st.isKey:
+			b.WriteString("[" + strconv.Quote(st.key) + "]")
+		case st.index >= 0:
+			b.WriteString("[" + strconv.Itoa(st.index) + "]")
+		}
+	}
+	return b.String()
+}
+
+func (w *textWalk) message(m protoreflect.Message) error {
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		path := prefix + string(fd.Name())
+		w.path = append(w.path, textStep{name: fd.Name(), index: -1})
+		top := len(w.path) - 1
 		switch {
 		case fd.IsMap():
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				elem := path + "[" + strconv.Quote(k.String()) + "]"
 				if fd.MapKey().Kind() == protoreflect.StringKind {
 					if cerr := inventory.CheckText(k.String()); cerr != nil {
-						err = invalidf(path, "a key: %v", cerr)
+						w.path[top].isKey = false // a refused key names its field
+						err = invalidf(w.spell(), "a key: %v", cerr)
 						return false
 					}
 				}
-				err = checkValueText(fd.MapValue(), mv, elem)
+				w.path[top].key, w.path[top].isKey = k.String(), true
+				err = w.value(fd.MapValue(), mv)
 				return err == nil
 			})
 		case fd.IsList():
 			l := v.List()
 			for i := 0; i < l.Len() && err == nil; i++ {
-				err = checkValueText(fd, l.Get(i), fmt.Sprintf("%s[%d]", path, i))
+				w.path[top].index = i
+				err = w.value(fd, l.Get(i))
 			}
 		default:
-			err = checkValueText(fd, v, path)
+			err = w.value(fd, v)
+		}
+		if err == nil {
+			w.path = w.path[:top]
 		}
 		return err == nil
 	})
 	return err
 }
 
-func checkValueText(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) error {
+func (w *textWalk) value(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		if err := inventory.CheckText(v.String()); err != nil {
-			return invalidf(path, "%v", err)
+			return invalidf(w.spell(), "%v", err)
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkMessageText(v.Message(), path+".")
+		return w.message(v.Message())
 	}
 	return nil
 }

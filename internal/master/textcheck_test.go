@@ -2,12 +2,15 @@ package master
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 )
@@ -117,5 +120,48 @@ func TestControlCharactersRefusedInRequests(t *testing.T) {
 	defer cancel()
 	if _, err := cal.ImportMeasurement(ctx, measurement(func(*ginv1.ImportMeasurementRequest) {})); err != nil {
 		t.Fatalf("clean import: %v", err)
+	}
+}
+
+// The walk names the refused field by its whole path (list indexes, map
+// keys, nested messages), and a clean request passes.
+func TestCheckRequestTextPaths(t *testing.T) {
+	inv := simInventory(t, "dgx-h100", "node001")
+	badGPU := proto.CloneOf(inv)
+	badGPU.Gpus[1].Uuid = "GPU-\x1b[2J"
+	badLink := proto.CloneOf(inv)
+	badLink.Gpus[3].Nvlinks[2].RemotePciBusId = "0000:01:00.0\u202e"
+	str := func(s string) *structpb.Value { return structpb.NewStringValue(s) }
+	tests := []struct {
+		name string
+		m    proto.Message
+		want string // the field named, "" for none
+	}{
+		{"clean inventory", &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: inv}}, ""},
+		{"gpu uuid", &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: badGPU}}, "inventory.gpus[1].uuid"},
+		{"nvlink remote", &ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Inventory{Inventory: badLink}}, "inventory.gpus[3].nvlinks[2].remote_pci_bus_id"},
+		{"map value", &structpb.Struct{Fields: map[string]*structpb.Value{"ok": str("a"), "k": str("b\x00")}}, `fields["k"].string_value`},
+		{"map key after good entries", &structpb.Struct{Fields: map[string]*structpb.Value{"a": str("x"), "b": str("y"), "c\x1b": str("z")}}, "fields"},
+		{"list in a map", &structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{str("x"), str("y\r")}})}},
+			`fields["a"].list_value.values[1].string_value`},
+		{"clean struct", &structpb.Struct{Fields: map[string]*structpb.Value{"a": str("x"), "b": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{str("y")}})}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkRequestText(tt.m)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused a clean request: %v", err)
+				}
+				return
+			}
+			var br *badRequest
+			if !errors.As(err, &br) {
+				t.Fatalf("want a bad request naming %s, got %v", tt.want, err)
+			}
+			if br.field != tt.want {
+				t.Errorf("names %q, want %q (%v)", br.field, tt.want, err)
+			}
+		})
 	}
 }
