@@ -196,3 +196,27 @@ func heapAlloc() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkNewNode10k adds a node to a 10,000-node graph: with, the new
+// graph (the FSM's apply); check, CheckNode (a master's check at the edge
+// before it commits, which makes no graph).
+func BenchmarkNewNode10k(b *testing.B) {
+	invs, fab := benchCluster(b)
+	g := mustBuild(b, invs[1:], fab)
+	for _, mode := range []string{"with", "check"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if mode == "with" {
+					_, err = g.WithNode(invs[0])
+				} else {
+					err = g.CheckNode(invs[0])
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

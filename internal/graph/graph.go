@@ -85,31 +85,9 @@ func Build(invs []*ginv1.NodeInventory, fabric *ginv1.FabricTopology) (*Graph, e
 // WithNode returns the graph with one node's inventory added or replaced.
 // Only that node's structure is rebuilt.
 func (g *Graph) WithNode(inv *ginv1.NodeInventory) (*Graph, error) {
-	n, err := buildNode(inv)
+	n, sets, dels, existed, err := g.placeNode(inv)
 	if err != nil {
 		return nil, err
-	}
-	old, existed := g.nodes.get(n.name)
-	var dels []string
-	if existed {
-		for _, gp := range old.gpus {
-			if gp.uuid != "" {
-				dels = append(dels, gp.uuid)
-			}
-		}
-	}
-	sets := make(map[string]string, len(n.gpus))
-	for _, gp := range n.gpus {
-		if gp.uuid == "" {
-			continue
-		}
-		if owner, taken := g.gpuOwner.get(gp.uuid); taken && owner != n.name {
-			return nil, fmt.Errorf("node %s: gpus[GPU%d].uuid: %s is also a GPU of node %s", n.name, gp.index, gp.uuid, owner)
-		}
-		if _, dup := sets[gp.uuid]; dup {
-			return nil, fmt.Errorf("node %s: gpus[GPU%d].uuid: %s used twice", n.name, gp.index, gp.uuid)
-		}
-		sets[gp.uuid] = n.name
 	}
 	out := &Graph{
 		nodes:    g.nodes.with(map[string]*node{n.name: n}, nil),
@@ -123,6 +101,47 @@ func (g *Graph) WithNode(inv *ginv1.NodeInventory) (*Graph, error) {
 		out.names = append(append(append(out.names, g.names[:i]...), n.name), g.names[i:]...)
 	}
 	return out, nil
+}
+
+// CheckNode returns the error WithNode would return for inv, without
+// making the new graph: a check at the edge (a master checks every
+// inventory before it commits it) that copies none of the graph's
+// indexes, whose size grows with the cluster (issue #16).
+func (g *Graph) CheckNode(inv *ginv1.NodeInventory) error {
+	_, _, _, _, err := g.placeNode(inv)
+	return err
+}
+
+// placeNode builds inv's node and checks it against g: its GPU UUIDs
+// (sets, owned by the node) are no other node's and unique; dels are the
+// UUIDs of the node it replaces, if it existed.
+func (g *Graph) placeNode(inv *ginv1.NodeInventory) (n *node, sets map[string]string, dels []string, existed bool, err error) {
+	n, err = buildNode(inv)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	old, existed := g.nodes.get(n.name)
+	if existed {
+		for _, gp := range old.gpus {
+			if gp.uuid != "" {
+				dels = append(dels, gp.uuid)
+			}
+		}
+	}
+	sets = make(map[string]string, len(n.gpus))
+	for _, gp := range n.gpus {
+		if gp.uuid == "" {
+			continue
+		}
+		if owner, taken := g.gpuOwner.get(gp.uuid); taken && owner != n.name {
+			return nil, nil, nil, false, fmt.Errorf("node %s: gpus[GPU%d].uuid: %s is also a GPU of node %s", n.name, gp.index, gp.uuid, owner)
+		}
+		if _, dup := sets[gp.uuid]; dup {
+			return nil, nil, nil, false, fmt.Errorf("node %s: gpus[GPU%d].uuid: %s used twice", n.name, gp.index, gp.uuid)
+		}
+		sets[gp.uuid] = n.name
+	}
+	return n, sets, dels, existed, nil
 }
 
 // WithoutNode returns the graph without the named node (the same graph when

@@ -622,3 +622,41 @@ func TestClassString(t *testing.T) {
 }
 
 var _ = sim.Profiles
+
+// CheckNode answers what WithNode would, and changes nothing.
+func TestCheckNodeAgreesWithWithNode(t *testing.T) {
+	invs, fab, _ := simCluster(t, "dgx-h100", 3, "leaf-groups=1")
+	g := mustBuild(t, invs[:2], fab)
+	otherOwner := collect(t, simNode(t, "dgx-h100", "other", 5, nil))
+	otherOwner.Gpus[0].Uuid = invs[0].Gpus[0].Uuid
+	twice := collect(t, simNode(t, "dgx-h100", "twice", 6, nil))
+	twice.Gpus[1].Uuid = twice.Gpus[0].Uuid
+	unnamed := collect(t, simNode(t, "dgx-h100", "unnamed", 7, nil))
+	unnamed.NodeName = ""
+	tests := []struct {
+		name    string
+		inv     *ginv1.NodeInventory
+		wantErr string // "" for none
+	}{
+		{"new node", invs[2], ""},
+		{"replaced node", invs[0], ""},
+		{"another node's GPU", otherOwner, "is also a GPU of node"},
+		{"a GPU twice", twice, "used twice"},
+		{"no name", unnamed, "name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, werr := g.WithNode(tt.inv)
+			cerr := g.CheckNode(tt.inv)
+			if (werr == nil) != (cerr == nil) || werr != nil && werr.Error() != cerr.Error() {
+				t.Fatalf("CheckNode: %v, WithNode: %v", cerr, werr)
+			}
+			if tt.wantErr == "" && cerr != nil || tt.wantErr != "" && (cerr == nil || !strings.Contains(cerr.Error(), tt.wantErr)) {
+				t.Errorf("CheckNode: %v, want an error with %q", cerr, tt.wantErr)
+			}
+			if g.Len() != 2 {
+				t.Errorf("the graph has %d nodes after the checks, want 2", g.Len())
+			}
+		})
+	}
+}

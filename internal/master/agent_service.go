@@ -357,7 +357,7 @@ func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory
 	if err := inventory.Validate(inv); err != nil {
 		return resultWithGen{}, err
 	}
-	if _, err := s.store.Graph().WithNode(inv); err != nil {
+	if err := s.store.Graph().CheckNode(inv); err != nil {
 		return resultWithGen{}, invalidf("inventory", "%v", err)
 	}
 	hash, err := inventory.ContentHash(inv)
