@@ -334,22 +334,10 @@ func (l *liveness) report(ctx context.Context, from string, rep sessionReport) b
 			at = freshAt
 			r.nodes[n] = reportedEntry{last: at}
 		}
-		prev, ok := l.lastSeen[n]
-		if ok && !at.After(prev) {
-			continue
-		}
-		l.lastSeen[n] = at
-		// A report repeats a heartbeat until the next one (reports come
-		// twice per interval): only a clearly newer one is a new sign.
-		fresh := !ok || at.Sub(prev) > l.interval/4
-		if h, known := view.Head(n); !known || h.State() != ginv1.NodeState_NODE_STATE_DOWN {
-			delete(l.beatsSinceDown, n)
-		} else if fresh {
-			l.beatsSinceDown[n]++
-			if c := l.beatsSinceDown[n]; c >= upAfter {
-				up = append(up, n)
-				counts[n] = c
-			}
+		h, known := view.Head(n)
+		if c := l.heardAt(n, at, known && h.State() == ginv1.NodeState_NODE_STATE_DOWN); c > 0 {
+			up = append(up, n)
+			counts[n] = c
 		}
 	}
 	l.mu.Unlock()
@@ -357,6 +345,51 @@ func (l *liveness) report(ctx context.Context, from string, rep sessionReport) b
 		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, through %s)", counts[n], from))
 	}
 	return true
+}
+
+// heardAt records that node n was heard from at at, as a report or a
+// relayed write tells it (down: it is recorded DOWN), and returns the
+// signs of life counted since it was recorded DOWN once they bring it back
+// UP (0 otherwise). A report repeats a heartbeat until the next one
+// (reports come twice per interval): only a clearly newer time is a new
+// sign. l.mu is held.
+func (l *liveness) heardAt(n string, at time.Time, down bool) int {
+	prev, ok := l.lastSeen[n]
+	if ok && !at.After(prev) {
+		return 0
+	}
+	l.lastSeen[n] = at
+	fresh := !ok || at.Sub(prev) > l.interval/4
+	if !down {
+		delete(l.beatsSinceDown, n)
+	} else if fresh {
+		l.beatsSinceDown[n]++
+		if c := l.beatsSinceDown[n]; c >= upAfter {
+			return c
+		}
+	}
+	return 0
+}
+
+// committed records that a write of node's agent, relayed by the master
+// that holds its session, has just committed: a sign of life at its
+// commit. Until that master's next report lists the session, it is the
+// leader's only news of a node registered there; without it the node
+// would count as never heard from since the election, and a leader
+// elected long ago would mark it DOWN at its next check.
+func (l *liveness) committed(ctx context.Context, node string) {
+	h, ok := l.store.Head(node)
+	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
+	l.mu.Lock()
+	if !l.active {
+		l.mu.Unlock()
+		return
+	}
+	c := l.heardAt(node, l.now(), down)
+	l.mu.Unlock()
+	if c > 0 {
+		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, the last a committed write)", c))
+	}
 }
 
 // unhold drops node n from master from's report r; it was heard from ageMs

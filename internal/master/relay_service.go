@@ -39,6 +39,10 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayService
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	// The agent's write committed: it is alive now, whether or not the
+	// relaying master's reports list its session yet (a node registered
+	// through a follower would otherwise look silent until they do).
+	r.s.live.committed(ctx, req.GetNodeName())
 	return &ginv1.RelayServicePutInventoryResponse{AcceptedGeneration: res.Generation, Index: res.Index, Changed: res.Changed}, nil
 }
 

@@ -133,6 +133,9 @@ type Config struct {
 	AgentLogBurst  int
 	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
 	AgentLogClock func() time.Time
+	// LivenessClock is the clock of the leader's node liveness (when a node
+	// was heard from, when it missed its heartbeats; nil: time.Now; tests).
+	LivenessClock func() time.Time
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own
@@ -263,6 +266,9 @@ func New(cfg Config) (*Server, error) {
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = s.refreshScanner
 	s.live.writing = s.sessions.writing
+	if cfg.LivenessClock != nil {
+		s.live.now = cfg.LivenessClock
+	}
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the
