@@ -237,6 +237,20 @@ type akLoad struct {
 	resent     atomic.Int64
 	detached   atomic.Int64
 	reattachT  akSamples // time from a session's end to its reattachment
+
+	// Returning home (agenthome_test.go): home turns it on, homeProbe is
+	// the probe interval (ns), homeChk the shared health view of each
+	// master (made by setHome under homeMu); returned counts the agents
+	// back at home, homeFailed the returns that ended elsewhere,
+	// homeProbes the agents' probes and homeChecks the health checks sent.
+	home       atomic.Bool
+	homeProbe  atomic.Int64
+	homeMu     sync.Mutex
+	homeChk    []*akHomeCheck
+	returned   atomic.Int64
+	homeFailed atomic.Int64
+	homeProbes atomic.Int64
+	homeChecks atomic.Int64
 }
 
 // reattached records one agent's reattachment after d.
@@ -690,6 +704,8 @@ type akSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ended  atomic.Bool
+	// leaving: the agent closed its side to return home.
+	leaving atomic.Bool
 }
 
 func (s *akSession) close() {
@@ -1023,7 +1039,7 @@ func akRetryHint(err error) time.Duration {
 // is already in flight. done is called when the change is acknowledged.
 func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
 	a.mu.Lock()
-	busy := a.pending != 0 || a.sess == nil || a.sess.ended.Load()
+	busy := a.pending != 0 || a.sess == nil || a.sess.ended.Load() || a.sess.leaving.Load()
 	a.mu.Unlock()
 	if busy || a.closed.Load() {
 		return false
@@ -1040,13 +1056,25 @@ func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
 
 // send heartbeats on s every a.hb (the first one at a random offset) and
 // sends the changes asked for; it is the only goroutine that sends on s.
+// Away from home it probes the home master and leaves for it
+// (agenthome_test.go).
 func (a *akAgent) send(s *akSession) {
 	t := time.NewTimer(rand.N(a.hb))
 	defer t.Stop()
+	a.mu.Lock()
+	hp := a.newHomeProber(a.master)
+	a.mu.Unlock()
+	defer hp.stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-hp.due():
+			hp.probe(a.l)
+		case serving := <-hp.answer():
+			if a.leaveForHome(s, hp, serving) {
+				return
+			}
 		case <-t.C:
 			t.Reset(a.hb)
 			a.mu.Lock()
@@ -1142,7 +1170,14 @@ func (a *akAgent) fail(s *akSession, err error) {
 	}
 	ours := status.Code(err) == codes.Canceled && s.ctx.Err() != nil // closed by this process
 	s.close()
-	if a.closed.Load() || ours {
+	if a.closed.Load() {
+		return
+	}
+	if s.leaving.Load() { // the agent left for its home master
+		go a.goHome()
+		return
+	}
+	if ours {
 		return
 	}
 	if !a.l.reattach.Load() {

@@ -51,7 +51,15 @@ import (
 //     reports DOWN (polled every 500 ms, and for 3 heartbeat intervals
 //     after), and the slowest node list (ListNodes) answered meanwhile;
 //     then the killed master is restarted on its data directory;
-//  4. SIGKILL the follower holding the most sessions, the same figures.
+//  4. back home: the agents away from their home master (on since the
+//     end of registration) probe it every GIN_LOAD_HOME_PROBE seconds
+//     (default 10, jittered ½–1½×) and return once it reports
+//     gin.v1.AgentService SERVING, as gin-agent does (agenthome_test.go):
+//     the time until every master holds its hash share within 2 %, how
+//     many returned, inventories re-sent, the most nodes DOWN, the probes
+//     and health checks per second;
+//  5. SIGKILL the follower holding the most sessions, the same figures as
+//     in 3.
 //
 // Run it with, for instance,
 //
@@ -67,6 +75,7 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 	if memLimit == "" {
 		memLimit = "900MiB"
 	}
+	homeProbe := time.Duration(benchEnv(b, akHomeProbeEnv, akHomeProbeDefault, 1, 3600)) * time.Second
 	procs := akLoadProcs(b, cfg.agents)
 	// The masters inherit this process's limit: the highest it can have.
 	raiseFileLimitAsRoot(b, uint64((cfg.agents+procs-1)/procs+akSpareFDs))
@@ -84,6 +93,9 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 	c.waitAttached("every agent attached and every node up", akAttachWait, time.Now())
 	c.progress("registration of %d agents over 3 masters took %.1f s (%.0f nodes/s, %d attempts tried again); sessions per master %v; RSS per master %v MiB",
 		cfg.agents, regDur.Seconds(), float64(cfg.agents)/regDur.Seconds(), cnt.Retries, c.sessions(), c.rssMiB())
+	// From here on an agent away from its home master returns to it (a
+	// leader hint may have sent it away during registration).
+	c.setHome(true, homeProbe)
 	c.quiesce()
 
 	var w *mmWindow
@@ -92,7 +104,10 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 	}
 
 	leaderKill := c.killAndReattach(c.leader(), "the leader")
-	c.restart(leaderKill.killed)
+	homeCnt := c.counts()
+	caughtUp := c.restart(leaderKill.killed)
+	home := c.waitHome(caughtUp, homeCnt, 0.02, akAttachWait)
+	c.quiesce()
 	followerKill := c.killAndReattach(c.busiestFollower(), "the follower holding the most sessions")
 
 	b.ReportMetric(0, "ns/op")
@@ -111,6 +126,13 @@ func BenchmarkThreeMastersAgents(b *testing.B) {
 		b.ReportMetric(w.cpu[i], fmt.Sprintf("m%d_cpu_s/s", i+1))
 		_ = m
 	}
+	b.ReportMetric(home.took.Seconds(), "home_return_s")
+	b.ReportMetric(float64(home.returned), "home_returned")
+	b.ReportMetric(float64(home.failed), "home_failed")
+	b.ReportMetric(float64(home.resent), "home_resent")
+	b.ReportMetric(home.downMax, "home_nodes_down_max")
+	b.ReportMetric(home.probeRate, "home_probes/s")
+	b.ReportMetric(home.checkRate, "home_checks/s")
 	for _, k := range []struct {
 		name string
 		r    mmKill
@@ -585,8 +607,9 @@ func (c *mmCluster) readNodes(dead int) float64 {
 }
 
 // restart starts master i again on its data directory and waits until it
-// has caught up with the leader and no snapshot is being taken.
-func (c *mmCluster) restart(i int) {
+// has caught up with the leader; it returns when that was (the caller
+// waits for the snapshots, c.quiesce, when it needs them over).
+func (c *mmCluster) restart(i int) time.Time {
 	m := c.masters[i]
 	m.start(c.b)
 	t0 := time.Now()
@@ -608,7 +631,7 @@ func (c *mmCluster) restart(i int) {
 		return nil
 	})
 	c.progress("%s restarted and caught up in %.1f s; RSS %v MiB", m.id, time.Since(t0).Seconds(), c.rssMiB())
-	c.quiesce()
+	return time.Now()
 }
 
 // raiseFileLimitAsRoot raises this process's open-file limit to need:

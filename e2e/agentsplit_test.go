@@ -53,14 +53,17 @@ type akReq struct {
 	// elsewhere), begin (a window: the changes asked for are recorded, and
 	// with On every heartbeat ack too), change (ask Agent, an index over
 	// the whole load, for its next generation), end (stop recording, wait
-	// WaitMs at most for the changes in flight, return the samples) or
-	// reattach_times (the per-agent reattach times; Reset clears them).
+	// WaitMs at most for the changes in flight, return the samples),
+	// reattach_times (the per-agent reattach times; Reset clears them) or
+	// home (On: agents away from home probe it every ProbeMs, jittered,
+	// and return when it serves).
 	Op          string `json:"op"`
 	Concurrency int    `json:"concurrency,omitempty"`
 	On          bool   `json:"on,omitempty"`
 	Agent       int    `json:"agent,omitempty"`
 	WaitMs      int64  `json:"wait_ms,omitempty"`
 	Reset       bool   `json:"reset,omitempty"`
+	ProbeMs     int64  `json:"probe_ms,omitempty"`
 }
 
 // akResp is the answer to one akReq.
@@ -81,13 +84,19 @@ type akCounts struct {
 	Registered int64 `json:"registered"` // attached by register
 	// RegEnd is when registration ended (Unix ns; 0 while it runs or
 	// before it started), RegErr its failure.
-	RegEnd   int64    `json:"reg_end,omitempty"`
-	RegErr   string   `json:"reg_err,omitempty"`
-	Detached int64    `json:"detached"` // sessions that ended and reattached (or are reattaching)
-	Resent   int64    `json:"resent"`   // full inventories re-sent on reattaching
-	Retries  int64    `json:"retries"`  // registration attempts tried again
-	Failed   int64    `json:"failed"`   // sessions that ended unexpectedly
-	Errs     []string `json:"errs,omitempty"`
+	RegEnd   int64  `json:"reg_end,omitempty"`
+	RegErr   string `json:"reg_err,omitempty"`
+	Detached int64  `json:"detached"` // sessions that ended and reattached (or are reattaching)
+	Resent   int64  `json:"resent"`   // full inventories re-sent on reattaching
+	Retries  int64  `json:"retries"`  // registration attempts tried again
+	Failed   int64  `json:"failed"`   // sessions that ended unexpectedly
+	// Returning home: agents back at home, returns that ended elsewhere,
+	// the agents' probes and the health checks sent for them.
+	Returned   int64    `json:"returned"`
+	HomeFailed int64    `json:"home_failed"`
+	HomeProbes int64    `json:"home_probes"`
+	HomeChecks int64    `json:"home_checks"`
+	Errs       []string `json:"errs,omitempty"`
 }
 
 // akShard serves akReqs on the agents of one akLoad (those of one process).
@@ -106,7 +115,8 @@ type akShard struct {
 func (s *akShard) counts() akCounts {
 	l := s.l
 	c := akCounts{First: l.cfg.first, Agents: len(l.agents), Registered: s.registered.Load(),
-		Detached: l.detached.Load(), Resent: l.resent.Load(), Retries: l.regRetries.Load(), Failed: l.failed.Load()}
+		Detached: l.detached.Load(), Resent: l.resent.Load(), Retries: l.regRetries.Load(), Failed: l.failed.Load(),
+		Returned: l.returned.Load(), HomeFailed: l.homeFailed.Load(), HomeProbes: l.homeProbes.Load(), HomeChecks: l.homeChecks.Load()}
 	s.mu.Lock()
 	if s.regState == 2 {
 		c.RegEnd = s.regEnd.UnixNano()
@@ -143,6 +153,11 @@ func (s *akShard) handle(r akReq) akResp {
 		return akResp{Counts: s.counts()}
 	case "reattach":
 		l.reattach.Store(r.On)
+		return akResp{}
+	case "home":
+		if err := l.setHome(r.On, time.Duration(r.ProbeMs)*time.Millisecond); err != nil {
+			return akResp{Err: err.Error()}
+		}
 		return akResp{}
 	case "begin":
 		s.mu.Lock()
@@ -409,6 +424,10 @@ func (f *akFleet) counts() (akCounts, []akCounts, error) {
 		sum.Resent += c.Resent
 		sum.Retries += c.Retries
 		sum.Failed += c.Failed
+		sum.Returned += c.Returned
+		sum.HomeFailed += c.HomeFailed
+		sum.HomeProbes += c.HomeProbes
+		sum.HomeChecks += c.HomeChecks
 		if sum.RegErr == "" {
 			sum.RegErr = c.RegErr
 		}
@@ -444,6 +463,13 @@ func (f *akFleet) register(concurrency int) error {
 
 func (f *akFleet) setReattach(on bool) error {
 	_, err := f.each(akReq{Op: "reattach", On: on})
+	return err
+}
+
+// setHome turns returning home on or off in every part, probing every
+// probe (jittered).
+func (f *akFleet) setHome(on bool, probe time.Duration) error {
+	_, err := f.each(akReq{Op: "home", On: on, ProbeMs: probe.Milliseconds()})
 	return err
 }
 
@@ -505,7 +531,10 @@ func (f *akFleet) reattachTimes(reset bool) (*akSamples, error) {
 // session, every change asked for was acknowledged, and after the kill
 // every agent that lost its session reattached, with no inventory re-sent
 // and no node marked DOWN; the leader's agents spread over both other
-// masters (by their names, as gin-agent's do).
+// masters (by their names, as gin-agent's do). Then the killed master is
+// restarted, and every agent returns home (probing every 2 s): each
+// master holds exactly its hash share, every agent whose home it is came
+// back, nothing re-sent, no node DOWN.
 func TestThreeMastersAgentsSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three masters and two load processes (about a minute)")
@@ -516,6 +545,7 @@ func TestThreeMastersAgentsSplit(t *testing.T) {
 	c.setReattach(true)
 	c.register()
 	c.waitAttached("every agent attached and every node up", akAttachWait, time.Now())
+	c.setHome(true, 2*time.Second)
 	sum, per, err := c.f.counts()
 	if err != nil {
 		t.Fatal(err)
@@ -553,6 +583,25 @@ func TestThreeMastersAgentsSplit(t *testing.T) {
 		if j != k.killed && k.after[j] <= k.before[j] {
 			t.Fatalf("sessions per master %v before killing %s, %v after: %s took none of its agents", k.before, c.masters[k.killed].id, k.after, c.masters[j].id)
 		}
+	}
+	if got := c.counts(); got.Failed != 0 {
+		t.Fatalf("%d sessions ended unexpectedly", got.Failed)
+	}
+
+	cnt0 := c.counts()
+	h := c.waitHome(c.restart(k.killed), cnt0, 0, akAttachWait)
+	for i, n := range h.after {
+		if n != h.shares[i] {
+			t.Fatalf("sessions per master %v, home shares %v", h.after, h.shares)
+		}
+	}
+	// Every agent whose home is the restarted master was away from it.
+	if want := int64(h.shares[k.killed]); h.returned < want || h.resent != 0 || h.downMax != 0 {
+		t.Fatalf("back home: %d agents returned (want at least %d, the restarted master's share), %d inventories re-sent, at most %v nodes DOWN; want 0, 0",
+			h.returned, want, h.resent, h.downMax)
+	}
+	if h.probes == 0 || h.checks == 0 || h.checks > h.probes {
+		t.Fatalf("%d home probes answered by %d health checks", h.probes, h.checks)
 	}
 	if got := c.counts(); got.Failed != 0 {
 		t.Fatalf("%d sessions ended unexpectedly", got.Failed)
