@@ -218,22 +218,14 @@ func (a *akAgent) goHome() {
 		a.reattach(from)
 		return
 	}
-	a.mu.Lock()
-	if a.closed.Load() {
-		a.mu.Unlock()
-		s.close()
+	if !a.adopt(s, i, gen) {
 		return
 	}
-	a.sess, a.master = s, i
-	a.hbAt = map[uint64]akSent{}
-	a.mu.Unlock()
 	if i == home {
 		l.returned.Add(1)
 	} else {
 		l.homeFailed.Add(1) // sent on by a leader hint: away again
 	}
-	go a.send(s)
-	go a.recv(s)
 }
 
 // setHome turns the agents' return home on or off in every load process.

@@ -1003,21 +1003,30 @@ func (a *akAgent) reattach(from int) {
 				continue
 			}
 		}
-		a.mu.Lock()
-		if a.closed.Load() {
-			a.mu.Unlock()
-			s.close()
-			return
+		if a.adopt(s, i, cur) {
+			l.reattached(time.Since(t0))
 		}
-		a.sess, a.master = s, i
-		a.gen, a.holds = cur, 0
-		a.hbAt = map[uint64]akSent{}
-		a.mu.Unlock()
-		l.reattached(time.Since(t0))
-		go a.send(s)
-		go a.recv(s)
 		return
 	}
+}
+
+// adopt makes s, with master i, the agent's session at acknowledged
+// generation gen and starts its goroutines; false (s closed) when the
+// agent is closing.
+func (a *akAgent) adopt(s *akSession, i int, gen uint64) bool {
+	a.mu.Lock()
+	if a.closed.Load() {
+		a.mu.Unlock()
+		s.close()
+		return false
+	}
+	a.sess, a.master = s, i
+	a.gen, a.holds = gen, 0
+	a.hbAt = map[uint64]akSent{}
+	a.mu.Unlock()
+	go a.send(s)
+	go a.recv(s)
+	return true
 }
 
 // akRetryHint is the RetryInfo delay of the gRPC status in err's chain,
