@@ -18,7 +18,7 @@ func (g *Graph) CheckFabric(f *ginv1.FabricTopology) []error {
 	// Port GUID → "node/hca" from the inventories.
 	owner := map[string]string{}
 	byNIC := map[string][]string{} // "node/hca" → its port GUIDs
-	for _, name := range g.names {
+	for _, name := range g.names.all() {
 		n, ok := g.nodes.get(name)
 		if !ok {
 			continue

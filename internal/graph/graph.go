@@ -18,7 +18,7 @@ import (
 // Graph is empty and usable; Build(nil, nil) makes one too.
 type Graph struct {
 	nodes    cowMap[*node]
-	names    []string       // sorted node names
+	names    nameList       // sorted node names
 	gpuOwner cowMap[string] // GPU UUID → node name
 	fabric   *fabricIndex
 }
@@ -61,7 +61,8 @@ func Build(invs []*ginv1.NodeInventory, fabric *ginv1.FabricTopology) (*Graph, e
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	g := &Graph{nodes: newCowMap[*node](nodeShards), gpuOwner: newCowMap[string](gpuShards), fabric: fx, names: make([]string, 0, len(nodes))}
+	g := &Graph{nodes: newCowMap[*node](nodeShards), gpuOwner: newCowMap[string](gpuShards), fabric: fx}
+	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if _, dup := g.nodes.get(n.name); dup {
 			return nil, fmt.Errorf("node %s: listed twice", n.name)
@@ -76,9 +77,10 @@ func Build(invs []*ginv1.NodeInventory, fabric *ginv1.FabricTopology) (*Graph, e
 			g.gpuOwner.setInPlace(gp.uuid, n.name)
 		}
 		g.nodes.setInPlace(n.name, n)
-		g.names = append(g.names, n.name)
+		names = append(names, n.name)
 	}
-	sort.Strings(g.names)
+	sort.Strings(names)
+	g.names = newNameList(names)
 	return g, nil
 }
 
@@ -96,9 +98,7 @@ func (g *Graph) WithNode(inv *ginv1.NodeInventory) (*Graph, error) {
 		names:    g.names,
 	}
 	if !existed {
-		i := sort.SearchStrings(g.names, n.name)
-		out.names = make([]string, 0, len(g.names)+1)
-		out.names = append(append(append(out.names, g.names[:i]...), n.name), g.names[i:]...)
+		out.names = g.names.with(n.name)
 	}
 	return out, nil
 }
@@ -157,14 +157,11 @@ func (g *Graph) WithoutNode(name string) *Graph {
 			dels = append(dels, gp.uuid)
 		}
 	}
-	i := sort.SearchStrings(g.names, name)
-	names := make([]string, 0, len(g.names)-1)
-	names = append(append(names, g.names[:i]...), g.names[i+1:]...)
 	return &Graph{
 		nodes:    g.nodes.with(nil, []string{name}),
 		gpuOwner: g.gpuOwner.with(nil, dels),
 		fabric:   g.fabric,
-		names:    names,
+		names:    g.names.without(name),
 	}
 }
 
@@ -178,10 +175,10 @@ func (g *Graph) WithFabric(f *ginv1.FabricTopology) (*Graph, error) {
 }
 
 // Nodes returns the node names, sorted.
-func (g *Graph) Nodes() []string { return append([]string(nil), g.names...) }
+func (g *Graph) Nodes() []string { return g.names.all() }
 
 // Len is the number of nodes.
-func (g *Graph) Len() int { return len(g.names) }
+func (g *Graph) Len() int { return g.names.len() }
 
 // NodeInfo summarises a node.
 func (g *Graph) NodeInfo(name string) (NodeInfo, bool) {

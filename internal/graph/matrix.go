@@ -66,7 +66,7 @@ type matrixDev struct {
 // network path (NET with switch hops).
 func (g *Graph) Matrix(nodes []string, includeNICs bool) (*Matrix, error) {
 	if len(nodes) == 0 {
-		nodes = g.names
+		nodes = g.names.all()
 	}
 	seen := make(map[string]bool, len(nodes))
 	var devs []matrixDev
