@@ -2,11 +2,16 @@ package master
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/inventory"
 )
 
 // livenessClock is a liveness clock only the test moves (every master of
@@ -93,5 +98,80 @@ func TestNodeRegisteredThroughAFollowerIsHeardAtItsCommit(t *testing.T) {
 		if got := state(s.node); got != s.want {
 			t.Fatalf("%s: %s is %v on the leader, want %v", s.what, s.node, got, s.want)
 		}
+	}
+}
+
+// The relayed write names the relaying master: a known one is recorded as
+// holding the node's session until its reports list it, an unknown one
+// (an older master) attributes the write to none, and a server_id past
+// the bound is refused with nothing committed. The heartbeat is long so
+// that no follower report ends the attribution meanwhile.
+func TestRelayedWriteNamesItsMaster(t *testing.T) {
+	ms := startClusterWith(t, 3, func(c *Config) { c.HeartbeatInterval = time.Minute })
+	waitUntil(t, "3 masters to bootstrap, elect and register", func() bool { return formed(ms) })
+	tests := []struct {
+		name, node, serverID string // serverID "follower": a follower's
+		wantCode             codes.Code
+		wantVia              bool
+	}{
+		{"the follower that relays it", "rv01", "follower", codes.OK, true},
+		{"an older master (none)", "rv02", "", codes.OK, false},
+		{"a master the leader does not know", "rv03", "m9", codes.OK, false},
+		{"a server_id past the bound", "rv04", strings.Repeat("m", inventory.MaxStringLen+1), codes.InvalidArgument, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := simInventory(t, "rtx3090-nvlink-pair", tc.node)
+			inv.Generation = 1
+			// Sent to the leader, again if leadership moved meanwhile (a
+			// loaded machine): its liveness must be armed first.
+			var leader *member
+			var err error
+			id := tc.serverID
+			waitUntil(t, "the write answered by an armed leader", func() bool {
+				if leader = leaderOf(ms); leader == nil {
+					return false
+				}
+				leader.s.live.mu.Lock()
+				active := leader.s.live.active
+				leader.s.live.mu.Unlock()
+				if !active {
+					return false
+				}
+				if tc.serverID == "follower" {
+					for _, m := range ms {
+						if m != leader {
+							id = m.s.cfg.ID
+						}
+					}
+				}
+				relay := ginv1.NewRelayServiceClient(dialPlain(t, leader.s.Addr()))
+				_, err = relay.PutInventory(context.Background(), &ginv1.RelayServicePutInventoryRequest{NodeName: tc.node, ServerId: id,
+					Update: &ginv1.RelayServicePutInventoryRequest_Inventory{Inventory: inv}})
+				c := status.Code(err)
+				return c != codes.Unavailable && c != codes.FailedPrecondition
+			})
+			if got := status.Code(err); got != tc.wantCode {
+				t.Fatalf("PutInventory: %v, want %v", err, tc.wantCode)
+			}
+			_, registered := leader.s.store.Head(tc.node)
+			if registered != (tc.wantCode == codes.OK) {
+				t.Fatalf("registered = %v after %v", registered, err)
+			}
+			l := leader.s.live
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			_, heard := l.lastSeen[tc.node]
+			if heard != registered {
+				t.Fatalf("heard from at the commit = %v, want %v", heard, registered)
+			}
+			want := ""
+			if tc.wantVia {
+				want = id
+			}
+			if v := l.relayed[tc.node]; v.from != want {
+				t.Fatalf("attributed to %q, want %q", v.from, want)
+			}
+		})
 	}
 }

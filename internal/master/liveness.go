@@ -27,6 +27,12 @@ import (
 // whose reports stop (dead, or cut off from the leader) leaves its nodes
 // with no news at all, and they get the same reattach grace as after an
 // election, counted from its last report, before the missed intervals.
+//
+// A write of an agent that commits is a sign of life too: on the leader's
+// own sessions through seen, relayed by another master through committed,
+// which also counts the node as that master's until its reports list it.
+// So a node registered through a follower starts heard from at its
+// registration, never at the election.
 type liveness struct {
 	interval time.Duration
 	missed   int
@@ -54,6 +60,13 @@ type liveness struct {
 	// node, the master whose latest report listed it.
 	reporters map[string]*reporter
 	holder    map[string]string
+	// relayed names, per node whose relayed write committed and that its
+	// master's reports have not listed since, that master (relayedVia);
+	// relayedBy indexes them by master. An entry lasts until that master's
+	// second report after the commit (the first may have been built before
+	// the session opened), or until a report lists the node.
+	relayed   map[string]relayedVia
+	relayedBy map[string]map[string]bool
 	// writing reports whether a node's session on this master has a write
 	// in flight (its agent is there, its heartbeats wait); nil: none.
 	writing func(node string) bool
@@ -69,6 +82,14 @@ type reporter struct {
 	at    time.Time
 	seq   uint64
 	nodes map[string]reportedEntry
+}
+
+// relayedVia is the master that relayed a node's committed write, when,
+// and how many of its reports the leader has applied since.
+type relayedVia struct {
+	from    string
+	at      time.Time
+	reports int
 }
 
 // stateChange is one node state transition to propose.
@@ -92,7 +113,7 @@ func newLiveness(interval time.Duration, missed int, store *state.Store, log *sl
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
 	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
 		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{},
-		reporters: map[string]*reporter{}, holder: map[string]string{}}
+		reporters: map[string]*reporter{}, holder: map[string]string{}, relayed: map[string]relayedVia{}, relayedBy: map[string]map[string]bool{}}
 }
 
 // rearm restarts every timer (called when this server becomes leader).
@@ -102,6 +123,8 @@ func (l *liveness) rearm() {
 	l.lastSeen = map[string]time.Time{}
 	l.reporters = map[string]*reporter{}
 	l.holder = map[string]string{}
+	l.relayed = map[string]relayedVia{}
+	l.relayedBy = map[string]map[string]bool{}
 	l.armedAt = l.now()
 	l.active = true
 }
@@ -190,6 +213,12 @@ func (l *liveness) check(ctx context.Context) {
 			if g := r.at.Add(reattachGrace(l.interval)); g.After(last) {
 				last = g
 			}
+		} else if at, lost := l.lostRelayer(name, now); lost {
+			// The master that relayed its write went silent before its
+			// reports listed the node: the same.
+			if g := at.Add(reattachGrace(l.interval)); g.After(last) {
+				last = g
+			}
 		}
 		if now.Sub(last) > limit && (l.writing == nil || !l.writing(name)) {
 			down = append(down, name)
@@ -243,10 +272,50 @@ func (l *liveness) lostHolder(node string, now time.Time) *reporter {
 	return r
 }
 
+// lostRelayer reports, for a node that no report lists and whose relayed
+// write committed, whether the master that relayed it has gone silent
+// since, and its last news (its last report, or the commit if later).
+// l.mu is held.
+func (l *liveness) lostRelayer(node string, now time.Time) (time.Time, bool) {
+	if _, ok := l.holder[node]; ok {
+		return time.Time{}, false
+	}
+	v, ok := l.relayed[node]
+	if !ok {
+		return time.Time{}, false
+	}
+	last := v.at
+	if r := l.reporters[v.from]; r != nil && r.at.After(last) {
+		last = r.at
+	}
+	return last, now.Sub(last) > l.reportLost()
+}
+
+// forgetRelayed drops node's relayed write (l.mu is held).
+func (l *liveness) forgetRelayed(node string) {
+	v, ok := l.relayed[node]
+	if !ok {
+		return
+	}
+	delete(l.relayed, node)
+	if by := l.relayedBy[v.from]; by != nil {
+		delete(by, node)
+		if len(by) == 0 {
+			delete(l.relayedBy, v.from)
+		}
+	}
+}
+
 // forgetReporters drops the reports of masters silent for longer than any
-// grace they give (bounded memory for masters that are gone). l.mu is held.
+// grace they give, and relayed writes as old (bounded memory for masters
+// that are gone). l.mu is held.
 func (l *liveness) forgetReporters(now time.Time) {
 	keep := reattachGrace(l.interval) + time.Duration(l.missed+1)*l.interval
+	for n, v := range l.relayed {
+		if now.Sub(v.at) > keep {
+			l.forgetRelayed(n)
+		}
+	}
 	for id, r := range l.reporters {
 		if now.Sub(r.at) <= keep {
 			continue
@@ -326,9 +395,18 @@ func (l *liveness) report(ctx context.Context, from string, rep sessionReport) b
 		r.nodes[n] = reportedEntry{stale: rep.freshWithin == 0 || age > rep.freshWithin, last: now.Add(-age)}
 	}
 	r.at, r.seq = now, rep.seq
+	for n := range l.relayedBy[from] {
+		v := l.relayed[n]
+		if v.reports++; v.reports >= 2 {
+			l.forgetRelayed(n)
+		} else {
+			l.relayed[n] = v
+		}
+	}
 	freshAt := now.Add(-rep.freshWithin)
 	for n, e := range r.nodes {
 		l.holder[n] = from
+		l.forgetRelayed(n)
 		at := e.last
 		if !e.stale && freshAt.After(at) {
 			at = freshAt
@@ -371,13 +449,15 @@ func (l *liveness) heardAt(n string, at time.Time, down bool) int {
 	return 0
 }
 
-// committed records that a write of node's agent, relayed by the master
-// that holds its session, has just committed: a sign of life at its
-// commit. Until that master's next report lists the session, it is the
-// leader's only news of a node registered there; without it the node
+// committed records that a write of node's agent, relayed by master via
+// (its session is there; "" when not known), has just committed: a sign of
+// life at its commit. Until that master's reports list the session, it is
+// the leader's only news of a node registered there; without it the node
 // would count as never heard from since the election, and a leader
-// elected long ago would mark it DOWN at its next check.
-func (l *liveness) committed(ctx context.Context, node string) {
+// elected long ago would mark it DOWN at its next check. Until then the
+// node is also that master's: if it goes silent first, the node gets the
+// reattach grace, as its listed nodes do.
+func (l *liveness) committed(ctx context.Context, node, via string) {
 	h, ok := l.store.Head(node)
 	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
 	l.mu.Lock()
@@ -385,7 +465,16 @@ func (l *liveness) committed(ctx context.Context, node string) {
 		l.mu.Unlock()
 		return
 	}
-	c := l.heardAt(node, l.now(), down)
+	now := l.now()
+	c := l.heardAt(node, now, down)
+	if via != "" && l.holder[node] != via {
+		l.forgetRelayed(node)
+		l.relayed[node] = relayedVia{from: via, at: now}
+		if l.relayedBy[via] == nil {
+			l.relayedBy[via] = map[string]bool{}
+		}
+		l.relayedBy[via][node] = true
+	}
 	l.mu.Unlock()
 	if c > 0 {
 		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, the last a committed write)", c))

@@ -228,6 +228,21 @@ func TestLivenessCommittedWriteIsASignOfLife(t *testing.T) {
 	delta := func(seq uint64, nodes ...string) sessionReport {
 		return sessionReport{seq: seq, base: seq - 1, freshWithin: fresh, nodes: nodes, agesMs: make([]uint32, len(nodes))}
 	}
+	// reporting: m2 keeps reporting, every half interval from..to, never
+	// listing ws01 (its agent is gone); after the commit at reg.
+	reporting := func(from, to time.Duration) []event {
+		evs := []event{{at: reg, commit: true}}
+		seq := uint64(0)
+		for at := from; at <= to; at += interval / 2 {
+			seq++
+			if seq == 1 {
+				evs = append(evs, event{at: at, rep: full(seq)})
+			} else {
+				evs = append(evs, event{at: at, rep: delta(seq)})
+			}
+		}
+		return evs
+	}
 	tests := []struct {
 		name     string
 		events   []event
@@ -235,10 +250,13 @@ func TestLivenessCommittedWriteIsASignOfLife(t *testing.T) {
 		wantDown bool
 	}{
 		{"committed, in no report yet", []event{{at: reg, commit: true}}, reg + limit - time.Millisecond, false},
-		{"committed, in no report, agent gone", []event{{at: reg, commit: true}}, reg + limit + time.Millisecond, true},
+		{"committed, in no report, agent gone", reporting(reg+100*time.Millisecond, reg+limit), reg + limit + time.Millisecond, true},
+		{"committed, its master silent since: the grace", []event{{at: reg, commit: true}}, reg + grace + limit - time.Millisecond, false},
+		{"committed, its master silent since, past the grace", []event{{at: reg, commit: true}}, reg + grace + limit + time.Millisecond, true},
+		{"committed, its master silent after one report: the grace from it", reporting(reg+400*time.Millisecond, reg+400*time.Millisecond), reg + 400*time.Millisecond + grace + limit - time.Millisecond, false},
 		{"listed by a report, then committed", []event{{at: reg - 300*time.Millisecond, rep: full(1, "ws01")}, {at: reg, commit: true}}, reg + limit - time.Millisecond, false},
 		{"full report built before the node, accepted after the commit", []event{{at: reg, commit: true}, {at: reg + 400*time.Millisecond, rep: full(1)}}, reg + limit - time.Millisecond, false},
-		{"full report built before the node, agent gone", []event{{at: reg, commit: true}, {at: reg + 400*time.Millisecond, rep: full(1)}}, reg + limit + time.Millisecond, true},
+		{"full report built before the node, agent gone", reporting(reg+400*time.Millisecond, reg+limit), reg + limit + time.Millisecond, true},
 		{"delta whose base predates the node", []event{{at: reg - time.Second, rep: full(1)}, {at: reg, commit: true}, {at: reg + 500*time.Millisecond, rep: delta(2)}}, reg + limit - time.Millisecond, false},
 		{"listed by the next report, then fresh in deltas", []event{
 			{at: reg - time.Second, rep: full(1)}, {at: reg, commit: true}, {at: reg + 500*time.Millisecond, rep: delta(2, "ws01")},
@@ -264,7 +282,7 @@ func TestLivenessCommittedWriteIsASignOfLife(t *testing.T) {
 					if _, err := st.PutInventory(1, &statev1.PutInventory{Inventory: inv, ContentHash: "h"}); err != nil {
 						t.Fatal(err)
 					}
-					l.committed(context.Background(), "ws01")
+					l.committed(context.Background(), "ws01", "m2")
 				case e.elect:
 					l.rearm()
 				default:
@@ -323,7 +341,7 @@ func TestLivenessCommittedWritesBringANodeBackUp(t *testing.T) {
 			}
 			for _, at := range tc.commits {
 				now = t0.Add(at)
-				l.committed(context.Background(), "ws01")
+				l.committed(context.Background(), "ws01", "m2")
 			}
 			if ups != tc.wantUps {
 				t.Fatalf("%d UP proposals, want %d", ups, tc.wantUps)

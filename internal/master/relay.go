@@ -134,7 +134,7 @@ func (s *Server) commitInventory(ctx context.Context, name, machineID string, in
 		res, err = s.commitInventoryHere(ctx, name, machineID, inv, delta, binding)
 		return err
 	}, func(ctx context.Context, c ginv1.RelayServiceClient) error {
-		req := &ginv1.RelayServicePutInventoryRequest{NodeName: name, MachineId: machineID}
+		req := &ginv1.RelayServicePutInventoryRequest{NodeName: name, MachineId: machineID, ServerId: s.cfg.ID}
 		if binding != nil {
 			req.AgentCertificate = &ginv1.AgentCertificate{Identity: binding.GetIdentity(), CaKeySha256: binding.GetCaKeySha256(), Serial: binding.GetSerial()}
 		}

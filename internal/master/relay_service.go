@@ -28,6 +28,16 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayService
 	if len(req.GetMachineId()) > inventory.MaxStringLen {
 		return nil, toStatus(invalidf("machine_id", "longer than %d bytes", inventory.MaxStringLen))
 	}
+	via := req.GetServerId()
+	if len(via) > inventory.MaxStringLen {
+		return nil, toStatus(invalidf("server_id", "longer than %d bytes", inventory.MaxStringLen))
+	}
+	if peer, ok := authz.Identity(ctx); ok && via != "" && peer.Name != via {
+		return nil, toStatus(&forbidden{msg: fmt.Sprintf("a write relayed for master %q with the certificate of %s: a master relays only its own sessions", via, peer)})
+	}
+	if _, ok := r.s.store.Server(via); !ok {
+		via = "" // an older master, or one this leader does not know: attributed to none
+	}
 	if err := r.leading(); err != nil {
 		return nil, toStatus(err)
 	}
@@ -42,7 +52,7 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayService
 	// The agent's write committed: it is alive now, whether or not the
 	// relaying master's reports list its session yet (a node registered
 	// through a follower would otherwise look silent until they do).
-	r.s.live.committed(ctx, req.GetNodeName())
+	r.s.live.committed(ctx, req.GetNodeName(), via)
 	return &ginv1.RelayServicePutInventoryResponse{AcceptedGeneration: res.Generation, Index: res.Index, Changed: res.Changed}, nil
 }
 

@@ -38,8 +38,14 @@ type RelayServicePutInventoryRequest struct {
 	// on; unset without): the node is bound to it, as when the agent writes
 	// on the leader itself (gin.state.v1.NodeBinding).
 	AgentCertificate *AgentCertificate `protobuf:"bytes,5,opt,name=agent_certificate,json=agentCertificate,proto3" json:"agent_certificate,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The relaying master's server id (its reports list the session): the
+	// leader counts the committed write as the agent heard from through that
+	// master, so that the node gets the reattach grace if that master goes
+	// silent before its reports list it. Empty from older masters: the write
+	// still counts, attributed to none.
+	ServerId      string `protobuf:"bytes,6,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RelayServicePutInventoryRequest) Reset() {
@@ -116,6 +122,13 @@ func (x *RelayServicePutInventoryRequest) GetAgentCertificate() *AgentCertificat
 		return x.AgentCertificate
 	}
 	return nil
+}
+
+func (x *RelayServicePutInventoryRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
 }
 
 type isRelayServicePutInventoryRequest_Update interface {
@@ -586,14 +599,15 @@ var File_gin_v1_relay_proto protoreflect.FileDescriptor
 
 const file_gin_v1_relay_proto_rawDesc = "" +
 	"\n" +
-	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\x95\x02\n" +
+	"\x12gin/v1/relay.proto\x12\x06gin.v1\x1a\x12gin/v1/agent.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\"\xb2\x02\n" +
 	"\x1fRelayServicePutInventoryRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1d\n" +
 	"\n" +
 	"machine_id\x18\x02 \x01(\tR\tmachineId\x125\n" +
 	"\tinventory\x18\x03 \x01(\v2\x15.gin.v1.NodeInventoryH\x00R\tinventory\x12.\n" +
 	"\x05delta\x18\x04 \x01(\v2\x16.gin.v1.InventoryDeltaH\x00R\x05delta\x12E\n" +
-	"\x11agent_certificate\x18\x05 \x01(\v2\x18.gin.v1.AgentCertificateR\x10agentCertificateB\b\n" +
+	"\x11agent_certificate\x18\x05 \x01(\v2\x18.gin.v1.AgentCertificateR\x10agentCertificate\x12\x1b\n" +
+	"\tserver_id\x18\x06 \x01(\tR\bserverIdB\b\n" +
 	"\x06update\"j\n" +
 	"\x10AgentCertificate\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
