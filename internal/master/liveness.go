@@ -139,8 +139,7 @@ func (l *liveness) deactivate() {
 // seen records a sign of life and, when the node is recorded DOWN, brings it
 // back UP.
 func (l *liveness) seen(ctx context.Context, node string) {
-	h, ok := l.store.Head(node)
-	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
+	down := l.recordedDown(node)
 	l.mu.Lock()
 	if !l.active {
 		l.mu.Unlock()
@@ -158,6 +157,13 @@ func (l *liveness) seen(ctx context.Context, node string) {
 	if down && n >= upAfter {
 		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received)", n))
 	}
+}
+
+// recordedDown reports whether the state records node DOWN (read before
+// l.mu is taken).
+func (l *liveness) recordedDown(node string) bool {
+	h, ok := l.store.Head(node)
+	return ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
 }
 
 // propose commits a node state change. One proposal per node is in flight
@@ -458,8 +464,7 @@ func (l *liveness) heardAt(n string, at time.Time, down bool) int {
 // node is also that master's: if it goes silent first, the node gets the
 // reattach grace, as its listed nodes do.
 func (l *liveness) committed(ctx context.Context, node, via string) {
-	h, ok := l.store.Head(node)
-	down := ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
+	down := l.recordedDown(node)
 	l.mu.Lock()
 	if !l.active {
 		l.mu.Unlock()
