@@ -21,10 +21,15 @@ import (
 // its name hashes to (akHome) asks at a jittered interval (uniform in
 // [P/2, 3P/2], P the load's home-probe interval) whether its home reports
 // the gRPC health service gin.v1.AgentService SERVING; when it does and no
-// change of the agent waits for its ack, the agent closes its side of the
-// stream (the master sees it leave, not a loss), waits for the master to
-// end the stream (at most akHomeLeaveWait), and says Hello at home with
-// its acknowledged generation: nothing is re-sent (a re-send is counted).
+// change of the agent waits for its ack, it makes before it breaks: it
+// says Hello at home with its acknowledged generation while its session
+// goes on (asked for no change meanwhile), and only when home answers with
+// a HelloAck in sync does it close its side of the old stream (the master
+// sees it leave, not a loss; it is cancelled after akHomeLeaveWait if the
+// master does not end it) and go on at home: nothing is re-sent and the
+// node always has a session. A home that refuses, names another leader,
+// does not answer within akHomeLeaveWait or holds another inventory is
+// left (counted in homeFailed) and the agent stays until the next probe.
 //
 // Unlike gin-agent, which dials its home for each probe, the agents of one
 // load process share one health connection per master, and one answer of
@@ -125,9 +130,10 @@ func (l *akLoad) homeServing(i int) bool {
 // homeProber is the home probing of one session: armed only while the
 // session is away from home.
 type homeProber struct {
-	home  int
-	timer *time.Timer
-	res   chan bool // the answer of the probe in flight
+	home   int
+	timer  *time.Timer
+	res    chan bool   // the answer of the probe in flight
+	joined chan akJoin // the session opened at home (joinHome)
 }
 
 // newHomeProber arms the first probe of session s with master i (nil
@@ -137,7 +143,7 @@ func (a *akAgent) newHomeProber(i int) *homeProber {
 	if len(a.l.addrs) < 2 || i == home {
 		return nil
 	}
-	return &homeProber{home: home, timer: time.NewTimer(a.l.nextHomeProbe()), res: make(chan bool, 1)}
+	return &homeProber{home: home, timer: time.NewTimer(a.l.nextHomeProbe()), res: make(chan bool, 1), joined: make(chan akJoin)}
 }
 
 func (p *homeProber) due() <-chan time.Time {
@@ -152,6 +158,13 @@ func (p *homeProber) answer() <-chan bool {
 		return nil
 	}
 	return p.res
+}
+
+func (p *homeProber) joins() <-chan akJoin {
+	if p == nil {
+		return nil
+	}
+	return p.joined
 }
 
 func (p *homeProber) stop() {
@@ -170,62 +183,88 @@ func (p *homeProber) probe(l *akLoad) {
 	go func() { p.res <- l.homeServing(p.home) }()
 }
 
-// leaveForHome ends session s from the agent's side once its home serves
-// and no change waits for its ack (then it returns true; the caller, the
-// sending goroutine, stops sending); otherwise it schedules the next
-// probe.
-func (a *akAgent) leaveForHome(s *akSession, p *homeProber, serving bool) bool {
-	if serving {
-		a.mu.Lock()
-		busy := a.pending != 0
-		if !busy {
-			s.leaving.Store(true) // askChange asks this session for nothing more
-		}
-		a.mu.Unlock()
-		if !busy {
-			if err := s.stream.CloseSend(); err != nil {
-				a.fail(s, fmt.Errorf("close the stream to go home: %w", err))
-				return true
-			}
-			// A master that does not end its half is left anyway.
-			time.AfterFunc(akHomeLeaveWait, s.cancel)
-			return true
-		}
-	}
-	p.timer.Reset(a.l.nextHomeProbe())
-	return false
+// akJoin is a session opened with the agent's home master while its
+// session elsewhere went on (make before break): the session and its
+// HelloAck, or why there is none.
+type akJoin struct {
+	s   *akSession
+	ack *ginv1.HelloAck
+	err error
 }
 
-// goHome says Hello at the agent's home master after its session ended
-// for the return, with its acknowledged generation; if that fails it
-// reattaches as after a lost session. It runs in its own goroutine.
-func (a *akAgent) goHome() {
+// joinHome says Hello at the agent's home master, in the background,
+// once home serves and no change waits for its ack (the session s goes on
+// meanwhile and is asked for no change: s.joining); otherwise it schedules
+// the next probe.
+func (a *akAgent) joinHome(s *akSession, p *homeProber, serving bool) {
+	a.mu.Lock()
+	busy := a.pending != 0
+	if serving && !busy {
+		s.joining.Store(true) // askChange asks this session for nothing more
+	}
+	gen := a.gen
+	a.mu.Unlock()
+	if !serving || busy {
+		p.timer.Reset(a.l.nextHomeProbe())
+		return
+	}
+	go func() {
+		hs, ack, hint, err := a.helloAt(p.home, gen, akHomeLeaveWait)
+		if err == nil && ack == nil {
+			err = fmt.Errorf("home answered the hello with leader hint %q", hint)
+		}
+		j := akJoin{s: hs, ack: ack, err: err}
+		select {
+		case p.joined <- j:
+		case <-s.ctx.Done(): // the session ended meanwhile: it reattaches
+			j.leave()
+		}
+	}()
+}
+
+// leave ends a joined session that is not used, from the agent's side.
+func (j akJoin) leave() {
+	if j.s == nil {
+		return
+	}
+	if j.s.stream.CloseSend() != nil {
+		j.s.close()
+		return
+	}
+	time.AfterFunc(akHomeLeaveWait, j.s.close)
+}
+
+// joined takes the home session j in place of s when home answered in sync
+// with the acknowledged generation: s is left (the agent closes its side;
+// the master sees it leave) and j adopted; it returns true (the caller, the
+// sending goroutine of s, stops). Otherwise j is left, s stays, and the
+// next probe is scheduled.
+func (a *akAgent) joined(s *akSession, p *homeProber, j akJoin) bool {
 	l := a.l
 	a.mu.Lock()
-	gen, from := a.gen, a.master
+	gen := a.gen
+	ok := j.err == nil && j.ack.GetInSync() && j.ack.GetHeldGeneration() == gen && !s.ended.Load()
+	if ok {
+		s.leaving.Store(true) // under a.mu: fail sees it or ended first
+	}
 	a.mu.Unlock()
-	home := akHome(a.name, len(l.addrs))
-	s, i, ack, err := a.open(home, gen, 10*time.Second)
-	if err == nil && (!ack.GetInSync() || ack.GetHeldGeneration() != gen) {
-		l.resent.Add(1)
-		if err = a.sendInventory(s, gen); err != nil {
-			s.close()
-		}
-	}
-	if err != nil {
+	if !ok {
+		j.leave()
 		l.homeFailed.Add(1)
-		l.detached.Add(1)
-		a.reattach(from)
-		return
+		s.joining.Store(false)
+		p.timer.Reset(l.nextHomeProbe())
+		return s.ended.Load()
 	}
-	if !a.adopt(s, i, gen) {
-		return
-	}
-	if i == home {
-		l.returned.Add(1)
+	if err := s.stream.CloseSend(); err != nil {
+		s.close()
 	} else {
-		l.homeFailed.Add(1) // sent on by a leader hint: away again
+		// A master that does not end its half is left anyway.
+		time.AfterFunc(akHomeLeaveWait, s.cancel)
 	}
+	if a.adopt(j.s, p.home, gen) {
+		l.returned.Add(1)
+	}
+	return true
 }
 
 // setHome turns the agents' return home on or off in every load process.
@@ -252,7 +291,7 @@ type mmHome struct {
 	before     []int         // sessions per master when the wait began
 	after      []int         // and when it ended
 	returned   int64         // agents back at home meanwhile
-	failed     int64         // returns that ended elsewhere
+	failed     int64         // returns home did not take (the agent stayed)
 	resent     int64         // full inventories re-sent meanwhile
 	detached   int64         // sessions that ended and reattached meanwhile
 	downMax    float64       // most nodes the leader reported DOWN
@@ -312,7 +351,7 @@ func (c *mmCluster) waitHome(t0 time.Time, cnt0 akCounts, tol float64, limit tim
 	r.resent, r.detached = cnt.Resent-cnt0.Resent, cnt.Detached-cnt0.Detached
 	r.probes, r.checks = cnt.HomeProbes-cnt0.HomeProbes, cnt.HomeChecks-cnt0.HomeChecks
 	r.probeRate, r.checkRate = float64(r.probes)/el, float64(r.checks)/el
-	c.progress("the agents back home %.1f s after the restarted master caught up: sessions %v -> %v (shares %v); %d returned, %d returns ended elsewhere, %d inventories re-sent, "+
+	c.progress("the agents back home %.1f s after the restarted master caught up: sessions %v -> %v (shares %v); %d returned, %d returns home did not take, %d inventories re-sent, "+
 		"%d sessions ended and reattached; at most %.0f nodes DOWN on the leader (watched %.0f s more); %d probes (%.0f/s), %d health checks (%.1f/s); RSS %v MiB; load %s",
 		r.took.Seconds(), r.before, r.after, r.shares, r.returned, r.failed, r.resent, r.detached, r.downMax, r.watchAfter.Seconds(),
 		r.probes, r.probeRate, r.checks, r.checkRate, c.rssMiB(), akLoadavg())

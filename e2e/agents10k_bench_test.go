@@ -241,7 +241,8 @@ type akLoad struct {
 	// Returning home (agenthome_test.go): home turns it on, homeProbe is
 	// the probe interval (ns), homeChk the shared health view of each
 	// master (made by setHome under homeMu); returned counts the agents
-	// back at home, homeFailed the returns that ended elsewhere,
+	// back at home, homeFailed the returns home did not take (the agent
+	// stayed where it was),
 	// homeProbes the agents' probes and homeChecks the health checks sent.
 	home       atomic.Bool
 	homeProbe  atomic.Int64
@@ -704,7 +705,10 @@ type akSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ended  atomic.Bool
-	// leaving: the agent closed its side to return home.
+	// joining: a session with the agent's home master is being opened;
+	// leaving: the agent took that one and closed its side of this one
+	// (set under the agent's mu: agenthome_test.go).
+	joining atomic.Bool
 	leaving atomic.Bool
 }
 
@@ -831,31 +835,13 @@ func akNameHash(name string) uint32 {
 // answers with one instead of a HelloAck). It returns the session, the
 // master's index and the HelloAck.
 func (a *akAgent) open(i int, gen uint64, limit time.Duration) (*akSession, int, *ginv1.HelloAck, error) {
-	// The Hello names the inventory the agent holds (generation 1 before
-	// anything is acknowledged) and the generation acknowledged.
-	a.mu.Lock()
-	inv := a.inventory(max(gen, a.holds, 1))
-	a.mu.Unlock()
-	hash, err := inventory.ContentHash(inv)
-	if err != nil {
-		return nil, i, nil, err
-	}
 	for hops := 0; ; hops++ {
-		s := &akSession{}
-		s.conn, err = grpc.NewClient(a.l.addrs[i], grpc.WithTransportCredentials(a.l.creds(a.name)),
-			// gin-agent's keepalive (internal/agent.New).
-			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+		s, ack, hint, err := a.helloAt(i, gen, limit)
 		if err != nil {
 			return nil, i, nil, err
 		}
-		s.ctx, s.cancel = context.WithCancel(context.Background())
-		ack, hint, err := a.hello(s, inv, hash, gen, limit)
-		if err == nil && ack != nil {
+		if ack != nil {
 			return s, i, ack, nil
-		}
-		s.close()
-		if err != nil {
-			return nil, i, nil, fmt.Errorf("%s: %w", a.l.addrs[i], err)
 		}
 		j := slices.Index(a.l.addrs, hint)
 		if j < 0 || hops >= len(a.l.addrs) {
@@ -863,6 +849,38 @@ func (a *akAgent) open(i int, gen uint64, limit time.Duration) (*akSession, int,
 		}
 		i = j
 	}
+}
+
+// helloAt dials master i and says hello for generation gen (0: none held).
+// It returns the session and the HelloAck, or the leader hint of a master
+// that answered without one (the session closed).
+func (a *akAgent) helloAt(i int, gen uint64, limit time.Duration) (*akSession, *ginv1.HelloAck, string, error) {
+	// The Hello names the inventory the agent holds (generation 1 before
+	// anything is acknowledged) and the generation acknowledged.
+	a.mu.Lock()
+	inv := a.inventory(max(gen, a.holds, 1))
+	a.mu.Unlock()
+	hash, err := inventory.ContentHash(inv)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	s := &akSession{}
+	s.conn, err = grpc.NewClient(a.l.addrs[i], grpc.WithTransportCredentials(a.l.creds(a.name)),
+		// gin-agent's keepalive (internal/agent.New).
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	ack, hint, err := a.hello(s, inv, hash, gen, limit)
+	if err == nil && ack != nil {
+		return s, ack, "", nil
+	}
+	s.close()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", a.l.addrs[i], err)
+	}
+	return nil, nil, hint, nil
 }
 
 // hello opens the session on s and says hello; it returns the HelloAck, or
@@ -1048,7 +1066,7 @@ func akRetryHint(err error) time.Duration {
 // is already in flight. done is called when the change is acknowledged.
 func (a *akAgent) askChange(wg *sync.WaitGroup, w *akWindow) bool {
 	a.mu.Lock()
-	busy := a.pending != 0 || a.sess == nil || a.sess.ended.Load() || a.sess.leaving.Load()
+	busy := a.pending != 0 || a.sess == nil || a.sess.ended.Load() || a.sess.joining.Load() || a.sess.leaving.Load()
 	a.mu.Unlock()
 	if busy || a.closed.Load() {
 		return false
@@ -1081,7 +1099,9 @@ func (a *akAgent) send(s *akSession) {
 		case <-hp.due():
 			hp.probe(a.l)
 		case serving := <-hp.answer():
-			if a.leaveForHome(s, hp, serving) {
+			a.joinHome(s, hp, serving)
+		case j := <-hp.joins():
+			if a.joined(s, hp, j) {
 				return
 			}
 		case <-t.C:
@@ -1182,8 +1202,10 @@ func (a *akAgent) fail(s *akSession, err error) {
 	if a.closed.Load() {
 		return
 	}
-	if s.leaving.Load() { // the agent left for its home master
-		go a.goHome()
+	a.mu.Lock()
+	left := s.leaving.Load()
+	a.mu.Unlock()
+	if left { // the agent went on with its home master's session
 		return
 	}
 	if ours {

@@ -115,6 +115,9 @@ type Status struct {
 	LastErrorAt time.Time
 	// Reconnects counts session attempts after the first one.
 	Reconnects uint64
+	// HomeJoinsFailed counts returns home that the home master did not
+	// take (the agent stayed attached where it was).
+	HomeJoinsFailed uint64
 	// Collections and CollectErrors count source collections.
 	Collections   uint64
 	CollectErrors uint64

@@ -37,6 +37,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 	attempts := uint64(0)
 	everConnected := false
 	reportedDown := false
+	var joined *homeJoin // the home master's session, opened before the last one was left
 	// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
 	busyLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
 	// One line per busyLogEvery about a master this agent cannot talk to
@@ -53,9 +54,13 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		}
 		attempts++
 
-		out := a.session(ctx, addr)
-		a.setDisconnected()
+		out := a.session(ctx, addr, joined)
+		joined = nil
+		if out.joined == nil {
+			a.setDisconnected()
+		}
 		if ctx.Err() != nil {
+			out.joined.leave(0)
 			return
 		}
 		log := a.log.With(slog.String("master", addr))
@@ -114,7 +119,8 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		var wait time.Duration
 		switch {
 		case out.home:
-			idx = a.homeIndex() // at once: the agent left a live master
+			// At once, on the home session already acknowledged.
+			idx, joined = a.homeIndex(), out.joined
 		case out.hint != "" && rc.avoid(out.hint):
 			// A follower still names the leader that just went away (until
 			// its own heartbeat timeout), or one that just said it cannot

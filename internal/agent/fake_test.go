@@ -202,6 +202,7 @@ type fakeMaster struct {
 	busy           string        // refuse sessions at the Hello with RESOURCE_EXHAUSTED and this message
 	heartbeatEvery time.Duration // heartbeat_interval sent with the HelloAck
 	holdAcks       chan struct{} // when set, each inventory ack waits for a receive
+	holdHello      chan struct{} // when set, each HelloAck waits for a receive
 	kickCh         chan struct{} // closed by kick: live sessions end with UNAVAILABLE
 	sessionStarts  []time.Time
 	hellos         []*ginv1.Hello
@@ -261,6 +262,7 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 		hbEvery               time.Duration
 		kick                  chan struct{}
 		holdAcks              chan struct{}
+		holdHello             chan struct{}
 	)
 	m.change(func() {
 		m.sessionStarts = append(m.sessionStarts, time.Now())
@@ -269,8 +271,15 @@ func (m *fakeMaster) Session(stream ginv1.AgentService_SessionServer) error {
 		hint, reject, notLeader, hbEvery = m.leaderHint, m.reject, m.notLeader, m.heartbeatEvery
 		trailer, advertise, rejectCode = m.trailerHint, m.advertise, m.rejectCode
 		kick, holdAcks = m.kickCh, m.holdAcks
-		busy = m.busy
+		busy, holdHello = m.busy, m.holdHello
 	})
+	if holdHello != nil {
+		select {
+		case <-holdHello:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if busy != "" {
 		return status.Error(codes.ResourceExhausted, busy)
 	}

@@ -169,3 +169,109 @@ func TestLeavingKeepsPlansPushedMeanwhile(t *testing.T) {
 		t.Errorf("plans kept = %v, want [late]", sink.got)
 	}
 }
+
+// Make before break. While the home master reports SERVING but refuses the
+// Hello (its handshakes are full), the agent keeps the session where it is
+// (open, heartbeating, nothing re-sent) and probes again later. Once home
+// takes the Hello, the old session stays open until the HelloAck has come:
+// only then does the agent close its side of it.
+func TestReturnHomeKeepsTheOldSessionUntilHomeAcknowledges(t *testing.T) {
+	var logs syncBuffer
+	st := newStore()
+	home, other := newFakeMaster(t, st), newFakeMaster(t, st)
+	home.notLeader = true // refuses sessions until the test says
+	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
+	cfg.HomeProbeInterval = time.Minute
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newProbeClock()
+	a.after = clock.after
+	r := startAgent(t, a)
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
+	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+
+	// Home SERVING, but busy at the Hello: the agent stays.
+	home.change(func() { home.notLeader, home.busy = false, "too many handshakes" })
+	clock.fire <- time.Now()
+	clock.waitFor(t, "the next home probe scheduled", func() bool { return len(clock.waits) == 2 })
+	if s := r.a.Status(); !s.Connected || s.Master != other.addr || s.HomeJoinsFailed != 1 {
+		t.Fatalf("after home refused: on %q (connected %v), %d failed returns; want %s, connected, 1", s.Master, s.Connected, s.HomeJoinsFailed, other.addr)
+	}
+	var beats int
+	other.read(func() {
+		beats = len(other.heartbeats)
+		if len(other.ends) != 0 {
+			t.Errorf("the session away from home ended (%v) though home refused", other.ends)
+		}
+	})
+	other.waitFor(t, "heartbeats going on away from home", func() bool { return len(other.heartbeats) >= beats+2 })
+
+	// Home takes the Hello but holds its answer: the old session goes on.
+	gate := make(chan struct{})
+	var hellos int
+	home.change(func() { home.busy, home.holdHello, hellos = "", gate, len(home.hellos) })
+	clock.fire <- time.Now()
+	home.waitFor(t, "the hello at home", func() bool { return len(home.hellos) == hellos+1 })
+	other.read(func() {
+		beats = len(other.heartbeats)
+		if len(other.ends) != 0 {
+			t.Errorf("the session away from home ended (%v) before home acknowledged the hello", other.ends)
+		}
+	})
+	other.waitFor(t, "a heartbeat away from home while home holds its answer", func() bool { return len(other.heartbeats) > beats })
+	close(gate)
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == home.addr })
+	other.waitFor(t, "the session away from home ended", func() bool { return len(other.ends) == 1 })
+	other.read(func() {
+		if !errors.Is(other.ends[0], io.EOF) {
+			t.Errorf("the session away from home ended with %v, want the agent closing its side (EOF)", other.ends[0])
+		}
+	})
+	home.waitFor(t, "two heartbeats at home", func() bool { return len(home.heartbeats) >= 2 })
+	if s := r.a.Status(); s.InventoriesSent != 1 || s.HomeJoinsFailed != 1 {
+		t.Errorf("%d inventories sent, %d failed returns; want 1 (none on the way home) and 1", s.InventoriesSent, s.HomeJoinsFailed)
+	}
+	if n := clock.armed(); n != 2 {
+		t.Errorf("%d probes scheduled, want 2 (none once at home)", n)
+	}
+}
+
+// A home master that holds another inventory than the agent acknowledged
+// (the Hello is answered not in sync) is no place to return to yet: the
+// agent leaves that attempt (closing its side) and keeps its session.
+func TestReturnHomeNotInSyncKeepsTheOldSession(t *testing.T) {
+	var logs syncBuffer
+	home, other := newFakeMaster(t, newStore()), newFakeMaster(t, newStore())
+	home.notLeader = true
+	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
+	cfg.HomeProbeInterval = time.Minute
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newProbeClock()
+	a.after = clock.after
+	r := startAgent(t, a)
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
+	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+
+	home.change(func() { home.notLeader = false }) // its own store holds nothing of this node
+	clock.fire <- time.Now()
+	clock.waitFor(t, "the next home probe scheduled", func() bool { return len(clock.waits) == 2 })
+	home.waitFor(t, "the attempt at home ended", func() bool { return len(home.ends) == 1 })
+	home.read(func() {
+		if !errors.Is(home.ends[0], io.EOF) {
+			t.Errorf("the attempt at home ended with %v, want the agent closing its side (EOF)", home.ends[0])
+		}
+	})
+	other.read(func() {
+		if len(other.ends) != 0 {
+			t.Errorf("the session away from home ended (%v)", other.ends)
+		}
+	})
+	if s := r.a.Status(); !s.Connected || s.Master != other.addr || s.HomeJoinsFailed != 1 || s.InventoriesSent != 1 {
+		t.Errorf("status %+v: want connected to %s, 1 failed return, 1 inventory sent", s, other.addr)
+	}
+}

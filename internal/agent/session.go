@@ -37,6 +37,9 @@ type outcome struct {
 	// home is set when the agent ended the session itself to return to
 	// its home master (home.go), which reports it takes sessions.
 	home bool
+	// joined is the home master's session, acknowledged in sync before
+	// this one was left: the next session goes on with it (nil: none).
+	joined *homeJoin
 }
 
 // held is what the master holds for this node, as far as the session knows.
@@ -109,10 +112,13 @@ type sessionStream interface {
 // opens it and runs its loop; every handler returns the error that ends
 // the session (nil: go on).
 type session struct {
-	a      *Agent
-	addr   string
-	log    *slog.Logger
-	ctx    context.Context // the stream's; ends with the session
+	a    *Agent
+	addr string
+	log  *slog.Logger
+	ctx  context.Context // the stream's; ends with the session
+	// parent is the connect loop's context: the home master's session,
+	// opened while this one runs, outlives it (home.go).
+	parent context.Context
 	stream sessionStream
 	recvCh <-chan recvResult
 
@@ -141,36 +147,41 @@ type session struct {
 	homeRes   chan bool
 	stopProbe context.CancelFunc
 	probes    sync.WaitGroup
+	// joining is set while a session with the home master is being
+	// opened (make before break: this one goes on, sending no inventory
+	// meanwhile); joinRes receives its result (home.go).
+	joining  bool
+	joinRes  chan *homeJoin
+	stopJoin context.CancelFunc
 }
 
-// session runs one AgentService.Session with the master at addr until it
-// fails, is redirected, or ctx is done.
-func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
-	defer func() {
-		if out.err != nil {
-			if s, ok := status.FromError(out.err); ok {
-				out.code = s.Code()
-			}
-		}
-	}()
+// openStream is one open AgentService.Session stream and the goroutine
+// that receives on it: what a session runs on.
+type openStream struct {
+	conn   *grpc.ClientConn
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ctx    context.Context // the stream's; cancelled by close
+	stream ginv1.AgentService_SessionClient
+	recvCh chan recvResult
+}
+
+// openSession dials addr and opens a Session stream that lives until
+// close or until ctx is done; nothing is sent yet.
+func (a *Agent) openSession(ctx context.Context, addr string) (*openStream, error) {
 	conn, err := grpc.NewClient(addr, a.dialOpts...)
 	if err != nil {
-		return outcome{err: fmt.Errorf("agent: dial master %s: %w", addr, err)}
+		return nil, fmt.Errorf("agent: dial master %s: %w", addr, err)
 	}
-	defer func() { _ = conn.Close() }()
-
 	sctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
 	stream, err := ginv1.NewAgentServiceClient(conn).Session(sctx)
 	if err != nil {
-		return outcome{err: fmt.Errorf("agent: open session with %s: %w", addr, err)}
+		cancel()
+		_ = conn.Close()
+		return nil, fmt.Errorf("agent: open session with %s: %w", addr, err)
 	}
-	recvCh := make(chan recvResult)
-	wg.Go(func() {
+	o := &openStream{conn: conn, cancel: cancel, ctx: sctx, stream: stream, recvCh: make(chan recvResult)}
+	o.wg.Go(func() {
 		for {
 			resp, err := stream.Recv()
 			r := recvResult{resp: resp, err: err}
@@ -178,7 +189,7 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 				r.trailerHint = apierr.LeaderHint(stream.Trailer())
 			}
 			select {
-			case recvCh <- r:
+			case o.recvCh <- r:
 			case <-sctx.Done():
 				return
 			}
@@ -187,17 +198,53 @@ func (a *Agent) session(ctx context.Context, addr string) (out outcome) {
 			}
 		}
 	})
-	s := a.newSession(sctx, addr, stream, recvCh)
+	return o, nil
+}
+
+// close ends the stream (if still open), its receiver and its connection.
+func (o *openStream) close() {
+	o.cancel()
+	o.wg.Wait()
+	_ = o.conn.Close()
+}
+
+// session runs one AgentService.Session with the master at addr until it
+// fails, is redirected, or ctx is done. With joined (the home master's
+// session, opened and acknowledged while the agent was still attached
+// elsewhere: home.go) it goes on with that stream and its HelloAck instead
+// of opening one.
+func (a *Agent) session(ctx context.Context, addr string, joined *homeJoin) (out outcome) {
+	defer func() {
+		if out.err != nil {
+			if s, ok := status.FromError(out.err); ok {
+				out.code = s.Code()
+			}
+		}
+	}()
+	o := joined.stream()
+	if o == nil {
+		var err error
+		if o, err = a.openSession(ctx, addr); err != nil {
+			return outcome{err: err}
+		}
+	}
+	defer o.close()
+	s := a.newSession(o.ctx, addr, o.stream, o.recvCh)
+	s.parent = ctx
 	defer s.stop()
-	s.out.err = s.run(ctx)
+	if joined != nil {
+		s.out.err = s.runJoined(ctx, joined)
+	} else {
+		s.out.err = s.run(ctx)
+	}
 	return s.out
 }
 
 // newSession prepares a session on an open stream; nothing is sent yet.
 func (a *Agent) newSession(ctx context.Context, addr string, stream sessionStream, recvCh <-chan recvResult) *session {
 	hb := a.heartbeatInterval()
-	return &session{a: a, addr: addr, log: a.log.With(slog.String("master", addr)), ctx: ctx, stream: stream, recvCh: recvCh,
-		hb: hb, silence: time.NewTimer(a.silenceTimeout(hb)), homeRes: make(chan bool, 1)}
+	return &session{a: a, addr: addr, log: a.log.With(slog.String("master", addr)), ctx: ctx, parent: ctx, stream: stream, recvCh: recvCh,
+		hb: hb, silence: time.NewTimer(a.silenceTimeout(hb)), homeRes: make(chan bool, 1), joinRes: make(chan *homeJoin, 1)}
 }
 
 // stop releases the session's timers and ends a probe of the home master.
@@ -205,7 +252,17 @@ func (s *session) stop() {
 	if s.stopProbe != nil {
 		s.stopProbe()
 	}
+	if s.stopJoin != nil {
+		s.stopJoin()
+	}
 	s.probes.Wait()
+	select {
+	case j := <-s.joinRes:
+		// This session ended while the home master's was being opened:
+		// leave that one too (the connect loop starts over).
+		j.leave(s.a.silenceTimeout(s.hb))
+	default:
+	}
 	s.silence.Stop()
 	if s.ticker != nil {
 		s.ticker.Stop()
@@ -218,6 +275,12 @@ func (s *session) run(ctx context.Context) error {
 	if err := s.sendHello(); err != nil {
 		return err
 	}
+	return s.loop(ctx)
+}
+
+// loop handles messages, timers and local events until one ends the
+// session; it returns why.
+func (s *session) loop(ctx context.Context) error {
 	for {
 		var tickC <-chan time.Time
 		if s.ticker != nil {
@@ -239,6 +302,8 @@ func (s *session) run(ctx context.Context) error {
 			s.onHomeProbeDue()
 		case serving := <-s.homeRes:
 			err = s.onHomeProbed(serving)
+		case j := <-s.joinRes:
+			err = s.onHomeJoined(j)
 		case r := <-s.recvCh:
 			if r.err != nil {
 				return s.ended(r)
@@ -311,26 +376,32 @@ func (s *session) send(req *ginv1.SessionRequest, what string) error {
 // sendHello opens the session: who this node is and what it last had
 // acknowledged.
 func (s *session) sendHello() error {
-	s.hello = s.a.latestSnapshot()
-	ackedGen, _ := s.a.acked()
-	hello := &ginv1.Hello{
-		NodeName:            s.a.cfg.NodeName,
-		MachineId:           s.hello.inv.GetHost().GetMachineId(),
-		AgentVersion:        s.a.cfg.Version,
-		LastAckedGeneration: ackedGen,
-		InventoryHash:       s.hello.hash,
-	}
+	var hello *ginv1.Hello
+	s.hello, hello = s.a.newHello()
 	if err := s.send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: hello}}, "hello"); err != nil {
 		return err
 	}
-	s.log.Debug("hello sent", slog.Uint64("generation", ackedGen), slog.String("hash", short(s.hello.hash)))
+	s.log.Debug("hello sent", slog.Uint64("generation", hello.GetLastAckedGeneration()), slog.String("hash", short(s.hello.hash)))
 	return nil
+}
+
+// newHello is the Hello of a new session and the snapshot it describes.
+func (a *Agent) newHello() (*snapshot, *ginv1.Hello) {
+	snap := a.latestSnapshot()
+	ackedGen, _ := a.acked()
+	return snap, &ginv1.Hello{
+		NodeName:            a.cfg.NodeName,
+		MachineId:           snap.inv.GetHost().GetMachineId(),
+		AgentVersion:        a.cfg.Version,
+		LastAckedGeneration: ackedGen,
+		InventoryHash:       snap.hash,
+	}
 }
 
 // maybeSendInventory sends the latest inventory when it differs from what
 // the master holds and nothing is in flight.
 func (s *session) maybeSendInventory() error {
-	if !s.out.established || s.pending != nil {
+	if !s.out.established || s.pending != nil || s.joining {
 		return nil
 	}
 	next := s.a.latestSnapshot()
@@ -479,23 +550,6 @@ func (s *session) onHomeProbeDue() {
 		}
 		s.homeRes <- serving // capacity 1, one probe at a time
 	})
-}
-
-// onHomeProbed returns home when the home master takes sessions, and
-// otherwise schedules the next probe.
-func (s *session) onHomeProbed(serving bool) error {
-	if !serving {
-		s.homeC = s.a.after(s.a.nextHomeProbe())
-		return nil
-	}
-	if s.pending != nil {
-		// An inventory is in flight: leave once it is acknowledged (the
-		// next probe), so the move re-sends nothing.
-		s.homeC = s.a.after(s.a.nextHomeProbe())
-		return nil
-	}
-	s.out.home = true
-	return s.leave()
 }
 
 // leave ends the session from the agent's side: it closes its half of the
