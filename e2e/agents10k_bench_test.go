@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -21,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -32,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/testproc"
@@ -805,31 +804,6 @@ func (a *akAgent) inventory(gen uint64) *ginv1.NodeInventory {
 	return akInventory(a.l.tmpl, a.idx, gen)
 }
 
-// akHome is the master an agent starts at: a hash of its name over the
-// master list (gin-agent spreads itself the same way).
-func akHome(name string, masters int) int {
-	return int(akNameHash(name) % uint32(masters))
-}
-
-// akMoveFrom is where an agent whose session on master i ended starts
-// looking for the next master (the search goes on from the index after
-// it), as gin-agent does (internal/agent's moveFrom): i plus the hash of
-// its name modulo n-1, so that a dead master's agents spread evenly over
-// the others instead of all landing on the next one.
-func akMoveFrom(name string, i, masters int) int {
-	if masters <= 2 {
-		return i
-	}
-	return i + int(akNameHash(name)%uint32(masters-1))
-}
-
-// akNameHash is the FNV-1a hash of a node name (gin-agent's nodeHash).
-func akNameHash(name string) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(name))
-	return h.Sum32()
-}
-
 // open dials master i and says hello for generation gen (0: none held),
 // following a leader hint (a master that does not take agent sessions
 // answers with one instead of a HelloAck). It returns the session, the
@@ -943,7 +917,7 @@ func (a *akAgent) sendInventory(s *akSession, gen uint64) error {
 // the node at generation 1 and starts heartbeating.
 func (a *akAgent) attach() error {
 	a.hb = akHeartbeat
-	home, t0 := akHome(a.name, len(a.l.addrs)), time.Now()
+	home, t0 := agent.StartIndex(a.name, len(a.l.addrs)), time.Now()
 	// With several masters, an attempt that fails (a master that knows no
 	// leader yet, a leader change while the inventory is relayed) is tried
 	// again at the next master shortly, as gin-agent does; the Hello then
@@ -991,7 +965,7 @@ func (a *akAgent) register(i int, retry bool) (*akSession, int, error) {
 }
 
 // reattach replaces a session that ended: the masters in turn from the
-// one after akMoveFrom (as gin-agent), after a jittered wait, until one
+// one after agent.MoveFrom (gin-agent's own rule), after a jittered wait, until one
 // says hello back; a master not in sync gets the full inventory (a
 // re-send, counted). It runs in its own goroutine.
 func (a *akAgent) reattach(from int) {
@@ -1000,7 +974,7 @@ func (a *akAgent) reattach(from int) {
 	a.mu.Lock()
 	gen, cur := a.gen, max(a.gen, a.holds)
 	a.mu.Unlock()
-	start := akMoveFrom(a.name, from, len(l.addrs))
+	start := agent.MoveFrom(a.name, from, len(l.addrs))
 	for try := 1; !a.closed.Load(); try++ {
 		time.Sleep(time.Duration(rand.Int64N(int64(min(try, 8)) * int64(250*time.Millisecond))))
 		i := (start + try) % len(l.addrs)
@@ -1009,7 +983,7 @@ func (a *akAgent) reattach(from int) {
 			// A master that paces its handshakes says when to come back
 			// (RESOURCE_EXHAUSTED with a RetryInfo): wait it out plus up
 			// to as much jitter, as gin-agent does.
-			if h := akRetryHint(err); h > 0 {
+			if h := agent.RetryHint(err); h > 0 {
 				time.Sleep(h + rand.N(h))
 			}
 			continue
@@ -1045,21 +1019,6 @@ func (a *akAgent) adopt(s *akSession, i int, gen uint64) bool {
 	go a.send(s)
 	go a.recv(s)
 	return true
-}
-
-// akRetryHint is the RetryInfo delay of the gRPC status in err's chain,
-// 0 without one.
-func akRetryHint(err error) time.Duration {
-	var se interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &se) {
-		return 0
-	}
-	for _, d := range se.GRPCStatus().Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			return min(max(ri.GetRetryDelay().AsDuration(), 0), time.Minute)
-		}
-	}
-	return 0
 }
 
 // askChange asks the agent to send its next generation; false when a change

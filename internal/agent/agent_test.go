@@ -591,8 +591,8 @@ func TestRetryHint(t *testing.T) {
 		{"nil", nil, 0},
 	}
 	for _, tc := range tests {
-		if got := retryHint(tc.err); got != tc.want {
-			t.Errorf("%s: retryHint = %s, want %s", tc.name, got, tc.want)
+		if got := RetryHint(tc.err); got != tc.want {
+			t.Errorf("%s: RetryHint = %s, want %s", tc.name, got, tc.want)
 		}
 	}
 	b := newBackoff(100*time.Millisecond, time.Second, rand.New(rand.NewPCG(3, 4)))

@@ -63,10 +63,10 @@ func (b *backoff) atLeast(wait, hint time.Duration) time.Duration {
 // an agent for long.
 const maxRetryHint = time.Minute
 
-// retryHint is the RetryInfo delay of the gRPC status in err's chain (a
+// RetryHint is the RetryInfo delay of the gRPC status in err's chain (a
 // master that refused a Hello because too many handshakes are in
 // progress says when to come back), 0 without one.
-func retryHint(err error) time.Duration {
+func RetryHint(err error) time.Duration {
 	var se interface{ GRPCStatus() *status.Status }
 	if !errors.As(err, &se) {
 		return 0

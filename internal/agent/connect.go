@@ -16,7 +16,7 @@ import (
 )
 
 // connectLoop keeps a session open to some master until ctx is done: it
-// starts at this node's place in the master list (startIndex: agents
+// starts at this node's place in the master list (StartIndex: agents
 // spread over the masters, each of which holds sessions and relays writes
 // to the leader), rotates through the candidates on failure, follows a
 // master's hint when it refuses the session and names another (older
@@ -32,7 +32,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 
 	bo := newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd)
 	rc := newReach(time.Now)
-	idx := startIndex(a.cfg.NodeName, a.numCandidates())
+	idx := StartIndex(a.cfg.NodeName, a.numCandidates())
 	redirects := 0 // consecutive redirects without an established session
 	attempts := uint64(0)
 	everConnected := false
@@ -155,7 +155,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			// and hash, so a master holding them gets no inventory again.
 			rc.exhausted(addr)
 			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
-			wait = bo.atLeast(bo.next(), retryHint(out.err))
+			wait = bo.atLeast(bo.next(), RetryHint(out.err))
 			if ok, skipped := busyLog.Allow(); ok {
 				log.Warn("master cannot take this agent now; trying another master after a backoff",
 					slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
@@ -166,17 +166,17 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			// other failure: the next master that did not just fail, after
 			// a jittered wait (short while some master answers). When the
 			// master this agent was attached to failed, its agents spread
-			// over the others (moveFrom) rather than all landing on the next.
+			// over the others (MoveFrom) rather than all landing on the next.
 			from := idx
 			if out.established {
-				from = moveFrom(a.cfg.NodeName, idx, a.numCandidates())
+				from = MoveFrom(a.cfg.NodeName, idx, a.numCandidates())
 			}
 			idx = rc.next(from, a.numCandidates(), a.candidateAt)
 			wait = rc.pace(bo.next())
 		}
 		// A master that is busy (RESOURCE_EXHAUSTED with a retry hint:
 		// too many handshakes at once) is not asked again sooner.
-		wait = bo.atLeast(wait, retryHint(out.err))
+		wait = bo.atLeast(wait, RetryHint(out.err))
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}
@@ -187,22 +187,22 @@ func (a *Agent) connectLoop(ctx context.Context) {
 // RESOURCE_EXHAUSTED (a cluster at its caps answers every agent so).
 const busyLogEvery = 30 * time.Second
 
-// startIndex is where node starts in a list of n masters: the FNV-1a hash
+// StartIndex is where node starts in a list of n masters: the FNV-1a hash
 // of its name modulo n, so that a cluster's agents spread evenly over the
 // masters and each node always starts at the same one.
-func startIndex(node string, n int) int {
+func StartIndex(node string, n int) int {
 	if n <= 1 {
 		return 0
 	}
 	return int(nodeHash(node) % uint32(n))
 }
 
-// moveFrom is where an agent of node whose master at index i failed starts
+// MoveFrom is where an agent of node whose master at index i failed starts
 // looking for the next one (the search goes on from the index after it):
 // i plus the hash modulo n-1, so that the agents of one failed master
 // spread evenly over the n-1 others (the hash modulo n, which put them on
 // i, and modulo n-1 are independent: n and n-1 are coprime).
-func moveFrom(node string, i, n int) int {
+func MoveFrom(node string, i, n int) int {
 	if n <= 2 {
 		return i
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // Return home. An agent's home is the master its node name hashes to
-// (startIndex over Config.Masters). When that master fails its agents
-// spread over the others (moveFrom); once it is back they return, so that
+// (StartIndex over Config.Masters). When that master fails its agents
+// spread over the others (MoveFrom); once it is back they return, so that
 // sessions do not drift onto the survivors over several failovers. While a
 // session is with another master, the agent probes its home's gRPC health
 // for the service gin.v1.AgentService at a jittered interval (uniform in
@@ -59,7 +59,7 @@ func HomeOf(node string, masters []string) string {
 	if len(masters) == 0 {
 		return ""
 	}
-	return masters[startIndex(node, len(masters))]
+	return masters[StartIndex(node, len(masters))]
 }
 
 // home is the address of this node's home master.
@@ -67,7 +67,7 @@ func (a *Agent) home() string { return HomeOf(a.cfg.NodeName, a.cfg.Masters) }
 
 // homeIndex is the candidate index of the home master.
 func (a *Agent) homeIndex() int {
-	return startIndex(a.cfg.NodeName, len(a.cfg.Masters))
+	return StartIndex(a.cfg.NodeName, len(a.cfg.Masters))
 }
 
 // awayFromHome reports whether a session with addr is away from home (there

@@ -176,21 +176,9 @@ func TestLeavingKeepsPlansPushedMeanwhile(t *testing.T) {
 // takes the Hello, the old session stays open until the HelloAck has come:
 // only then does the agent close its side of it.
 func TestReturnHomeKeepsTheOldSessionUntilHomeAcknowledges(t *testing.T) {
-	var logs syncBuffer
 	st := newStore()
 	home, other := newFakeMaster(t, st), newFakeMaster(t, st)
-	home.notLeader = true // refuses sessions until the test says
-	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
-	cfg.HomeProbeInterval = time.Minute
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := newProbeClock()
-	a.after = clock.after
-	r := startAgent(t, a)
-	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
-	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+	r, clock := startAwayFromHome(t, home, other)
 
 	// Home SERVING, but busy at the Hello: the agent stays.
 	home.change(func() { home.notLeader, home.busy = false, "too many handshakes" })
@@ -242,20 +230,8 @@ func TestReturnHomeKeepsTheOldSessionUntilHomeAcknowledges(t *testing.T) {
 // (the Hello is answered not in sync) is no place to return to yet: the
 // agent leaves that attempt (closing its side) and keeps its session.
 func TestReturnHomeNotInSyncKeepsTheOldSession(t *testing.T) {
-	var logs syncBuffer
 	home, other := newFakeMaster(t, newStore()), newFakeMaster(t, newStore())
-	home.notLeader = true
-	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
-	cfg.HomeProbeInterval = time.Minute
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := newProbeClock()
-	a.after = clock.after
-	r := startAgent(t, a)
-	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
-	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+	r, clock := startAwayFromHome(t, home, other)
 
 	home.change(func() { home.notLeader = false }) // its own store holds nothing of this node
 	clock.fire <- time.Now()
@@ -274,4 +250,26 @@ func TestReturnHomeNotInSyncKeepsTheOldSession(t *testing.T) {
 	if s := r.a.Status(); !s.Connected || s.Master != other.addr || s.HomeJoinsFailed != 1 || s.InventoriesSent != 1 {
 		t.Errorf("status %+v: want connected to %s, 1 failed return, 1 inventory sent", s, other.addr)
 	}
+}
+
+// startAwayFromHome starts an agent whose home master refuses sessions
+// (notLeader until the test changes it), so that it registers with other,
+// and waits until it holds generation 1 there and has scheduled its first
+// home probe on the returned clock.
+func startAwayFromHome(t *testing.T, home, other *fakeMaster) (*runner, *probeClock) {
+	t.Helper()
+	var logs syncBuffer
+	home.notLeader = true
+	cfg := testConfig(newFakeSource("H100"), &logs, home.addr, other.addr)
+	cfg.HomeProbeInterval = time.Minute
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newProbeClock()
+	a.after = clock.after
+	r := startAgent(t, a)
+	waitStatus(t, r.a, func(s Status) bool { return s.Connected && s.Master == other.addr && s.AckedGeneration == 1 })
+	clock.waitFor(t, "the first home probe scheduled", func() bool { return len(clock.waits) == 1 })
+	return r, clock
 }

@@ -105,12 +105,12 @@ func TestStartIndexSpreadsNodesOverMasters(t *testing.T) {
 		const nodes = 3000
 		for i := range nodes {
 			name := fmt.Sprintf("node%04d", i)
-			got := startIndex(name, n)
+			got := StartIndex(name, n)
 			if got < 0 || got >= max(n, 1) {
-				t.Fatalf("startIndex(%q, %d) = %d, out of range", name, n, got)
+				t.Fatalf("StartIndex(%q, %d) = %d, out of range", name, n, got)
 			}
-			if again := startIndex(name, n); again != got {
-				t.Fatalf("startIndex(%q, %d) = %d then %d", name, n, got, again)
+			if again := StartIndex(name, n); again != got {
+				t.Fatalf("StartIndex(%q, %d) = %d then %d", name, n, got, again)
 			}
 			counts[got]++
 		}
@@ -140,11 +140,11 @@ func TestAgentsOfAFailedMasterSpreadOverTheOthers(t *testing.T) {
 			moved := 0
 			for i := range 6000 {
 				name := fmt.Sprintf("node%05d", i)
-				if startIndex(name, n) != home {
+				if StartIndex(name, n) != home {
 					continue
 				}
 				moved++
-				counts[r.next(moveFrom(name, home, n), n, at)]++
+				counts[r.next(MoveFrom(name, home, n), n, at)]++
 			}
 			if counts[home] != 0 {
 				t.Fatalf("%d masters: %d agents of failed m%d went back to it", n, counts[home], home+1)

@@ -125,15 +125,7 @@ func storeMemory(b *testing.B, entries [][]byte, fabric []byte) {
 		invs = nil
 		s := New(nil)
 		base := heapNow()
-		for i, e := range entries {
-			var c statev1.Command
-			if err := proto.Unmarshal(e, &c); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.PutInventory(uint64(i+1), c.GetPutInventory()); err != nil {
-				b.Fatal(err)
-			}
-		}
+		applyEntries(b, s, entries)
 		after := heapNow()
 		var c statev1.Command
 		if err := proto.Unmarshal(fabric, &c); err != nil {
@@ -204,15 +196,7 @@ func BenchmarkImportFabric(b *testing.B) {
 func BenchmarkSnapshotEncode(b *testing.B) {
 	entries, _ := memEntries(b, memProfiles(b)[0].nodes)
 	s := New(nil)
-	for i, e := range entries {
-		var c statev1.Command
-		if err := proto.Unmarshal(e, &c); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.PutInventory(uint64(i+1), c.GetPutInventory()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	applyEntries(b, s, entries)
 	var size int
 	for b.Loop() {
 		size = 0
@@ -222,4 +206,19 @@ func BenchmarkSnapshotEncode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(entries)), "ns/node")
 	b.ReportMetric(float64(size)/float64(len(entries)), "B/node")
+}
+
+// applyEntries applies Raft entries of PutInventory commands to s, as the
+// FSM does, at indexes 1, 2, ...
+func applyEntries(b *testing.B, s *Store, entries [][]byte) {
+	b.Helper()
+	for i, e := range entries {
+		var c statev1.Command
+		if err := proto.Unmarshal(e, &c); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.PutInventory(uint64(i+1), c.GetPutInventory()); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
