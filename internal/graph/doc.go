@@ -17,6 +17,9 @@
 //
 // A *Graph is never modified: WithNode, WithoutNode and WithFabric return a
 // new graph sharing everything they did not change, so readers need no locks.
+// Every master holds every node, so a node is kept in compact form: strings
+// that repeat across nodes interned (intern.go), node names in blocks that a
+// new node copies one of (names.go).
 //
 // The graph takes gin.v1 inventories and fabrics as input; proto.go converts
 // its answers to the gin.v1 topology messages for the master.
