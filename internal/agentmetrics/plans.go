@@ -19,6 +19,9 @@ type PlanFetches interface {
 	// FetchResults is the fetches by result (ok, not_found, error), zeros
 	// included.
 	FetchResults() map[string]uint64
+	// Refused is the requests refused without a fetch because their user
+	// (not root) asked for too many distinct jobs not held.
+	Refused() uint64
 }
 
 // PlanCollector reports the node-local plan path: requests answered on the
@@ -29,7 +32,7 @@ type PlanCollector struct {
 	answers  PlanAnswers
 	fetches  PlanFetches
 
-	requests, fetchResults *prometheus.Desc
+	requests, fetchResults, refused *prometheus.Desc
 }
 
 // NewPlans returns the plan collector of an agent that serves plans.
@@ -40,6 +43,8 @@ func NewPlans(hostname string, answers PlanAnswers, fetches PlanFetches) *PlanCo
 			[]string{"status", "hostname"}, nil),
 		fetchResults: d("gin_agent_plan_fetches_total", "Plans asked of the masters for a job the agent did not hold, by result: ok, not_found (the job has no plan), error (masters unreachable or failing, or a plan that failed verification).",
 			[]string{"result", "hostname"}, nil),
+		refused: d("gin_agent_plan_requests_refused_total", "Plan requests refused without asking the masters because their user (not root) had asked for more distinct jobs this node does not hold than the store's bound (nodeplans.MaxJobsPerUID in nodeplans.FailureTTL).",
+			[]string{"hostname"}, nil),
 	}
 }
 
@@ -47,6 +52,7 @@ func NewPlans(hostname string, answers PlanAnswers, fetches PlanFetches) *PlanCo
 func (c *PlanCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.requests
 	ch <- c.fetchResults
+	ch <- c.refused
 }
 
 // Collect implements prometheus.Collector.
@@ -57,4 +63,5 @@ func (c *PlanCollector) Collect(ch chan<- prometheus.Metric) {
 	for result, n := range c.fetches.FetchResults() {
 		ch <- counter(c.fetchResults, float64(n), result, c.hostname)
 	}
+	ch <- counter(c.refused, float64(c.fetches.Refused()), c.hostname)
 }

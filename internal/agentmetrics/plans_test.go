@@ -48,6 +48,7 @@ gin_agent_plan_requests_total{hostname="node001",status="bad_request"} 0
 gin_agent_plan_requests_total{hostname="node001",status="not_found"} 0
 gin_agent_plan_requests_total{hostname="node001",status="ok"} 0
 gin_agent_plan_requests_total{hostname="node001",status="unavailable"} 3
+gin_agent_plan_requests_refused_total{hostname="node001"} 0
 `},
 		{"no plan for the job", notFound{}, []string{"9"}, `
 gin_agent_plan_fetches_total{hostname="node001",result="error"} 0
@@ -57,6 +58,7 @@ gin_agent_plan_requests_total{hostname="node001",status="bad_request"} 0
 gin_agent_plan_requests_total{hostname="node001",status="not_found"} 1
 gin_agent_plan_requests_total{hostname="node001",status="ok"} 0
 gin_agent_plan_requests_total{hostname="node001",status="unavailable"} 0
+gin_agent_plan_requests_refused_total{hostname="node001"} 0
 `},
 	}
 	for _, tt := range tests {
@@ -95,6 +97,8 @@ gin_agent_plan_requests_total{hostname="node001",status="unavailable"} 0
 # TYPE gin_agent_plan_fetches_total counter
 # HELP gin_agent_plan_requests_total Plan requests answered on the agent's plan socket (ranks, the Slurm prolog), by answer status: ok, not_found, unavailable, bad_request.
 # TYPE gin_agent_plan_requests_total counter
+# HELP gin_agent_plan_requests_refused_total Plan requests refused without asking the masters because their user (not root) had asked for more distinct jobs this node does not hold than the store's bound (nodeplans.MaxJobsPerUID in nodeplans.FailureTTL).
+# TYPE gin_agent_plan_requests_refused_total counter
 `+tt.want)); err != nil {
 				t.Error(err)
 			}

@@ -12,11 +12,23 @@
 // for one the store does not hold (the socket drops a non-root peer's node
 // list, so the masters only look up a pinned plan).
 //
-// A plan the store does not hold is asked of the masters once per node: the
-// concurrent requests of a job's ranks share one fetch, and its outcome,
-// success or failure, is what every one of them gets. A failure is kept for
-// FailureTTL, so the ranks of a job that start together on this node decide
-// alike (all stand aside) instead of some getting a plan a moment later.
+// A plan the store does not hold is asked of the masters once per node and
+// user: the concurrent requests of a job's ranks (one user) share one
+// fetch, and its outcome, success or failure, is what every one of them
+// gets. A failure is kept for FailureTTL, so the ranks of a job that start
+// together on this node decide alike (all stand aside) instead of some
+// getting a plan a moment later.
+//
+// What one local user asks changes nothing another user gets (the socket is
+// open to every local user; SO_PEERCRED names them): a failure and a fetch
+// in flight are that user's only, so a miss asked early for a future job id
+// never becomes root's prolog answer; a user other than root may have the
+// store fetch at most MaxJobsPerUID distinct jobs in FailureTTL (then
+// UNAVAILABLE without a fetch); failures live apart from plans
+// (MaxMisses) and never take a plan's place; a plan fetched for a user
+// other than root is unclaimed, kept only while there is room and the
+// first dropped when a claimed plan (pushed by the leader, fetched for
+// root, kept across a restart) needs room.
 //
 // The rule that keeps every rank of a job on one decision is the Slurm
 // prolog's: it has each node's agent hold the pinned plan before any task

@@ -29,10 +29,22 @@ type Fetcher interface {
 
 // Defaults.
 const (
-	// FailureTTL is how long a failed fetch is the answer for its job.
+	// FailureTTL is how long a failed fetch is the answer for its job to
+	// the user whose request it was.
 	FailureTTL = 30 * time.Second
 	// MaxPlans bounds the plans held (jobs on one node at once).
 	MaxPlans = 4096
+	// MaxJobsPerUID bounds the distinct jobs not held that one user other
+	// than root may have the store ask the masters for within FailureTTL:
+	// a rank asks for its own job, so 64 is far more than any user's
+	// ranks need, and a local user cannot make the masters look up, or the
+	// store remember, thousands of job ids. Past it the request is
+	// refused (UNAVAILABLE) without a fetch; root is not bounded.
+	MaxJobsPerUID = 64
+	// MaxMisses bounds the failed fetches remembered, all users together;
+	// past it a failure is answered but not remembered (a miss never takes
+	// the place of a plan).
+	MaxMisses = 16384
 	// fetchTimeout bounds one fetch from the masters.
 	fetchTimeout = 10 * time.Second
 )
@@ -46,15 +58,33 @@ type entry struct {
 	// plan and table, encoded once for every rank that asks.
 	planFrame, tableFrame []byte
 	expires               time.Time // zero: no expiry given
-	err                   error     // a failed fetch, until FailureTTL after failed
-	failed                time.Time
 	added                 time.Time
+	// claimed: pushed by the leader, fetched for root (the prolog) or kept
+	// across a restart. A plan fetched for another user is unclaimed: it
+	// is kept only while there is room and is the first to go when a
+	// claimed plan needs room, so no user can push a job's plan out.
+	claimed bool
+}
+
+// asker is who asked, for what: misses and fetches in flight are kept per
+// user, so that what one user asks changes nothing another user (root's
+// prolog, another job's ranks) gets.
+type asker struct {
+	uid uint32
+	job string
+}
+
+// miss is a failed fetch, the answer to its user for FailureTTL.
+type miss struct {
+	err    error
+	failed time.Time
 }
 
 // call is a fetch in flight; its waiters share the outcome.
 type call struct {
 	done chan struct{}
 	e    entry
+	err  error
 }
 
 // Store holds the node's plans.
@@ -65,10 +95,15 @@ type Store struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	plans    map[string]entry
-	inflight map[string]*call
-	fetches  int // requests that reached the masters
-	results  map[string]uint64
+	plans    map[string]entry // held plans only, never a failure
+	misses   map[asker]miss
+	inflight map[asker]*call
+	// asked is, per user other than root, the jobs not held that the user
+	// had the store fetch in the last FailureTTL (MaxJobsPerUID).
+	asked   map[uint32]map[string]time.Time
+	fetches int // requests that reached the masters
+	refused uint64
+	results map[string]uint64
 }
 
 // Fetch results (FetchResults): a verified plan kept, no plan for the job
@@ -94,7 +129,8 @@ type Options struct {
 // Files that fail verification or have expired are removed and logged.
 func Open(o Options) (*Store, error) {
 	s := &Store{dir: o.Dir, fetch: o.Fetcher, log: o.Log, now: o.Now,
-		plans: map[string]entry{}, inflight: map[string]*call{},
+		plans: map[string]entry{}, misses: map[asker]miss{}, inflight: map[asker]*call{},
+		asked:   map[uint32]map[string]time.Time{},
 		results: map[string]uint64{FetchOK: 0, FetchNotFound: 0, FetchError: 0}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -130,7 +166,7 @@ func Open(o Options) (*Store, error) {
 			continue
 		}
 		e := entryOf(p, b)
-		e.added = s.now()
+		e.added, e.claimed = s.now(), true
 		s.plans[p.GetJobId()] = e
 	}
 	s.log.Info("plan store opened", "dir", s.dir, "plans", len(s.plans))
@@ -235,7 +271,7 @@ func (s *Store) CachedFrame(job []byte, f plansock.Form) ([]byte, string, bool) 
 	s.mu.Lock()
 	e, ok := s.plans[string(job)]
 	s.mu.Unlock()
-	if !ok || e.err != nil || (!e.expires.IsZero() && !s.now().Before(e.expires)) {
+	if !ok || (!e.expires.IsZero() && !s.now().Before(e.expires)) {
 		return nil, "", false
 	}
 	fr := e.frame(f)
@@ -257,33 +293,46 @@ func (s *Store) Put(p *ginv1.Plan) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.putLocked(p, b)
+	_, err = s.putLocked(p, b, true)
+	return err
 }
 
-func (s *Store) putLocked(p *ginv1.Plan, b []byte) error {
+// putLocked keeps a verified plan and returns its entry. A claimed plan
+// makes room when the store is full (dropping an unclaimed plan first); an
+// unclaimed one is kept only when there is room, and is otherwise only
+// answered.
+func (s *Store) putLocked(p *ginv1.Plan, b []byte, claimed bool) (entry, error) {
 	job := p.GetJobId()
-	if old, ok := s.plans[job]; ok && old.err == nil {
+	if old, ok := s.plans[job]; ok {
 		if old.hash != p.GetContentHash() {
-			return fmt.Errorf("job %s: holds plan %.12s, refusing a different one (%.12s)", job, old.hash, p.GetContentHash())
+			return entry{}, fmt.Errorf("job %s: holds plan %.12s, refusing a different one (%.12s)", job, old.hash, p.GetContentHash())
 		}
-		return nil
+		if claimed && !old.claimed {
+			old.claimed = true
+			s.plans[job] = old
+		}
+		return old, nil
 	}
 	if expired(p, s.now()) {
-		return fmt.Errorf("job %s: the plan expired at %s", job, p.GetExpiresAt().AsTime().Format(time.RFC3339))
+		return entry{}, fmt.Errorf("job %s: the plan expired at %s", job, p.GetExpiresAt().AsTime().Format(time.RFC3339))
 	}
 	s.sweepLocked()
+	e := entryOf(p, b)
+	e.added, e.claimed = s.now(), claimed
 	if len(s.plans) >= MaxPlans {
+		if !claimed {
+			s.log.Info("plan store full, a plan fetched for a user other than root is answered but not kept", "job", job, "limit", MaxPlans)
+			return e, nil
+		}
 		s.evictOldestLocked()
 	}
-	e := entryOf(p, b)
-	e.added = s.now()
 	s.plans[job] = e
 	if s.dir != "" {
 		if err := writeAtomic(s.dir, fileName(job), b); err != nil {
 			s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
 		}
 	}
-	return nil
+	return e, nil
 }
 
 func writeAtomic(dir, name string, b []byte) error {
@@ -308,14 +357,18 @@ func writeAtomic(dir, name string, b []byte) error {
 	return err
 }
 
-// evictOldestLocked drops the plan held longest (a full store makes room
-// for a starting job rather than refuse it; the oldest job has long
-// started).
+// evictOldestLocked drops the unclaimed plan held longest, or when every
+// plan is claimed the plan held longest (a full store makes room for a
+// starting job rather than refuse it; the oldest job has long started).
 func (s *Store) evictOldestLocked() {
-	oldest, first := "", time.Time{}
+	oldest, first, firstClaimed := "", time.Time{}, true
 	for job, e := range s.plans {
-		if oldest == "" || e.added.Before(first) {
-			oldest, first = job, e.added
+		better := e.added.Before(first)
+		if e.claimed != firstClaimed {
+			better = !e.claimed
+		}
+		if oldest == "" || better {
+			oldest, first, firstClaimed = job, e.added, e.claimed
 		}
 	}
 	if oldest == "" {
@@ -328,14 +381,21 @@ func (s *Store) evictOldestLocked() {
 	s.log.Info("plan store full, dropped the plan held longest", "job", oldest, "limit", MaxPlans)
 }
 
-// sweepLocked drops expired plans and stale failures.
+// sweepLocked drops expired plans, stale failures and the stale record of
+// what each user asked.
 func (s *Store) sweepLocked() {
 	now := s.now()
+	for a, m := range s.misses {
+		if now.Sub(m.failed) >= FailureTTL {
+			delete(s.misses, a)
+		}
+	}
+	for uid := range s.asked {
+		s.pruneAskedLocked(uid, now)
+	}
 	for job, e := range s.plans {
 		switch {
-		case e.err != nil && now.Sub(e.failed) >= FailureTTL:
-			delete(s.plans, job)
-		case e.err == nil && !e.expires.IsZero() && !now.Before(e.expires):
+		case !e.expires.IsZero() && !now.Before(e.expires):
 			delete(s.plans, job)
 			if s.dir != "" {
 				_ = os.Remove(filepath.Join(s.dir, fileName(job)))
@@ -386,43 +446,104 @@ func (s *Store) FetchResults() map[string]uint64 {
 	return out
 }
 
-// Plan answers a plan request (plansock.Source): from memory, else by one
-// fetch from the masters shared by every concurrent request of the job.
-func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, error) {
+// Refused is how many requests the store refused without asking the
+// masters because their user had asked for MaxJobsPerUID other jobs not
+// held within FailureTTL.
+func (s *Store) Refused() uint64 {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// ErrTooManyJobs says that a user other than root asked for more distinct
+// jobs not held than MaxJobsPerUID within FailureTTL.
+var ErrTooManyJobs = errors.New("too many distinct jobs asked for")
+
+// pruneAskedLocked forgets what uid asked more than FailureTTL ago.
+func (s *Store) pruneAskedLocked(uid uint32, now time.Time) {
+	jobs := s.asked[uid]
+	for job, at := range jobs {
+		if now.Sub(at) >= FailureTTL {
+			delete(jobs, job)
+		}
+	}
+	if len(jobs) == 0 {
+		delete(s.asked, uid)
+	}
+}
+
+// Plan answers a plan request (plansock.Source): from memory, else by one
+// fetch from the masters shared by every concurrent request of the job
+// from the same user (r.UID). A failed fetch is that user's answer for
+// the job for FailureTTL; no other user's request sees it or waits on it.
+func (s *Store) Plan(ctx context.Context, r plansock.Request) ([]byte, string, error) {
+	who := asker{uid: r.UID, job: r.JobID}
+	s.mu.Lock()
+	now := s.now()
 	if e, ok := s.plans[r.JobID]; ok {
-		now := s.now()
-		switch {
-		case e.err == nil && (e.expires.IsZero() || now.Before(e.expires)):
+		if e.expires.IsZero() || now.Before(e.expires) {
 			s.mu.Unlock()
 			return e.in(r.Form)
-		case e.err != nil && now.Sub(e.failed) < FailureTTL:
-			s.mu.Unlock()
-			return nil, "", e.err
 		}
 		s.sweepLocked()
 	}
-	c, ok := s.inflight[r.JobID]
+	if m, ok := s.misses[who]; ok {
+		if now.Sub(m.failed) < FailureTTL {
+			s.mu.Unlock()
+			return nil, "", m.err
+		}
+		delete(s.misses, who)
+	}
+	c, ok := s.inflight[who]
 	if !ok {
 		if s.fetch == nil {
 			s.mu.Unlock()
 			return nil, "", fmt.Errorf("job %s: %w on this node (no masters configured)", r.JobID, plansock.ErrNotFound)
 		}
+		if err := s.admitLocked(who, now); err != nil {
+			s.mu.Unlock()
+			return nil, "", err
+		}
 		c = &call{done: make(chan struct{})}
-		s.inflight[r.JobID] = c
+		s.inflight[who] = c
 		s.fetches++
 		go s.fetchFor(r, c)
 	}
 	s.mu.Unlock()
 	select {
 	case <-c.done:
-		if c.e.err != nil {
-			return nil, "", c.e.err
+		if c.err != nil {
+			return nil, "", c.err
 		}
 		return c.e.in(r.Form)
 	case <-ctx.Done():
 		return nil, "", fmt.Errorf("job %s: waiting for the masters: %w", r.JobID, ctx.Err())
 	}
+}
+
+// admitLocked records that who's user has the store fetch who's job, or
+// refuses it past MaxJobsPerUID (root is not bounded).
+func (s *Store) admitLocked(who asker, now time.Time) error {
+	if who.uid == 0 {
+		return nil
+	}
+	s.pruneAskedLocked(who.uid, now)
+	jobs := s.asked[who.uid]
+	if _, again := jobs[who.job]; !again && len(jobs) >= MaxJobsPerUID {
+		s.refused++
+		if s.refused&(s.refused-1) == 0 { // 1, 2, 4, 8...: a flood is logged, not logged per request
+			s.log.Warn("plan store: a user asked for too many jobs this node does not hold; refused without asking the masters",
+				"uid", who.uid, "job", who.job, "limit", MaxJobsPerUID, "window", FailureTTL, "refused_total", s.refused)
+		}
+		return fmt.Errorf("job %s: %w: uid %d asked for %d jobs this node does not hold in %s (at most %d)",
+			who.job, ErrTooManyJobs, who.uid, len(jobs), FailureTTL, MaxJobsPerUID)
+	}
+	if jobs == nil {
+		jobs = map[string]time.Time{}
+		s.asked[who.uid] = jobs
+	}
+	jobs[who.job] = now
+	return nil
 }
 
 // fetchFor runs one fetch (not bound to any one requester's context, so a
@@ -441,11 +562,13 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 			b, err = proto.MarshalOptions{Deterministic: true}.Marshal(p)
 		}
 	}
+	who := asker{uid: r.UID, job: r.JobID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.inflight, r.JobID)
+	delete(s.inflight, who)
+	var e entry
 	if err == nil {
-		err = s.putLocked(p, b)
+		e, err = s.putLocked(p, b, r.UID == 0)
 	}
 	switch {
 	case err == nil:
@@ -459,16 +582,15 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 		if !errors.Is(err, plansock.ErrNotFound) {
 			err = fmt.Errorf("job %s: no plan from the masters: %w", r.JobID, err)
 		}
-		c.e = entry{err: err, failed: s.now(), added: s.now()}
+		c.err = err
 		s.sweepLocked()
-		if len(s.plans) >= MaxPlans {
-			s.evictOldestLocked()
+		if len(s.misses) < MaxMisses {
+			s.misses[who] = miss{err: err, failed: s.now()}
 		}
-		s.plans[r.JobID] = c.e
-		s.log.Warn("plan fetch failed", "job", r.JobID, "err", err, "took", s.now().Sub(start).Round(time.Millisecond))
+		s.log.Warn("plan fetch failed", "job", r.JobID, "uid", r.UID, "err", err, "took", s.now().Sub(start).Round(time.Millisecond))
 	} else {
-		c.e = s.plans[r.JobID]
-		s.log.Info("plan fetched", "job", r.JobID, "hash", c.e.hash, "took", s.now().Sub(start).Round(time.Millisecond))
+		c.e = e
+		s.log.Info("plan fetched", "job", r.JobID, "uid", r.UID, "hash", c.e.hash, "took", s.now().Sub(start).Round(time.Millisecond))
 	}
 	close(c.done)
 }
@@ -478,10 +600,8 @@ func (s *Store) Jobs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for job, e := range s.plans {
-		if e.err == nil {
-			out = append(out, job)
-		}
+	for job := range s.plans {
+		out = append(out, job)
 	}
 	return out
 }

@@ -69,6 +69,10 @@ type Request struct {
 	Nodes       string
 	GPUsPerNode uint32
 	Form        Form // 0 means FormPlan
+	// UID is the asking process's user (SO_PEERCRED), set by the Server
+	// and never sent: a Source keeps what one user's requests cause (a
+	// cached miss, a bound on distinct jobs) to that user. 0 is root.
+	UID uint32
 }
 
 // Validate refuses a request the agent must not act on.

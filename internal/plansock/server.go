@@ -330,6 +330,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 		resp = Response{Status: StatusBadRequest, Body: clip(err.Error())}
 	default:
 		req = raw.request()
+		req.UID = cred.Uid
 		if cred.Uid != 0 {
 			// Only root (the Slurm prolog) may have a plan created: for
 			// anyone else the node list is dropped, so the agent serves a
