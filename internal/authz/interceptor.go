@@ -2,12 +2,14 @@ package authz
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -117,6 +119,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string) (context.Cont
 			return ctx, status.Error(codes.Unauthenticated, err.Error())
 		}
 	}
+	if id.Role == pki.RoleMaster {
+		if id, err = forwardedFor(ctx, id); err != nil {
+			return ctx, err
+		}
+	}
 	roles, ok := a.table[method]
 	if !ok {
 		return ctx, status.Errorf(codes.PermissionDenied, "%s: no role may call this method", method)
@@ -125,6 +132,31 @@ func (a *Authorizer) Authorize(ctx context.Context, method string) (context.Cont
 		return ctx, status.Errorf(codes.PermissionDenied, "%s: %s may not call this method (allowed: %v)", method, id, roles)
 	}
 	return WithIdentity(ctx, id), nil
+}
+
+// ForwardedForKey is the metadata key in which a master that forwards a
+// call to the leader names the caller it forwards for (an identity URI,
+// as pki.Identity.String spells it). It is honoured only from a master's
+// certificate: a master authorized the caller when the call reached it,
+// and the leader checks the table against the caller, not the master.
+const ForwardedForKey = "gin-forwarded-for"
+
+// forwardedFor is the identity a master forwards a call for, or the
+// master's own when it names none.
+func forwardedFor(ctx context.Context, master pki.Identity) (pki.Identity, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(ForwardedForKey)
+	if len(v) == 0 {
+		return master, nil
+	}
+	u, err := url.Parse(v[0])
+	if err == nil {
+		var id pki.Identity
+		if id, err = pki.ParseIdentity(u); err == nil {
+			return id, nil
+		}
+	}
+	return master, status.Errorf(codes.Unauthenticated, "%s forwarded a call for %q: %v", master, v[0], err)
 }
 
 // Unary is the unary server interceptor.

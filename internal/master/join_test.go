@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -211,14 +210,17 @@ func TestJoinCannotPoisonLeaderHints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var trl metadata.MD
-		_, err = ginv1.NewPlanServiceClient(fconn).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "hint", Nodes: "node001"}, grpc.Trailer(&trl))
+		job := "hint-" + f.s.cfg.ID
+		_, err = ginv1.NewPlanServiceClient(fconn).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: "node001"})
 		_ = fconn.Close()
-		if !apierr.IsNotLeader(err) {
-			t.Fatalf("%s: GetOrCreatePlan = %v, want a NOT_LEADER redirect", f.s.cfg.ID, err)
+		if err != nil {
+			t.Fatalf("%s: GetOrCreatePlan = %v, want it forwarded to the leader", f.s.cfg.ID, err)
 		}
-		if got := trl.Get(apierr.LeaderHintKey); len(got) != 1 || got[0] != leader.s.Addr() {
-			t.Fatalf("%s hands clients leader hint %v, want [%s] (attacker %s)", f.s.cfg.ID, got, leader.s.Addr(), attacker)
+		if _, ok := leader.s.store.Plan(job); !ok {
+			t.Fatalf("%s forwarded a plan that is not on the leader (attacker %s)", f.s.cfg.ID, attacker)
+		}
+		if got := f.s.leaderHint(); got != leader.s.Addr() {
+			t.Fatalf("%s knows the leader at %q, want %s (attacker %s)", f.s.cfg.ID, got, leader.s.Addr(), attacker)
 		}
 	}
 }

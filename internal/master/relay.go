@@ -43,6 +43,16 @@ type leaderConn struct {
 
 // relayClient is a RelayService client on the current leader.
 func (s *Server) relayClient() (ginv1.RelayServiceClient, error) {
+	conn, err := s.leaderClientConn()
+	if err != nil {
+		return nil, err
+	}
+	return ginv1.NewRelayServiceClient(conn), nil
+}
+
+// leaderClientConn is the connection to the current leader (errNoLeader
+// while none is known): relays, reports and forwarded calls share it.
+func (s *Server) leaderClientConn() (*grpc.ClientConn, error) {
 	addr := s.leaderHint()
 	if addr == "" {
 		return nil, errNoLeader
@@ -61,7 +71,7 @@ func (s *Server) relayClient() (ginv1.RelayServiceClient, error) {
 		}
 		lc.addr, lc.conn = addr, conn
 	}
-	return ginv1.NewRelayServiceClient(lc.conn), nil
+	return lc.conn, nil
 }
 
 // close closes the connection to the leader.

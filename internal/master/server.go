@@ -269,6 +269,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LivenessClock != nil {
 		s.live.now = cfg.LivenessClock
 	}
+	fwd := &forwarder{id: cfg.ID, leads: node.IsLeader, notLeader: func() error { return toStatus(s.notLeaderErr()) },
+		leader: s.leaderClientConn, hold: forwardHold, wait: relayRetryWait}
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the
@@ -293,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(append(secure,
 		grpc.StatsHandler(rejections{s: s}),
-		grpc.ChainUnaryInterceptor(s.leaderHintUnary, textUnary),
+		grpc.ChainUnaryInterceptor(s.leaderHintUnary, textUnary, fwd.unary), // forward.go
 		grpc.ChainStreamInterceptor(s.leaderHintStream, textStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxStreamsPerConn),
