@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +18,7 @@ import (
 )
 
 // TestPluginUnderSrun runs the NCCL tuner plugin in 16 ranks (4 GPUs per node) on 4 Slurm
-// nodes (slurm-ci.sh's n1..n4) through the C harness, which loads the
+// nodes (the Slurm harness's n1..n4) through the C harness, which loads the
 // library as NCCL does, against a dev master whose simulated nodes carry the
 // Slurm node names, with one real gin-agent process per Slurm node serving
 // plans on its own socket (the ranks and the prolog of node nX use
@@ -39,19 +38,7 @@ import (
 //     node's agent down, its ranks read the plan from the master with a reader
 //     certificate; the epilog expires it with the scheduler certificate.
 func TestPluginUnderSrun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slurm e2e: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		ciSkipf(t, "slurm e2e: needs root (slurm-ci.sh runs the Slurm daemons as root)")
-	}
-	script, err := filepath.Abs(slurmCIScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(script); err != nil {
-		ciSkipf(t, "slurm e2e: %s not found: %v", script, err)
-	}
+	requireSlurm(t)
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("slurm e2e: no C compiler for the harness")
 	}
@@ -78,31 +65,8 @@ func TestPluginUnderSrun(t *testing.T) {
 	addr, master, _ := startDev(t, bin, "--dev-nodes", "n[1-4]", "--heartbeat-interval", "1s")
 
 	// Slurm.
-	dir := "/tmp/gin-plugin-" + randHex(t, 6)
-	ctldPort := freePort(t)
-	nodePort := freePortRange(t, 4, ctldPort)
-	env := append(os.Environ(), "SLURM_CI_DIR="+dir, "SLURM_CI_NODES=4", "SLURM_CI_GPUS=4", "SLURM_CI_CPUS=16",
-		"SLURM_CI_CTLD_PORT="+strconv.Itoa(ctldPort), "SLURM_CI_NODE_PORT="+strconv.Itoa(nodePort),
-		"SLURM_CONF="+dir+"/etc/slurm.conf", "GINCTL="+filepath.Join(bin, "ginctl"))
-	outFile := filepath.Join(t.TempDir(), "out")
-	run := func(timeout time.Duration, extra []string, name string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		f, err := os.Create(outFile)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = append(append([]string(nil), env...), extra...), f, f
-		err = cmd.Run()
-		out, _ := os.ReadFile(outFile)
-		return string(out), err
-	}
-	t.Cleanup(func() { _, _ = run(2*time.Minute, nil, "bash", script, "down") })
-	if out, err := run(8*time.Minute, nil, "bash", script, "up"); err != nil {
-		t.Fatalf("slurm-ci.sh up: %v\n%s", err, out)
-	}
+	sc := startSlurm(t, slurmConfig{Nodes: 4, GPUs: 4, CPUs: 16, Env: []string{"GINCTL=" + filepath.Join(bin, "ginctl")}})
+	dir, run := sc.Dir, sc.Run
 
 	// One gin-agent per Slurm node, each with its own plan socket and dir.
 	sockDir := filepath.Join(dir, "sock")
