@@ -8,7 +8,7 @@ import (
 )
 
 // LeaderHintKey is the gRPC header/trailer key in which a master names the
-// leader's client address (host:port) when it redirects a request.
+// leader's client address (host:port) when it answers NOT_LEADER.
 const LeaderHintKey = "gin-leader-hint"
 
 // LeaderHint is the leader hint in the first of mds that carries one
@@ -25,17 +25,18 @@ func LeaderHint(mds ...metadata.MD) string {
 // Domain is the errdetails.ErrorInfo domain of GIN's reasons.
 const Domain = "gin-topology.io"
 
-// ReasonNotLeader marks the FailedPrecondition a follower answers a write
-// or a consistent read with: a redirect (the leader hint travels in the
-// LeaderHintKey trailer), not a refusal of the request itself.
+// ReasonNotLeader marks the FailedPrecondition a master answers a write or
+// a consistent read with when it cannot reach a leader to forward it to
+// (an election; a master older than forwarding answers it on every
+// follower): another master may answer, the request itself is not refused.
 const ReasonNotLeader = "NOT_LEADER"
 
-// NotLeaderInfo is the detail a follower attaches to its redirect.
+// NotLeaderInfo is the detail of a NOT_LEADER answer.
 func NotLeaderInfo(leaderID string) *errdetails.ErrorInfo {
 	return Info(ReasonNotLeader, map[string]string{"leader_id": leaderID})
 }
 
-// IsNotLeader reports whether err is a follower's redirect: another master
+// IsNotLeader reports whether err is a NOT_LEADER answer: another master
 // (the leader) may succeed where this one refused.
 func IsNotLeader(err error) bool {
 	return hasReason(err, codes.FailedPrecondition, ReasonNotLeader)

@@ -2,7 +2,8 @@
 // and every client (ginctl, the agent, the NCCL tuner plugin) must agree on
 // in gRPC metadata and errors — the leader-hint key and the
 // errdetails.ErrorInfo reasons GIN attaches. Nothing else declares them.
-// The master maps its errors to statuses in one place
+// The master maps its errors to statuses in one table
 // (internal/master/errors.go); clients use the predicates here to tell a
-// redirect from a refusal, and internal/redirect to follow it.
+// master that knows no leader (NOT_LEADER: another may answer) from a
+// refusal, and internal/redirect to walk on.
 package apierr

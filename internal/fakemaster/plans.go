@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/testdata"
 
@@ -22,21 +21,22 @@ import (
 // Plans answers GetOrCreatePlan as a master does.
 type Plans struct {
 	ginv1.UnimplementedPlanServiceServer
-	Hint string // set: a follower naming this leader address
-	Fail error  // set: refuse with this
+	// NotLeader set: a master older than forwarding (or one during an
+	// election), answering NOT_LEADER.
+	NotLeader bool
+	Fail      error // set: refuse with this
 	// Plan builds the leader's answer; nil: a minimal verifiable plan.
 	Plan  func(jobID string) *ginv1.Plan
 	Calls atomic.Int32
 }
 
 // GetOrCreatePlan implements ginv1.PlanServiceServer.
-func (m *Plans) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
+func (m *Plans) GetOrCreatePlan(_ context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
 	m.Calls.Add(1)
 	switch {
 	case m.Fail != nil:
 		return nil, m.Fail
-	case m.Hint != "":
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, m.Hint))
+	case m.NotLeader:
 		st, _ := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(apierr.NotLeaderInfo("m2"))
 		return nil, st.Err()
 	}

@@ -8,9 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 
-	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/redirect"
 )
 
@@ -23,7 +21,7 @@ type Client struct {
 	opts    []grpc.DialOption
 
 	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn // the list's, and leaders named by hints
+	conns map[string]*grpc.ClientConn // one per address of the list
 }
 
 // New prepares connections to masters (nothing is dialled until used).
@@ -34,8 +32,7 @@ func New(masters []string, opts ...grpc.DialOption) (*Client, error) {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes)),
-		grpc.WithChainUnaryInterceptor(captureLeaderHint))
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes)))
 	c := &Client{masters: masters, conns: map[string]*grpc.ClientConn{}, opts: opts}
 	for _, m := range masters {
 		if _, err := c.conn(m); err != nil {
@@ -70,61 +67,24 @@ func (c *Client) Close() {
 	}
 }
 
-// Do runs fn against the masters through the one redirect follower
-// (internal/redirect): each in turn, and the leader a follower names in its
-// leader hint (from any unary call fn makes) right after that follower. It
-// moves on only when a master is unavailable, not the leader or a leader
-// whose data dir is full, and walks the list again within ctx's deadline
+// Do runs fn against the masters through the one failover walk
+// (internal/redirect): each in turn, moving on only when a master is
+// unavailable, knows no leader (an older master's NOT_LEADER) or leads
+// with a full data dir, and walking the list again within ctx's deadline
 // while the masters are between leaders; any other refusal is returned as
-// the master sent it. When no master answers, the error is UNAVAILABLE and
-// names the masters tried (or the DATA_DIR_FULL refusal, if one was sent).
+// the master sent it. A follower forwards writes to the leader itself.
+// When no master answers, the error is UNAVAILABLE and names the masters
+// tried (or the DATA_DIR_FULL refusal, if one was sent).
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, conn *grpc.ClientConn) error) error {
-	_, err := redirect.Do(ctx, c.masters, redirect.Options{FollowHints: true}, func(actx context.Context, addr string) (string, error) {
+	_, err := redirect.Do(ctx, c.masters, redirect.Options{}, func(actx context.Context, addr string) error {
 		conn, err := c.conn(addr)
 		if err != nil {
-			return "", err
+			return err
 		}
-		slot := &hintSlot{}
-		err = fn(context.WithValue(actx, hintSlotKey{}, slot), conn)
-		return slot.get(), err
+		return fn(actx, conn)
 	})
 	if re := (*redirect.RefusedError)(nil); errors.As(err, &re) {
 		return re.Unwrap() // the master's status, as it sent it
-	}
-	return err
-}
-
-// hintSlot receives the leader hint of the calls made in one attempt.
-type hintSlot struct {
-	mu   sync.Mutex
-	hint string
-}
-
-func (h *hintSlot) set(v string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hint = v
-}
-
-func (h *hintSlot) get() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.hint
-}
-
-type hintSlotKey struct{}
-
-// captureLeaderHint records the leader hint of a unary call made inside Do
-// in that attempt's slot.
-func captureLeaderHint(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	slot, ok := ctx.Value(hintSlotKey{}).(*hintSlot)
-	if !ok {
-		return invoker(ctx, method, req, reply, cc, opts...)
-	}
-	var hdr, trl metadata.MD
-	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&hdr), grpc.Trailer(&trl))...)
-	if h := apierr.LeaderHint(hdr, trl); h != "" {
-		slot.set(h)
 	}
 	return err
 }

@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -21,15 +20,11 @@ import (
 type fakeMaster struct {
 	ginv1.UnimplementedAdminServiceServer
 	err   error
-	hint  string // sent in the leader-hint trailer with err
 	calls atomic.Int32
 }
 
-func (f *fakeMaster) GetClusterInfo(ctx context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
+func (f *fakeMaster) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
 	f.calls.Add(1)
-	if f.hint != "" {
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(apierr.LeaderHintKey, f.hint))
-	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -49,8 +44,9 @@ func serve(t *testing.T, f *fakeMaster) string {
 	return lis.Addr().String()
 }
 
-func TestDoMovesOnOnlyForRedirectsAndUnavailable(t *testing.T) {
-	redirect, err := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(apierr.NotLeaderInfo("m2"))
+func TestDoMovesOnOnlyForNotLeaderAndUnavailable(t *testing.T) {
+	// A master older than forwarding answers a write NOT_LEADER.
+	notLeader, err := status.New(codes.FailedPrecondition, "not the leader; leader is m2").WithDetails(apierr.NotLeaderInfo("m2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +56,7 @@ func TestDoMovesOnOnlyForRedirectsAndUnavailable(t *testing.T) {
 		wantCode   codes.Code
 		secondUsed bool
 	}{
-		{"a follower redirects", redirect.Err(), codes.OK, true},
+		{"an older follower's NOT_LEADER", notLeader.Err(), codes.OK, true},
 		{"the first master is unavailable", status.Error(codes.Unavailable, "shutting down"), codes.OK, true},
 		{"a refusal is final", status.Error(codes.FailedPrecondition, "stale generation"), codes.FailedPrecondition, false},
 		{"bad input is final", status.Error(codes.InvalidArgument, "job_id: empty"), codes.InvalidArgument, false},
@@ -86,36 +82,5 @@ func TestDoMovesOnOnlyForRedirectsAndUnavailable(t *testing.T) {
 				t.Fatalf("second master called = %v, want %v", used, tc.secondUsed)
 			}
 		})
-	}
-}
-
-// A follower naming a leader that is not in the list sends the client
-// straight there (the doc promised it; the list alone would never reach it).
-func TestDoFollowsLeaderHints(t *testing.T) {
-	redirect, err := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := &fakeMaster{}
-	follower := &fakeMaster{err: redirect.Err(), hint: serve(t, leader)}
-	other := &fakeMaster{err: status.Error(codes.Unavailable, "down")}
-	c, err := New([]string{serve(t, follower), serve(t, other)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var got string
-	err = c.Do(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
-		r, err := ginv1.NewAdminServiceClient(conn).GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
-		got = r.GetServerId()
-		return err
-	})
-	if err != nil || got != "leader" {
-		t.Fatalf("Do = %v (answer from %q), want the hinted leader's answer", err, got)
-	}
-	if other.calls.Load() != 0 || leader.calls.Load() != 1 {
-		t.Fatalf("the hinted leader asked %d times, the list's next master %d times; want 1 and 0", leader.calls.Load(), other.calls.Load())
 	}
 }

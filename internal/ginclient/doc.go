@@ -1,6 +1,6 @@
 // Package ginclient is the client side of the masters' gRPC API used by
-// ginctl: it dials a master list and runs calls through the one redirect
-// follower (internal/redirect), which tries every master in turn when one
-// is unreachable and goes straight to the leader a follower names in its
-// leader hint (unary calls; a stream's hint is not read).
+// ginctl: it dials a master list and runs calls through the one failover
+// walk (internal/redirect), which tries every master in turn when one is
+// unreachable; any master answers, since followers forward writes to the
+// leader.
 package ginclient

@@ -9,11 +9,11 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 )
 
-// The leader hint: every RPC a follower refuses with a NOT_LEADER redirect
-// carries the leader's client address in the apierr.LeaderHintKey trailer, so that
-// ginctl and the NCCL tuner plugin go straight to the leader instead of
-// walking their master lists. (Agent sessions also get it in every
-// SessionResponse.) Set here, in one place, for every service.
+// The leader hint: an RPC this master still refuses with NOT_LEADER (no
+// leader known within forwardHold, forward.go; an agent session's stream)
+// carries the leader's client address in the apierr.LeaderHintKey
+// trailer. The agent's session loop reads it; clients older than
+// forwarding follow it. Set here, in one place, for every service.
 
 func (s *Server) leaderHintUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	resp, err := h(ctx, req)

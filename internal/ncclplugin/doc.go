@@ -65,7 +65,7 @@
 //	                           back to GIN_MASTER_HOST
 //	NCCL_GIN_CACHE_TIMEOUT     whole seconds a plan is reused by the process's later
 //	                           communicators (default 300; 0 disables)
-//	NCCL_GIN_FAILOVER          1 (default): try every master, follow leader hints; 0: the first only
+//	NCCL_GIN_FAILOVER          1 (default): try every master in turn; 0: the first only
 //	NCCL_GIN_STRICT=1          fail communicator init when no plan can be had
 //	NCCL_GIN_INIT_TIMEOUT_MS   the one deadline of init, 1..600000 (default 5000)
 //	SLURM_JOB_ID               the job key; outside Slurm NCCL_GIN_JOB_ID; neither: stand aside
@@ -89,9 +89,9 @@
 // GIN_TLS_*, mutual TLS, and a reader certificate only reads the pinned
 // plan, PlanService.GetPlan from the leader, while scheduler, admin and agent certificates
 // may pin it, PlanService.GetOrCreatePlan), starting at a master
-// chosen by the process id and moving on on UNAVAILABLE, a NOT_LEADER
-// redirect (to the hinted leader first) or no answer (the one client-side
-// follower, internal/redirect, each master a share of the deadline). Every plan is decoded
+// chosen by the process id and moving on on UNAVAILABLE, an older master's
+// NOT_LEADER or no answer (the one failover walk, internal/redirect, each
+// master a share of the deadline; a follower forwards to the leader). Every plan is decoded
 // and verified by planread.Decode (size and rule caps, format, content hash,
 // no overlapping rules) and must be the job's.
 //

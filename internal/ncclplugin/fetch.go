@@ -15,12 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/planread"
@@ -210,11 +208,11 @@ func rotate(addrs []string, k int) []string {
 }
 
 // fetch asks the masters for the job's plan (GetOrCreatePlan) through the
-// one redirect follower (internal/redirect): each in turn, following leader
-// hints when failover is on, each attempt given a share of what is left of
+// one failover walk (internal/redirect): each in turn when failover is on
+// (a follower forwards to the leader), each attempt given a share of what is left of
 // ctx's deadline.
 func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
-	opts := redirect.Options{FollowHints: true, ShareDeadline: true}
+	opts := redirect.Options{ShareDeadline: true}
 	if !cfg.failover {
 		opts.MaxAttempts = 1
 	}
@@ -224,10 +222,10 @@ func fetch(ctx context.Context, cfg config, addrs []string) (*loaded, error) {
 	}
 	req := &ginv1.GetOrCreatePlanRequest{JobId: cfg.jobID, Nodes: cfg.nodes, GpusPerNode: cfg.gpusPerNode}
 	var plan *ginv1.Plan
-	addr, err := redirect.Do(ctx, addrs, opts, func(actx context.Context, addr string) (string, error) {
-		p, hint, err := fetchOne(actx, addr, creds, req)
+	addr, err := redirect.Do(ctx, addrs, opts, func(actx context.Context, addr string) error {
+		p, err := fetchOne(actx, addr, creds, req)
 		plan = p
-		return hint, err
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("no plan from the masters within %s: %w", cfg.initTimeout, err)
@@ -271,40 +269,37 @@ func masterCredentials(cfg config) (dialCreds, error) {
 }
 
 // fetchOne asks one master, within ctx (this attempt's share).
-func fetchOne(ctx context.Context, addr string, creds dialCreds, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, string, error) {
+func fetchOne(ctx context.Context, addr string, creds dialCreds, req *ginv1.GetOrCreatePlanRequest) (*ginv1.Plan, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds.transport),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(planread.MaxBytes+4096)))
 	if err != nil {
-		return nil, "", status.Error(codes.InvalidArgument, err.Error())
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	defer conn.Close()
-	var hdr, trl metadata.MD
 	start := time.Now()
 	client := ginv1.NewPlanServiceClient(conn)
 	var resp interface{ GetPlan() *ginv1.Plan }
 	if creds.create {
-		resp, err = client.GetOrCreatePlan(ctx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+		resp, err = client.GetOrCreatePlan(ctx, req)
 	} else {
-		// From the leader (followers redirect): a follower that has not
+		// From the leader (a follower forwards it): a follower that has not
 		// applied the pin yet would answer NOT_FOUND, a final refusal,
 		// and this rank would stand aside while the others apply the plan.
-		resp, err = client.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: req.GetJobId(), Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT},
-			grpc.Header(&hdr), grpc.Trailer(&trl))
+		resp, err = client.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: req.GetJobId(), Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT})
 	}
-	hint := apierr.LeaderHint(hdr, trl)
 	if err != nil {
 		if status.Code(err) == codes.DeadlineExceeded {
-			return nil, hint, status.Errorf(codes.DeadlineExceeded, "no answer within %s", time.Since(start).Round(time.Millisecond))
+			return nil, status.Errorf(codes.DeadlineExceeded, "no answer within %s", time.Since(start).Round(time.Millisecond))
 		}
-		return nil, hint, err // as the master sent it: the details say whether it is a redirect
+		return nil, err // as the master sent it: the details say whether another may answer
 	}
 	b, err := proto.Marshal(resp.GetPlan())
 	if err != nil {
-		return nil, "", status.Error(codes.Internal, err.Error())
+		return nil, status.Error(codes.Internal, err.Error())
 	}
 	p, err := decodePlan(b)
 	if err != nil {
-		return nil, "", status.Error(codes.DataLoss, err.Error())
+		return nil, status.Error(codes.DataLoss, err.Error())
 	}
-	return p, "", nil
+	return p, nil
 }

@@ -13,15 +13,15 @@ import (
 	"github.com/gin-topology/gin/internal/fakemaster"
 )
 
-func TestFetchFollowsRedirectsAndStopsOnRefusals(t *testing.T) {
+func TestFetchMovesOnAndStopsOnRefusals(t *testing.T) {
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T) (addrs []string, leader *fakemaster.Plans)
 		wantErr string // "" = a plan from the leader
 	}{
-		{"a follower names a leader missing from the list", func(t *testing.T) ([]string, *fakemaster.Plans) {
+		{"an older follower's NOT_LEADER, then the leader", func(t *testing.T) ([]string, *fakemaster.Plans) {
 			leader := &fakemaster.Plans{}
-			return []string{fakemaster.Serve(t, &fakemaster.Plans{Hint: fakemaster.Serve(t, leader)})}, leader
+			return []string{fakemaster.Serve(t, &fakemaster.Plans{NotLeader: true}), fakemaster.Serve(t, leader)}, leader
 		}, ""},
 		{"an unreachable master, then the leader", func(t *testing.T) ([]string, *fakemaster.Plans) {
 			lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,11 +8,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/redirect"
@@ -62,23 +60,22 @@ func (m *Masters) conn(addr string) (*grpc.ClientConn, error) {
 }
 
 // FetchPlan implements Fetcher; fetches for different jobs take turns. The
-// walk over the masters is the one redirect follower (internal/redirect):
-// a hinted leader next, each attempt a share of ctx's deadline, a refusal
-// final.
+// walk over the masters is the one failover walk (internal/redirect): each
+// attempt a share of ctx's deadline, a refusal final (a follower forwards
+// to the leader).
 func (m *Masters) FetchPlan(ctx context.Context, r plansock.Request) (*ginv1.Plan, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	req := &ginv1.GetOrCreatePlanRequest{JobId: r.JobID, Nodes: r.Nodes, GpusPerNode: r.GPUsPerNode}
 	var plan *ginv1.Plan
-	_, err := redirect.Do(ctx, m.addrs, redirect.Options{FollowHints: true, ShareDeadline: true}, func(actx context.Context, addr string) (string, error) {
+	_, err := redirect.Do(ctx, m.addrs, redirect.Options{ShareDeadline: true}, func(actx context.Context, addr string) error {
 		c, err := m.conn(addr)
 		if err != nil {
-			return "", status.Error(codes.Unavailable, err.Error())
+			return status.Error(codes.Unavailable, err.Error())
 		}
-		var hdr, trl metadata.MD
-		resp, err := ginv1.NewPlanServiceClient(c).GetOrCreatePlan(actx, req, grpc.Header(&hdr), grpc.Trailer(&trl))
+		resp, err := ginv1.NewPlanServiceClient(c).GetOrCreatePlan(actx, req)
 		plan = resp.GetPlan()
-		return apierr.LeaderHint(hdr, trl), err
+		return err
 	})
 	if err == nil {
 		return plan, nil

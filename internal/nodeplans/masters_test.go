@@ -32,8 +32,8 @@ func TestMastersFetch(t *testing.T) {
 		notFound bool
 		wantErr  string
 	}{
-		{"a follower's hint leads to the leader", func(t *testing.T) []string {
-			return []string{servePlans(t, &fakemaster.Plans{Hint: servePlans(t, &fakemaster.Plans{})})}
+		{"an older follower's NOT_LEADER, then the leader", func(t *testing.T) []string {
+			return []string{servePlans(t, &fakemaster.Plans{NotLeader: true}), servePlans(t, &fakemaster.Plans{})}
 		}, false, ""},
 		{"a dead master, then the leader", func(t *testing.T) []string {
 			return []string{fakemaster.DeadAddr(t), servePlans(t, &fakemaster.Plans{})}

@@ -11,26 +11,20 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
-// Try asks one master (its address as given or as hinted); it returns the
-// leader hint the master sent with its answer ("" for none) and the error.
-// ctx carries this attempt's deadline.
-type Try func(ctx context.Context, addr string) (hint string, err error)
+// Try asks one master; ctx carries this attempt's deadline.
+type Try func(ctx context.Context, addr string) error
 
 // Options shape a walk.
 type Options struct {
-	// FollowHints tries a master named in a leader hint next, before the
-	// rest of the list (once per address).
-	FollowHints bool
 	// ShareDeadline gives each attempt an equal share of what is left of
 	// ctx's deadline between the masters not tried yet, so that one master
 	// that hangs cannot eat the whole deadline. Without it (or without a
 	// deadline) each attempt gets all of ctx.
 	ShareDeadline bool
 	// MaxAttempts > 0 bounds the number of masters asked (e.g. 1: failover
-	// off); hints count, and so do walks again.
+	// off); walks again count.
 	MaxAttempts int
 	// RetryDelay is the first pause before a walk is repeated because a
 	// master answered that the cluster is between leaders (NOT_LEADER, or
@@ -46,9 +40,10 @@ const (
 )
 
 // MoveOn reports whether another master may succeed where this one
-// failed: it is unreachable, it is a follower redirecting to the leader,
-// this attempt ran out of its share of the deadline, or it is a leader
-// whose data dir is full (it hands leadership over to a master with space).
+// failed: it is unreachable, this attempt ran out of its share of the
+// deadline, it knows no leader to forward to (NOT_LEADER: an election, or
+// a master older than forwarding), or it is a leader whose data dir is
+// full (it hands leadership over to a master with space).
 // Any other refusal (bad input, a stale generation, an unknown node) would
 // be the same on every master.
 func MoveOn(err error) bool {
@@ -115,8 +110,8 @@ func (e *ExhaustedError) GRPCStatus() *status.Status {
 	return status.New(codes.Unavailable, e.Error())
 }
 
-// Do asks the masters in order (and, with FollowHints, the leaders they
-// name) until one answers. It returns the address that answered; else the
+// Do asks the masters in order until one answers (a follower forwards
+// writes to the leader itself, internal/master/forward.go). It returns the address that answered; else the
 // first refusal MoveOn rejects, wrapped with the masters asked before it.
 // When every master was unreachable, Do returns an *ExhaustedError at once.
 // When one answered that the cluster is between leaders (NOT_LEADER during
@@ -176,16 +171,10 @@ type walker struct {
 	transition bool // a master said the cluster is between leaders
 }
 
-// walk asks each master of the list once (and the leaders they name).
+// walk asks each master of the list once.
 func (w *walker) walk(masters []string) (string, error) {
-	queue := append([]string(nil), masters...)
-	tried := map[string]bool{}
-	for len(queue) > 0 {
-		addr := queue[0]
-		queue = queue[1:]
-		if tried[addr] {
-			continue
-		}
+	queue := once(masters)
+	for i, addr := range queue {
 		if w.o.MaxAttempts > 0 && w.asked >= w.o.MaxAttempts {
 			break
 		}
@@ -193,16 +182,15 @@ func (w *walker) walk(masters []string) (string, error) {
 			if w.full > 0 {
 				return "", w.refusedFull()
 			}
-			return "", &ExhaustedError{Attempts: w.attempts, Skipped: append([]string{addr}, untried(queue, tried)...)}
+			return "", &ExhaustedError{Attempts: w.attempts, Skipped: queue[i:]}
 		}
-		tried[addr] = true
 		w.asked++
 		actx, cancel := w.ctx, context.CancelFunc(func() {})
 		if dl, ok := w.ctx.Deadline(); ok && w.o.ShareDeadline {
-			per := time.Until(dl) / time.Duration(len(untried(queue, tried))+1)
+			per := time.Until(dl) / time.Duration(len(queue)-i)
 			actx, cancel = context.WithTimeout(w.ctx, per)
 		}
-		hint, err := w.try(actx, addr)
+		err := w.try(actx, addr)
 		cancel()
 		if err == nil {
 			return addr, nil
@@ -216,11 +204,6 @@ func (w *walker) walk(masters []string) (string, error) {
 		}
 		if apierr.IsDataDirFull(err) {
 			w.full = len(w.attempts)
-		}
-		if w.o.FollowHints && hint != "" {
-			if h, herr := masteraddr.One(hint); herr == nil && !tried[h] {
-				queue = append([]string{h}, queue...)
-			}
 		}
 	}
 	if w.full > 0 {
@@ -257,12 +240,12 @@ func (e *RefusedError) Unwrap() error { return e.Attempts[len(e.Attempts)-1].Err
 // GRPCStatus is the refusing master's status, unchanged.
 func (e *RefusedError) GRPCStatus() *status.Status { return status.Convert(e.Unwrap()) }
 
-// untried lists the queued addresses not asked yet, once each.
-func untried(queue []string, tried map[string]bool) []string {
+// once lists each address of list once, in order.
+func once(list []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, a := range queue {
-		if !tried[a] && !seen[a] {
+	for _, a := range list {
+		if !seen[a] {
 			seen[a] = true
 			out = append(out, a)
 		}

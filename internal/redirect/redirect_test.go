@@ -13,11 +13,8 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 )
 
-// answer is how a fake master answers: an error (nil: success) and a hint.
-type answer struct {
-	err  error
-	hint string
-}
+// answer is how a fake master answers (nil: success).
+type answer = error
 
 func notLeader(t *testing.T) error {
 	st, err := status.New(codes.FailedPrecondition, "not the leader").WithDetails(apierr.NotLeaderInfo("m9"))
@@ -40,7 +37,7 @@ func TestDo(t *testing.T) {
 	refused := status.Error(codes.InvalidArgument, "nodes: unknown node n9")
 	stale := status.Error(codes.FailedPrecondition, "stale generation")    // no NOT_LEADER detail: a refusal
 	tooLarge := status.Error(codes.ResourceExhausted, "message too large") // no DATA_DIR_FULL detail: a refusal
-	ok := answer{}
+	var ok answer
 	tests := []struct {
 		name       string
 		masters    []string
@@ -54,42 +51,36 @@ func TestDo(t *testing.T) {
 		wantFull bool   // the error is the DATA_DIR_FULL refusal
 		wantAsk  string // the masters asked, in order
 	}{
-		{"the first answers", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
+		{"the first answers", []string{"a:5000", "b:5000"}, Options{}, false,
 			nil, "a:5000", codes.OK, false, "a:5000"},
-		{"a follower names a leader missing from the list", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{notLeader(t), "leader"}}}, "leader:5000", codes.OK, false, "a:5000 leader:5000"},
-		{"hints not followed without FollowHints", []string{"a:5000", "b:5000"}, Options{}, false,
-			map[string][]answer{"a:5000": {{notLeader(t), "leader"}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
-		{"a malformed hint is ignored", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{notLeader(t), "[::1"}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
-		{"unreachable, then the next", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: unavailable}}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
-		{"a refusal is final", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: refused}}}, "", codes.InvalidArgument, false, "a:5000"},
-		{"a stale generation is a refusal, not a redirect", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: stale}}}, "", codes.FailedPrecondition, false, "a:5000"},
-		{"RESOURCE_EXHAUSTED without DATA_DIR_FULL is a refusal", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: tooLarge}}}, "", codes.ResourceExhausted, false, "a:5000"},
-		{"every master unreachable: no second walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: unavailable}}, "b:5000": {{err: unavailable}}}, "", codes.Unavailable, false, "a:5000 b:5000"},
-		{"an election: walked again until a leader answers", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: notLeader(t)}}, "b:5000": {{err: notLeader(t)}, {err: notLeader(t)}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000 a:5000 b:5000"},
-		{"the leader died, the others elect", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: unavailable}}, "b:5000": {{err: notLeader(t)}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
-		{"a full leader hands over", []string{"a:5000", "b:5000"}, Options{FollowHints: true}, false,
-			map[string][]answer{"a:5000": {{err: dataDirFull(t)}, {notLeader(t), "b:5000"}}, "b:5000": {{notLeader(t), "a:5000"}, ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
-		{"a full single master: its refusal once the walks are spent", []string{"a:5000"}, Options{FollowHints: true, MaxAttempts: 3}, false,
-			map[string][]answer{"a:5000": {{err: dataDirFull(t)}}}, "", codes.ResourceExhausted, true, "a:5000 a:5000 a:5000"},
-		{"a full leader and an unreachable follower", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 4}, false,
-			map[string][]answer{"a:5000": {{err: dataDirFull(t)}}, "b:5000": {{err: unavailable}}}, "", codes.ResourceExhausted, true, "a:5000 b:5000 a:5000 b:5000"},
-		{"without a deadline: one walk", []string{"a:5000"}, Options{FollowHints: true}, true,
-			map[string][]answer{"a:5000": {{err: dataDirFull(t)}, ok}}, "", codes.ResourceExhausted, true, "a:5000"},
-		{"no time left for the pause: one walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true, RetryDelay: 2 * time.Minute}, false,
-			map[string][]answer{"a:5000": {{err: notLeader(t)}, ok}, "b:5000": {{err: notLeader(t)}, ok}}, "", codes.Unavailable, false, "a:5000 b:5000"},
-		{"masters naming each other: each once a walk", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 6}, false,
-			map[string][]answer{"a:5000": {{notLeader(t), "b:5000"}}, "b:5000": {{notLeader(t), "a:5000"}}}, "", codes.Unavailable, false, "a:5000 b:5000 a:5000 b:5000 a:5000 b:5000"},
-		{"MaxAttempts 1: failover off", []string{"a:5000", "b:5000"}, Options{FollowHints: true, MaxAttempts: 1}, false,
-			map[string][]answer{"a:5000": {{notLeader(t), "b:5000"}}}, "", codes.Unavailable, false, "a:5000"},
+		{"an older master's NOT_LEADER: the next one", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {notLeader(t)}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
+		{"unreachable, then the next", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {unavailable}}, "b:5000", codes.OK, false, "a:5000 b:5000"},
+		{"a refusal is final", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {refused}}, "", codes.InvalidArgument, false, "a:5000"},
+		{"a stale generation is a refusal, not a redirect", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {stale}}, "", codes.FailedPrecondition, false, "a:5000"},
+		{"RESOURCE_EXHAUSTED without DATA_DIR_FULL is a refusal", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {tooLarge}}, "", codes.ResourceExhausted, false, "a:5000"},
+		{"every master unreachable: no second walk", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {unavailable}, "b:5000": {unavailable}}, "", codes.Unavailable, false, "a:5000 b:5000"},
+		{"an election: walked again until a leader answers", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {notLeader(t)}, "b:5000": {notLeader(t), notLeader(t), ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000 a:5000 b:5000"},
+		{"the leader died, the others elect", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {unavailable}, "b:5000": {notLeader(t), ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
+		{"a full leader hands over", []string{"a:5000", "b:5000"}, Options{}, false,
+			map[string][]answer{"a:5000": {dataDirFull(t), notLeader(t)}, "b:5000": {notLeader(t), ok}}, "b:5000", codes.OK, false, "a:5000 b:5000 a:5000 b:5000"},
+		{"a full single master: its refusal once the walks are spent", []string{"a:5000"}, Options{MaxAttempts: 3}, false,
+			map[string][]answer{"a:5000": {dataDirFull(t)}}, "", codes.ResourceExhausted, true, "a:5000 a:5000 a:5000"},
+		{"a full leader and an unreachable follower", []string{"a:5000", "b:5000"}, Options{MaxAttempts: 4}, false,
+			map[string][]answer{"a:5000": {dataDirFull(t)}, "b:5000": {unavailable}}, "", codes.ResourceExhausted, true, "a:5000 b:5000 a:5000 b:5000"},
+		{"without a deadline: one walk", []string{"a:5000"}, Options{}, true,
+			map[string][]answer{"a:5000": {dataDirFull(t), ok}}, "", codes.ResourceExhausted, true, "a:5000"},
+		{"no time left for the pause: one walk", []string{"a:5000", "b:5000"}, Options{RetryDelay: 2 * time.Minute}, false,
+			map[string][]answer{"a:5000": {notLeader(t), ok}, "b:5000": {notLeader(t), ok}}, "", codes.Unavailable, false, "a:5000 b:5000"},
+		{"MaxAttempts 1: failover off", []string{"a:5000", "b:5000"}, Options{MaxAttempts: 1}, false,
+			map[string][]answer{"a:5000": {notLeader(t)}}, "", codes.Unavailable, false, "a:5000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,15 +94,15 @@ func TestDo(t *testing.T) {
 			if tc.opts.RetryDelay == 0 {
 				tc.opts.RetryDelay = time.Millisecond
 			}
-			addr, err := Do(ctx, tc.masters, tc.opts, func(_ context.Context, addr string) (string, error) {
+			addr, err := Do(ctx, tc.masters, tc.opts, func(_ context.Context, addr string) error {
 				asked = append(asked, addr)
 				seq := tc.answers[addr]
 				if len(seq) == 0 {
-					return "", nil
+					return nil
 				}
 				a := seq[min(calls[addr], len(seq)-1)]
 				calls[addr]++
-				return a.hint, a.err
+				return a
 			})
 			if addr != tc.wantAddr || status.Code(err) != tc.wantCode {
 				t.Fatalf("Do = %q, %v; want %q, code %v", addr, err, tc.wantAddr, tc.wantCode)
@@ -129,11 +120,11 @@ func TestDo(t *testing.T) {
 func TestDoErrorsSayWhatWasTried(t *testing.T) {
 	ctx := context.Background()
 	refusal := status.Error(codes.NotFound, "job j1 not found")
-	_, err := Do(ctx, []string{"a:5000", "b:5000"}, Options{}, func(_ context.Context, addr string) (string, error) {
+	_, err := Do(ctx, []string{"a:5000", "b:5000"}, Options{}, func(_ context.Context, addr string) error {
 		if addr == "a:5000" {
-			return "", status.Error(codes.Unavailable, "down")
+			return status.Error(codes.Unavailable, "down")
 		}
-		return "", refusal
+		return refusal
 	})
 	var re *RefusedError
 	if !errors.As(err, &re) || !errors.Is(err, refusal) || status.Convert(err).Message() != "job j1 not found" {
@@ -143,8 +134,8 @@ func TestDoErrorsSayWhatWasTried(t *testing.T) {
 		t.Fatalf("refusal text %q, want %q", err.Error(), want)
 	}
 
-	_, err = Do(ctx, []string{"a:5000"}, Options{}, func(context.Context, string) (string, error) {
-		return "", status.Error(codes.Unavailable, "down")
+	_, err = Do(ctx, []string{"a:5000"}, Options{}, func(context.Context, string) error {
+		return status.Error(codes.Unavailable, "down")
 	})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || status.Code(err) != codes.Unavailable || err.Error() != "no master answered (a:5000: Unavailable: down)" {
@@ -154,18 +145,18 @@ func TestDoErrorsSayWhatWasTried(t *testing.T) {
 	// Walked again: the error says how often and names the last walk.
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	defer dcancel()
-	_, err = Do(dctx, []string{"a:5000"}, Options{MaxAttempts: 2, RetryDelay: time.Millisecond}, func(context.Context, string) (string, error) {
-		return "", notLeader(t)
+	_, err = Do(dctx, []string{"a:5000"}, Options{MaxAttempts: 2, RetryDelay: time.Millisecond}, func(context.Context, string) error {
+		return notLeader(t)
 	})
 	if want := "no master answered in 2 tries, the last (a:5000: FailedPrecondition: not the leader)"; err == nil || err.Error() != want {
 		t.Fatalf("exhausted after two walks = %v, want %q", err, want)
 	}
 	// A full leader's refusal comes last, after the masters asked besides.
-	_, err = Do(dctx, []string{"a:5000", "b:5000"}, Options{MaxAttempts: 2}, func(_ context.Context, addr string) (string, error) {
+	_, err = Do(dctx, []string{"a:5000", "b:5000"}, Options{MaxAttempts: 2}, func(_ context.Context, addr string) error {
 		if addr == "a:5000" {
-			return "", dataDirFull(t)
+			return dataDirFull(t)
 		}
-		return "", status.Error(codes.Unavailable, "down")
+		return status.Error(codes.Unavailable, "down")
 	})
 	if want := "b:5000: Unavailable: down; a:5000: ResourceExhausted: data dir /d is full"; !errors.As(err, &re) || err.Error() != want {
 		t.Fatalf("full refusal = %v, want a RefusedError %q", err, want)
@@ -183,13 +174,13 @@ func TestDoDeadlines(t *testing.T) {
 	defer cancel()
 	parent, _ := ctx.Deadline()
 	var shares []time.Duration
-	_, err := Do(ctx, []string{"a:5000", "b:5000", "c:5000"}, Options{ShareDeadline: true}, func(actx context.Context, _ string) (string, error) {
+	_, err := Do(ctx, []string{"a:5000", "b:5000", "c:5000"}, Options{ShareDeadline: true}, func(actx context.Context, _ string) error {
 		dl, ok := actx.Deadline()
 		if !ok {
 			t.Fatal("attempt without a deadline")
 		}
 		shares = append(shares, time.Until(dl))
-		return "", status.Error(codes.DeadlineExceeded, "slow")
+		return status.Error(codes.DeadlineExceeded, "slow")
 	})
 	if status.Code(err) != codes.Unavailable || len(shares) != 3 {
 		t.Fatalf("Do = %v after %d attempts", err, len(shares))
@@ -204,9 +195,9 @@ func TestDoDeadlines(t *testing.T) {
 	}
 
 	cctx, ccancel := context.WithCancel(context.Background())
-	_, err = Do(cctx, []string{"a:5000", "b:5000"}, Options{}, func(context.Context, string) (string, error) {
+	_, err = Do(cctx, []string{"a:5000", "b:5000"}, Options{}, func(context.Context, string) error {
 		ccancel()
-		return "", status.Error(codes.Unavailable, "down")
+		return status.Error(codes.Unavailable, "down")
 	})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || len(ex.Skipped) != 1 || ex.Skipped[0] != "b:5000" {
