@@ -4,6 +4,14 @@
 // JSON document (JSON), Graphviz (DOT) and NCCL's NCCL_TOPO_FILE XML for one
 // node (NCCLTopo).
 //
+// The scheduler-facing formats render one intermediate model, Topology
+// (model.go, topograph's shape): Build translates the graph once into the
+// nodes, the compute fabric merged into a tree of Slurm switches, and the
+// MNNVL NVLink domains as blocks; SlurmTree and SlurmBlock render it, and
+// Topology.Place gives one node's switches and block (node labels). JSON
+// (its Document), DOT and NCCLTopo (one node's hardware, with its
+// inventory) still read the graph directly.
+//
 // Exporters only translate; they never discover (topograph's rule: engines
 // translate, providers discover). Everything they write comes from the graph
 // (NCCLTopo also reads attribute values from the node's inventory the graph

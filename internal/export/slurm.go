@@ -22,191 +22,62 @@ const (
 // maxSlurmName is Slurm's limit on SwitchName and BlockName.
 const maxSlurmName = 64
 
-// tvertex is one Slurm switch of the tree being built.
-type tvertex struct {
-	level    int      // 1 for leaf groups
-	members  []int    // fabric switches merged into it (indices into the switch list)
-	nodes    []string // level 1: its nodes, natural order
-	children []*tvertex
-	first    string // first node below it (natural order), for stable numbering
-	name     string
-	comment  []string
+// SlurmTree writes a Slurm topology.conf for TopologyPlugin=topology/tree
+// from the graph's compute fabric: the Tree of its Topology (see the
+// package documentation for how the Clos tiers are merged into a tree and
+// how switches are named). It fails on an empty graph (Slurm must never
+// get an empty tree) and on node names that are not valid hostlist names.
+func SlurmTree(g *graph.Graph) ([]byte, error) {
+	t, err := Build(g)
+	if err != nil {
+		return nil, slurmError(err)
+	}
+	return t.slurmTree(), nil
 }
 
-// SlurmTree writes a Slurm topology.conf for TopologyPlugin=topology/tree
-// from the graph's compute fabric (see the package documentation for how
-// the Clos tiers are merged into a tree and how switches are named). It
-// fails on an empty graph (Slurm must never get an empty tree) and on node
-// names that are not valid hostlist names.
-func SlurmTree(g *graph.Graph) ([]byte, error) {
-	if g == nil || g.Len() == 0 {
-		return nil, errors.New("the cluster has no nodes yet, and an empty topology.conf would break slurmctld")
-	}
-	names := g.Nodes()
-	if err := checkNodeNames(names); err != nil {
-		return nil, fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
-	}
-	sortNatural(names)
-
-	sws := g.Switches()
-	nFabric := len(sws)
-	idx := make(map[string]int, len(sws))
-	for i, s := range sws {
-		idx[s.GUID] = i
-	}
-	uf := unionFind{}
-	nodeLeaf := map[string]int{} // node → one of its leaves
-	usedLeaf := map[int]bool{}
-	var unknown []string
-	for _, name := range names {
-		v, _ := g.NodeView(name)
-		first := -1
-		for _, h := range v.HCAs {
-			for _, p := range h.Ports {
-				if p.Rail < 0 || p.Switch == "" {
-					continue
-				}
-				i, ok := idx[p.Switch]
-				if !ok { // named only by the node's fabric neighbours
-					i = len(sws)
-					sws = append(sws, graph.SwitchView{GUID: p.Switch, Tier: 1})
-					idx[p.Switch] = i
-				}
-				usedLeaf[i] = true
-				if first < 0 {
-					first = i
-				} else {
-					uf.union(first, i)
-				}
-			}
-		}
-		if first < 0 {
-			unknown = append(unknown, name)
-			continue
-		}
-		nodeLeaf[name] = first
-	}
-
-	// Level 1: leaf groups, in the order of their first node.
-	var all []*tvertex
-	groups := map[int]*tvertex{}
-	var cur []*tvertex
-	for _, name := range names {
-		l, ok := nodeLeaf[name]
-		if !ok {
-			continue
-		}
-		r := uf.find(l)
-		v := groups[r]
-		if v == nil {
-			v = &tvertex{level: 1, first: name}
-			groups[r] = v
-			cur = append(cur, v)
-		}
-		v.nodes = append(v.nodes, name)
-	}
-	consumed := map[int]bool{}
-	for l := range usedLeaf {
-		v := groups[uf.find(l)]
-		v.members = append(v.members, l)
-		consumed[l] = true
-	}
-	for _, v := range cur {
-		sort.Ints(v.members)
-	}
-	all = append(all, cur...)
-
-	// Upper levels: merge the uplinks of the current vertices per connected
-	// component, until no vertex has an unconsumed uplink.
-	var roots []*tvertex
-	for level := 2; len(cur) > 0; level++ {
-		parents := make([][]int, len(cur))
-		cuf := unionFind{}
-		for i, v := range cur {
-			set := map[int]bool{}
-			for _, m := range v.members {
-				for _, u := range sws[m].Uplinks {
-					if j, ok := idx[u.GUID]; ok && !consumed[j] {
-						set[j] = true
-					}
-				}
-			}
-			for j := range set {
-				parents[i] = append(parents[i], j)
-				cuf.union(-1-i, j)
-			}
-			sort.Ints(parents[i])
-		}
-		comp := map[int]*tvertex{}
-		var next []*tvertex
-		for i, v := range cur {
-			if len(parents[i]) == 0 {
-				roots = append(roots, v)
-				continue
-			}
-			r := cuf.find(-1 - i)
-			nv := comp[r]
-			if nv == nil {
-				nv = &tvertex{level: level, first: v.first}
-				comp[r] = nv
-				next = append(next, nv)
-			}
-			nv.children = append(nv.children, v)
-			for _, p := range parents[i] {
-				if !consumed[p] {
-					consumed[p] = true
-					nv.members = append(nv.members, p)
-				}
-			}
-		}
-		for _, nv := range next {
-			sort.Ints(nv.members)
-		}
-		all = append(all, next...)
-		cur = next
-	}
-	if len(unknown) > 0 {
-		u := &tvertex{level: 1, nodes: unknown, first: unknown[0], name: UnknownSwitch,
-			comment: []string{UnknownSwitch + ": nodes whose compute ports reach no switch known to the fabric scan or to their inventory"}}
-		roots = append(roots, u)
-		all = append(all, u)
-	}
-	nameVertices(all, sws)
-
+// slurmTree renders t.Tree.
+func (t *Topology) slurmTree() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Slurm topology.conf for TopologyPlugin=topology/tree, written by GIN from its topology graph.\n")
-	fmt.Fprintf(&b, "# %d nodes; fabric tiers merged into a tree (switches serving the same nodes are one SwitchName).\n", len(names))
-	if len(roots) > 1 {
+	fmt.Fprintf(&b, "# %d nodes; fabric tiers merged into a tree (switches serving the same nodes are one SwitchName).\n", len(t.Nodes))
+	if roots := t.Tree.Roots; len(roots) > 1 {
 		tops := make([]string, len(roots))
 		for i, r := range roots {
-			tops[i] = r.name
+			tops[i] = r.Name
 		}
 		fmt.Fprintf(&b, "# %d separate trees (top switches %s): no switch connects them, so Slurm keeps each job\n", len(roots), strings.Join(tops, ", "))
 		b.WriteString("# within one of them (slurmctld logs that no switch reaches all nodes; that is intended).\n")
 	}
-	for _, v := range all {
-		for _, m := range v.members {
-			s := sws[m]
+	for _, v := range t.Tree.Switches {
+		for _, s := range v.Fabric {
 			where := fmt.Sprintf("tier %d", s.Tier)
-			if m >= nFabric {
+			if s.FromInventory {
 				where = "tier 1, known only from node inventories"
 			}
-			fmt.Fprintf(&b, "# %s: %s %s %s\n", v.name, devid.GUIDText(s.GUID), commentText(s.Description), where)
+			fmt.Fprintf(&b, "# %s: %s %s %s\n", v.Name, devid.GUIDText(s.GUID), commentText(s.Description), where)
 		}
-		for _, c := range v.comment {
+		for _, c := range v.Comment {
 			fmt.Fprintf(&b, "# %s\n", c)
 		}
-		if len(v.children) == 0 {
-			fmt.Fprintf(&b, "SwitchName=%s Nodes=%s\n", v.name, hostlist.Compress(v.nodes))
+		if len(v.Children) == 0 {
+			fmt.Fprintf(&b, "SwitchName=%s Nodes=%s\n", v.Name, hostlist.Compress(v.Nodes))
 			continue
 		}
-		kids := make([]string, len(v.children))
-		for i, c := range v.children {
-			kids[i] = c.name
+		kids := make([]string, len(v.Children))
+		for i, c := range v.Children {
+			kids[i] = c.Name
 		}
-		fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", v.name, hostlist.Compress(kids))
+		fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", v.Name, hostlist.Compress(kids))
 	}
-	return b.Bytes(), nil
+	return b.Bytes()
+}
+
+// slurmError says why no topology.conf can be written from the graph.
+func slurmError(err error) error {
+	if errors.Is(err, ErrNoNodes) {
+		return err
+	}
+	return fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
 }
 
 // nameVertices names the Slurm switches: after the fabric switch when a
@@ -311,60 +182,42 @@ func checkNodeNames(names []string) error {
 }
 
 // SlurmBlock writes a Slurm topology.conf for TopologyPlugin=topology/block:
-// one BlockName per MNNVL NVLink domain and a BlockSizes line (see the
-// package documentation). Every node must be in an NVLink domain.
+// one BlockName per MNNVL NVLink domain (the Blocks of its Topology) and a
+// BlockSizes line (see the package documentation). Every node must be in
+// an NVLink domain.
 func SlurmBlock(g *graph.Graph) ([]byte, error) {
-	if g == nil || g.Len() == 0 {
-		return nil, errors.New("the cluster has no nodes yet, and an empty topology.conf would break slurmctld")
+	t, err := Build(g)
+	if err != nil {
+		return nil, slurmError(err)
 	}
-	names := g.Nodes()
-	if err := checkNodeNames(names); err != nil {
-		return nil, fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
-	}
-	sortNatural(names)
-	type block struct {
-		domain string
-		nodes  []string
-	}
-	var blocks []*block
-	byDomain := map[string]*block{}
-	var missing []string
-	for _, n := range names {
-		info, _ := g.NodeInfo(n)
-		if info.NVLinkDomain == "" {
-			missing = append(missing, n)
-			continue
-		}
-		b := byDomain[info.NVLinkDomain]
-		if b == nil {
-			b = &block{domain: info.NVLinkDomain}
-			byDomain[info.NVLinkDomain] = b
-			blocks = append(blocks, b)
-		}
-		b.nodes = append(b.nodes, n)
-	}
-	if len(missing) > 0 {
+	if len(t.NoDomain) > 0 {
 		return nil, fmt.Errorf("topology/block needs MNNVL NVLink domains, and %d of %d nodes are in none (%s); export slurm (topology/tree) for them instead",
-			len(missing), len(names), hostlist.Compress(missing))
+			len(t.NoDomain), len(t.Nodes), hostlist.Compress(t.NoDomain))
 	}
-	base := len(blocks[0].nodes)
-	for _, b := range blocks {
-		base = min(base, len(b.nodes))
+	return t.slurmBlock(), nil
+}
+
+// slurmBlock renders t.Blocks (every node in one) with Slurm's default
+// BlockSizes: the smallest block's node count doubled while the doubled
+// size still fits the number of blocks.
+func (t *Topology) slurmBlock() []byte {
+	base := len(t.Blocks[0].Nodes)
+	for _, b := range t.Blocks {
+		base = min(base, len(b.Nodes))
 	}
 	sizes := []string{fmt.Sprint(base)}
-	for k := 2; k <= len(blocks); k *= 2 {
+	for k := 2; k <= len(t.Blocks); k *= 2 {
 		sizes = append(sizes, fmt.Sprint(base*k))
 	}
 	var out bytes.Buffer
 	out.WriteString("# Slurm topology.conf for TopologyPlugin=topology/block, written by GIN from its topology graph.\n")
-	fmt.Fprintf(&out, "# %d nodes in %d MNNVL NVLink domains (one block each); blocks are paired in this order into larger blocks.\n", len(names), len(blocks))
-	for i, b := range blocks {
-		name := fmt.Sprintf("block%02d", i+1)
-		fmt.Fprintf(&out, "# %s: NVLink domain %s\n", name, commentText(b.domain))
-		fmt.Fprintf(&out, "BlockName=%s Nodes=%s\n", name, hostlist.Compress(b.nodes))
+	fmt.Fprintf(&out, "# %d nodes in %d MNNVL NVLink domains (one block each); blocks are paired in this order into larger blocks.\n", len(t.Nodes), len(t.Blocks))
+	for _, b := range t.Blocks {
+		fmt.Fprintf(&out, "# %s: NVLink domain %s\n", b.Name, commentText(b.Domain))
+		fmt.Fprintf(&out, "BlockName=%s Nodes=%s\n", b.Name, hostlist.Compress(b.Nodes))
 	}
 	fmt.Fprintf(&out, "BlockSizes=%s\n", strings.Join(sizes, ","))
-	return out.Bytes(), nil
+	return out.Bytes()
 }
 
 // unionFind is a union-find over ints.
