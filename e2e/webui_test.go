@@ -1,19 +1,13 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -44,80 +38,15 @@ func TestWebViewInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries and a browser")
 	}
-	browser := needChromium(t)
+	needChromium(t)
 	bin := binaries(t)
 	addr, _, stderr := startDev(t, bin, "--http-bind", "127.0.0.1:0")
 	if out, err := runTool(t, bin, "ginctl", "--master", addr, "plan", "--job", "4242", "--nodes", "node[001-002]"); err != nil {
 		t.Fatalf("ginctl plan: %v\n%s", err, out)
 	}
-	re := regexp.MustCompile(`msg="serving /metrics and /healthz".* addr=(\S+)`)
-	var httpAddr string
-	waitFor(t, "the dev master's HTTP address", 30*time.Second, func() bool {
-		m := re.FindStringSubmatch(stderr.String())
-		if m != nil {
-			httpAddr = m[1]
-		}
-		return m != nil
-	})
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1280, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
-	// Start the browser without a deadline (a timeout on the first call
-	// would kill it).
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	var mu sync.Mutex
-	var problems []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
-			}
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil {
-				msg += " " + d.Exception.Description
-			}
-			problems = append(problems, "exception: "+msg)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				problems = append(problems, fmt.Sprintf("log %s/%s: %s %s", ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL))
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-		defer scancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-		defer scancel()
-		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
+	httpAddr := devHTTPAddr(t, stderr)
+	br := newBrowser(t, 1280, 1000)
+	step, text := br.step, br.text
 
 	url := "http://" + httpAddr + "/ui/"
 	step("open "+url, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
@@ -154,28 +83,22 @@ func TestWebViewInChromium(t *testing.T) {
 		t.Errorf("node001 topo -m %q, want NV18 between GPUs", s)
 	}
 
-	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-	scancel()
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	dir := os.Getenv("GIN_ARTIFACT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(dir, "webui-node001.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+	br.screenshot("webui-node001.png")
+	br.checkProblems()
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Errorf("browser: %s", p)
-	}
+var httpAddrRE = regexp.MustCompile(`msg="serving /metrics and /healthz".* addr=(\S+)`)
+
+// devHTTPAddr waits for the dev master to log its --http-bind address.
+func devHTTPAddr(t *testing.T, stderr *lockedBuffer) string {
+	t.Helper()
+	var addr string
+	waitFor(t, "the dev master's HTTP address", 30*time.Second, func() bool {
+		m := httpAddrRE.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
 }

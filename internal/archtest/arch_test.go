@@ -98,6 +98,9 @@ func TestLayering(t *testing.T) {
 		{name: "measurement bounds are a leaf", from: mod("internal/measurelimit"), onlyIn: []string{mod("internal/measurelimit")}},
 		{name: "discovery knows nothing of agents, masters or Raft", from: mod("internal/discovery"),
 			never: []string{mod("internal/agent"), mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
+		{name: "the pictures draw from the API and the graph only", from: mod("internal/webui/draw"),
+			onlyIn: []string{mod("internal/webui/draw"), mod("api/gen/gin/v1"), mod("internal/graph"), mod("internal/render"),
+				mod("internal/natsort"), mod("internal/devid")}},
 		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),
 			never: []string{mod("internal/raft"), mod("internal/master"), "github.com/hashicorp/raft"}},
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/jsonout"
 )
@@ -28,6 +29,14 @@ type Backend interface {
 	GetClusterInfo(context.Context, *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error)
 	// PinnedPlans returns the plans pinned in this replica's state.
 	PinnedPlans(context.Context) ([]*ginv1.Plan, error)
+	// Topology returns this replica's canonical graph and the imported
+	// fabric scan (nil when none), which the pictures are drawn from.
+	Topology(context.Context) (*graph.Graph, *ginv1.FabricTopology, error)
+	// Measurements returns the stored measurements (the plan charts'
+	// measured points).
+	Measurements(context.Context) ([]*ginv1.Measurement, error)
+	// Estimate answers as PlanService's Estimate (the estimate page).
+	Estimate(context.Context, *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error)
 }
 
 // MaxPlans bounds the plans one /ui/api/plans answer carries (the first by
@@ -41,17 +50,23 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // requestTimeout bounds one API request.
 const requestTimeout = 10 * time.Second
 
-// Register adds GET /ui/ (the page), GET /ui/api/cluster, /ui/api/nodes,
-// /ui/api/node?name=N, /ui/api/matrix?node=N and /ui/api/plans to mux. Every other method is
+// Register adds GET /ui/ (the page, with the fabric drawn), the pictures
+// /ui/node?name=N, /ui/job?id=J and /ui/estimate?gpus=N, GET
+// /ui/api/cluster, /ui/api/nodes, /ui/api/node?name=N,
+// /ui/api/matrix?node=N and /ui/api/plans to mux. Every other method is
 // refused: the view is read-only.
 func Register(mux *http.ServeMux, b Backend, log *slog.Logger) {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
 	}
-	h := &handler{b: b, log: log}
+	h := &handler{b: b, log: log, pages: newPages()}
 	files := http.StripPrefix("/ui/", http.FileServerFS(sub))
 	mux.Handle("GET /ui/", secure(files))
+	mux.Handle("GET /ui/{$}", secure(http.HandlerFunc(h.index)))
+	mux.Handle("GET /ui/node", secure(http.HandlerFunc(h.nodePage)))
+	mux.Handle("GET /ui/job", secure(http.HandlerFunc(h.jobPage)))
+	mux.Handle("GET /ui/estimate", secure(http.HandlerFunc(h.estimatePage)))
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	mux.Handle("GET /ui/api/cluster", secure(http.HandlerFunc(h.cluster)))
 	mux.Handle("GET /ui/api/nodes", secure(http.HandlerFunc(h.nodes)))
@@ -71,8 +86,9 @@ func secure(next http.Handler) http.Handler {
 }
 
 type handler struct {
-	b   Backend
-	log *slog.Logger
+	b     Backend
+	log   *slog.Logger
+	pages *pages
 }
 
 func (h *handler) cluster(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/graph"
 )
 
 // fakeBackend answers like the master's read services, or fails with err.
@@ -60,6 +61,21 @@ func (f *fakeBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
 	return ps, nil
 }
 
+func (f *fakeBackend) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopology, error) {
+	f.asks = append(f.asks, "Topology")
+	return &graph.Graph{}, nil, f.err
+}
+
+func (f *fakeBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) {
+	f.asks = append(f.asks, "Measurements")
+	return nil, f.err
+}
+
+func (f *fakeBackend) Estimate(_ context.Context, r *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
+	f.asks = append(f.asks, fmt.Sprintf("Estimate %d", r.GetGpus()))
+	return &ginv1.EstimateResponse{}, f.err
+}
+
 func TestHandlers(t *testing.T) {
 	tests := []struct {
 		name, method, path string
@@ -81,7 +97,17 @@ func TestHandlers(t *testing.T) {
 		{"empty name", "GET", "/ui/api/node", nil, 400, "node name", ""},
 		{"control characters", "GET", "/ui/api/node?name=a%0Ab", nil, 400, "node name", ""},
 		{"read-only", "POST", "/ui/api/nodes", nil, 405, "", ""},
-		{"page", "GET", "/ui/", nil, 200, "GIN cluster topology", ""},
+		{"page with the fabric drawn", "GET", "/ui/", nil, 200, `data-node="n1"`, "ListNodes,Topology"},
+		{"page when the replica cannot read", "GET", "/ui/", status.Error(codes.Unavailable, "not serving"), 503, "not serving", "ListNodes"},
+		{"expand is bounded", "GET", "/ui/?expand=a%0Ab", nil, 400, "not a leaf switch", ""},
+		{"node page", "GET", "/ui/node?name=n1", nil, 200, "Node n1", "GetNode n1,GetMatrix n1,PinnedPlans,Topology"},
+		{"node page: a hostlist is not a name", "GET", "/ui/node?name=n[1-2]", nil, 400, "node name", ""},
+		{"job page", "GET", "/ui/job?id=j0003", nil, 200, "Job j0003", "PinnedPlans,ListNodes,Topology,Measurements"},
+		{"job page: unknown job", "GET", "/ui/job?id=nope", nil, 404, "no plan pinned", "PinnedPlans"},
+		{"job page: bad id", "GET", "/ui/job?id=%3Cb%3E", nil, 400, "job id", ""},
+		{"estimate sweep", "GET", "/ui/estimate?gpus=5", nil, 200, "up to 5 GPUs", "Estimate 1,Estimate 2,Estimate 4,Estimate 5"},
+		{"estimate bounded", "GET", "/ui/estimate?gpus=70000", nil, 400, "gpus", ""},
+		{"estimate workload checked", "GET", "/ui/estimate?workload=x", nil, 400, "workload", ""},
 		{"no listing of the assets", "GET", "/ui/static/", nil, 404, "", ""},
 		{"redirect to the page", "GET", "/ui", nil, 301, "", ""},
 	}

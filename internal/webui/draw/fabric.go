@@ -629,7 +629,7 @@ func (m *fabricModel) drawGroup(w *svg, g *group, x, y int, t tile) int {
 		}
 	}
 	h := cy - y + fPad
-	w.open("g", "class", "group", "data-group", g.label, "id", "g-"+anchorID(g.key))
+	w.open("g", "class", "group", "data-group", g.label, "id", GroupAnchor(g.key))
 	w.rect(x, y, fCardW, h, "", "class", "card")
 	w.text(short(g.label, 30), "x", itoa(x+fPad), "y", itoa(y+16), "class", "gl")
 	w.text(fmt.Sprintf("%d nodes", len(g.nodes)), "x", itoa(x+fCardW-fPad), "y", itoa(y+16), "class", "gn")
@@ -709,6 +709,10 @@ func (m *fabricModel) drawNode(w *svg, n *fnode, x, y int, t tile) {
 		w.close("g")
 	}
 }
+
+// GroupAnchor is the id of a leaf group's card (a URL fragment), for
+// the group key that ExpandHref is given.
+func GroupAnchor(key string) string { return "g-" + anchorID(key) }
 
 // anchorID makes a group key usable as a fragment.
 func anchorID(key string) string {

@@ -121,6 +121,7 @@ function renderPlans(answer) {
     root.append(el("details", { class: "plan", "data-job": p.job_id },
       el("summary", {}, "job " + p.job_id + ": " + nodes.length + " nodes (" + nodes.slice(0, 4).join(", ") + (nodes.length > 4 ? ", …" : "") +
         "), " + (p.rules || []).length + " rules, hash " + (p.content_hash || "").slice(0, 12) + ", expires " + (p.expires_at || "never")),
+      el("p", {}, el("a", { href: "job?id=" + encodeURIComponent(p.job_id) }, "the plan drawn, its nodes on the fabric")),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "collective"), el("th", {}, "shape"), el("th", {}, "sizes"),
         el("th", {}, "algorithm / protocol"), el("th", {}, "channels"), el("th", {}, "reason"))), body)));
   }
