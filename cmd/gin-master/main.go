@@ -246,6 +246,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.DurationVar(&o.tuning.ElectionTimeout, "raft-election-timeout", 0, "a candidate without a quorum this long starts a new election (0: Raft's default, 1s)")
 	f.DurationVar(&o.tuning.LeaderLeaseTimeout, "raft-leader-lease-timeout", 0, "a leader without contact to a quorum this long steps down; at most the heartbeat timeout (0: Raft's default, 500ms)")
 	f.Uint64Var(&o.tuning.SnapshotThreshold, "snapshot-threshold", 0, "Raft log entries since the last snapshot that trigger a new one (0: 8192)")
+	f.Uint64Var(&o.tuning.SnapshotBytes, "snapshot-bytes", 0, "Raft log bytes appended since the last snapshot that trigger a new one, besides --snapshot-threshold entries (0: 256 MiB; at least 65536)")
 	f.DurationVar(&o.tuning.SnapshotInterval, "snapshot-interval", 0, "how often the snapshot threshold is checked (0: Raft's default, 2m)")
 	f.Uint64Var(&o.tuning.TrailingLogs, "trailing-logs", 0, "log entries kept after a snapshot, so a lagging master catches up without a snapshot transfer (0: Raft's default, 10240)")
 	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")

@@ -92,6 +92,18 @@ const (
 	ReasonStreamLimit = "STREAM_LIMIT"
 	// ReasonWatchBehind: a topology watcher that fell behind the changes.
 	ReasonWatchBehind = "WATCH_BEHIND"
+	// ReasonNamesLimit: a hostlist naming more hosts than one request may
+	// (the cluster's size, or a stated cap).
+	ReasonNamesLimit = "NAMES_LIMIT"
+	// ReasonReadLimit: a heavy read past the ones one identity may run at
+	// once.
+	ReasonReadLimit = "READ_LIMIT"
+	// ReasonInventoryTooLarge: an inventory over the bytes one node's may
+	// hold.
+	ReasonInventoryTooLarge = "INVENTORY_TOO_LARGE"
+	// ReasonInventoryRate: an inventory change past the changes one node
+	// may commit per minute (a RetryInfo says when to try again).
+	ReasonInventoryRate = "INVENTORY_RATE"
 )
 
 // Info is the ErrorInfo of GIN's reason (metadata may be nil).

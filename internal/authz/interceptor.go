@@ -28,6 +28,7 @@ type Authorizer struct {
 	maxStreams int
 	deny       pki.DenyList // nil: nothing denied
 	conns      pki.Conns    // the listener's connections (Credentials)
+	heavy      *heavyReads  // HeavyReads at once per identity
 
 	mu      sync.Mutex
 	streams map[pki.Identity]int
@@ -41,7 +42,8 @@ func New(table map[string][]pki.Role) *Authorizer {
 // NewWithLimit returns an Authorizer over table allowing each identity at
 // most maxStreams open streams (further ones: RESOURCE_EXHAUSTED).
 func NewWithLimit(table map[string][]pki.Role, maxStreams int) *Authorizer {
-	return &Authorizer{table: table, maxStreams: maxStreams, streams: map[pki.Identity]int{}}
+	return &Authorizer{table: table, maxStreams: maxStreams, streams: map[pki.Identity]int{},
+		heavy: newHeavyReads(DefaultMaxHeavyReadsPerIdentity)}
 }
 
 func (a *Authorizer) acquire(id pki.Identity) bool {
@@ -165,6 +167,12 @@ func (a *Authorizer) Unary(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err != nil {
 		return nil, err
 	}
+	id, _ := Identity(ctx)
+	release, err := a.heavy.acquire(ctx, id, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return h(ctx, req)
 }
 

@@ -1,6 +1,7 @@
 package hostlist
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,6 +26,21 @@ type Error struct {
 	Item   string // the offending item, without surrounding whitespace
 	Offset int    // byte offset of the problem in the whole expression
 	Msg    string // what is wrong
+	// tooMany: the expression names more hosts than allowed (Unwrap is
+	// ErrTooMany), as opposed to being malformed.
+	tooMany bool
+}
+
+// ErrTooMany is what an Error for an expression naming more hosts than
+// allowed wraps (errors.Is).
+var ErrTooMany = errors.New("hostlist: too many hosts")
+
+// Unwrap is ErrTooMany for an expression naming too many hosts, else nil.
+func (e *Error) Unwrap() error {
+	if e.tooMany {
+		return ErrTooMany
+	}
+	return nil
 }
 
 func (e *Error) Error() string {
@@ -38,6 +54,16 @@ func (e *Error) Error() string {
 // Errors are of type *Error and name the offending item and the byte offset
 // of the problem.
 func Expand(expr string) ([]string, error) {
+	return ExpandAtMost(expr, MaxHosts)
+}
+
+// ExpandAtMost is Expand for an expression that may name at most limit
+// hosts (counting duplicates; limit is clamped to 1..MaxHosts): a larger
+// one is refused before any name is generated, so a caller that bounds
+// what one request may cost (a server expanding a client's expression)
+// never holds more than limit names for it.
+func ExpandAtMost(expr string, limit int) ([]string, error) {
+	limit = min(max(limit, 1), MaxHosts)
 	if isBlank(expr) {
 		return []string{}, nil
 	}
@@ -52,8 +78,10 @@ func Expand(expr string) ([]string, error) {
 			return nil, err
 		}
 		total += it.count // it.count <= MaxHosts+1, so no overflow
-		if total > MaxHosts {
-			return nil, it.tooMany()
+		if total > uint64(limit) {
+			e := it.errorf(it.off, "expands to more than %d hosts", limit)
+			e.tooMany = true
+			return nil, e
 		}
 		items = append(items, it)
 		if end == len(expr) {
@@ -103,7 +131,9 @@ func (it *item) errorf(off int, format string, args ...any) *Error {
 }
 
 func (it *item) tooMany() *Error {
-	return it.errorf(it.off, "expands to more than %d hosts", MaxHosts)
+	e := it.errorf(it.off, "expands to more than %d hosts", MaxHosts)
+	e.tooMany = true
+	return e
 }
 
 // expand calls emit with every name of the item, leftmost group slowest.

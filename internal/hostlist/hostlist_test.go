@@ -323,3 +323,42 @@ func BenchmarkExpand(b *testing.B) {
 		}
 	}
 }
+
+// ExpandAtMost refuses an expression naming more than its limit before
+// generating a name: the hostlist bomb of issue #21 (240-byte names, 131,072
+// of them) costs a handful of allocations.
+func TestExpandAtMost(t *testing.T) {
+	bomb := strings.Repeat("a", 240) + "[000000-131071]"
+	tests := []struct {
+		expr    string
+		limit   int
+		want    int    // names, when no error
+		wantErr string // substring
+	}{
+		{"n[1-4]", 4, 4, ""},
+		{"n[1-4]", 3, 0, "expands to more than 3 hosts"},
+		{"n[1-2],n[1-2]", 3, 0, "expands to more than 3 hosts"}, // duplicates count
+		{"n1", 0, 1, ""},                                        // clamped to 1
+		{bomb, 16384, 0, "expands to more than 16384 hosts"},
+		{bomb, 1 << 30, 131072, ""}, // clamped to MaxHosts
+	}
+	for _, tt := range tests {
+		got, err := ExpandAtMost(tt.expr, tt.limit)
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("ExpandAtMost(%.20q, %d) = %v, want error %q", tt.expr, tt.limit, err, tt.wantErr)
+		case tt.wantErr == "" && (err != nil || len(got) != tt.want):
+			t.Errorf("ExpandAtMost(%.20q, %d) = %d names, %v; want %d", tt.expr, tt.limit, len(got), err, tt.want)
+		}
+	}
+	if _, err := ExpandAtMost(bomb, 16384); !errors.Is(err, ErrTooMany) {
+		t.Errorf("the bomb past the limit: %v, want ErrTooMany", err)
+	}
+	if _, err := Expand("n[1-"); errors.Is(err, ErrTooMany) {
+		t.Errorf("a malformed expression is ErrTooMany: %v", err)
+	}
+	allocs := testing.AllocsPerRun(10, func() { _, _ = ExpandAtMost(bomb, 16384) })
+	if allocs > 30 {
+		t.Errorf("refusing the bomb made %v allocations, want a handful", allocs)
+	}
+}

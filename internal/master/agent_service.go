@@ -346,13 +346,17 @@ const heldWait = 3 * time.Second
 // them as its source wrote them), so the log, the hash and every client
 // see one form; the FSM applies the same rule to older entries.
 func (s *Server) putInventory(ctx context.Context, inv *ginv1.NodeInventory) (resultWithGen, error) {
-	return s.putInventoryBound(ctx, inv, sessionBinding(ctx))
+	return s.putInventoryBound(ctx, inv, sessionBinding(ctx), false)
 }
 
 // putInventoryBound is putInventory for a node whose agent's certificate is
 // binding (nil without TLS): the session's own, or the one a relaying
-// master verified.
-func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory, binding *statev1.NodeBinding) (resultWithGen, error) {
+// master verified. An agent's write (fromAgent) is bounded in changes per
+// minute (inventorybounds.go); every write in size.
+func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory, binding *statev1.NodeBinding, fromAgent bool) (resultWithGen, error) {
+	if err := checkInventorySize(inv); err != nil {
+		return resultWithGen{}, err
+	}
 	inv, _ = inventory.Canonical(inv)
 	if err := inventory.Validate(inv); err != nil {
 		return resultWithGen{}, err
@@ -383,6 +387,11 @@ func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory
 	} else if n, _ := s.store.Counts(); n >= s.cfg.MaxNodes {
 		return resultWithGen{}, exhaustedf(apierr.ReasonNodeLimit, "node %q not registered: %d nodes are, the most gin-master --max-nodes allows (%d); raise it on every master",
 			inv.GetNodeName(), n, s.cfg.MaxNodes)
+	}
+	if fromAgent {
+		if err := s.invBounds.admitChange(inv.GetNodeName()); err != nil {
+			return resultWithGen{}, err
+		}
 	}
 	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{
 		Inventory: inv, ContentHash: hash, At: timestamppb.Now(), Binding: binding,

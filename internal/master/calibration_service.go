@@ -54,12 +54,12 @@ func (c *calibrationService) ImportMeasurement(ctx context.Context, req *ginv1.I
 // measurementOf validates an import at the edge and derives its key from
 // the graph; the FSM applies the same CheckMeasurement.
 func (s *Server) measurementOf(req *ginv1.ImportMeasurementRequest) (*ginv1.Measurement, error) {
-	nodes, err := hostlist.Expand(req.GetNodes())
+	nodes, err := expandNodes(req.GetNodes(), state.MaxMeasurementNodes, "a measurement's nodes")
 	switch {
 	case req.GetNodes() == "":
 		return nil, invalidf("nodes", "is empty")
 	case err != nil:
-		return nil, invalidf("nodes", "%v", err)
+		return nil, err
 	case len(nodes) > state.MaxMeasurementNodes:
 		return nil, invalidf("nodes", "%d nodes, more than %d", len(nodes), state.MaxMeasurementNodes)
 	case len(req.GetPoints()) == 0:

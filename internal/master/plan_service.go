@@ -113,9 +113,9 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 		return nil, exhaustedf(apierr.ReasonPlanLimit, "plan for job %q not pinned: %d plans are, the most gin-master --max-plans allows (%d); raise it or delete plans (ginctl plan delete --job ID)",
 			req.GetJobId(), n, p.s.cfg.MaxPlans)
 	}
-	nodes, err := hostlist.Expand(req.GetNodes())
+	nodes, err := expandNodes(req.GetNodes(), MaxPlanNodes, "a plan's nodes")
 	if err != nil {
-		return nil, invalidf("nodes", "%v", err)
+		return nil, err
 	}
 	if len(nodes) > MaxPlanNodes {
 		return nil, invalidf("nodes", "%d nodes, more than %d", len(nodes), MaxPlanNodes)
@@ -233,9 +233,9 @@ func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
 // or 0 GPUs per node, asks for the plan as it is.
 func samePlacement(pl *ginv1.Plan, req *ginv1.GetOrCreatePlanRequest) error {
 	if req.GetNodes() != "" {
-		nodes, err := hostlist.Expand(req.GetNodes())
+		nodes, err := expandNodes(req.GetNodes(), MaxPlanNodes, "a plan's nodes")
 		if err != nil {
-			return invalidf("nodes", "%v", err)
+			return err
 		}
 		want := slices.Clone(pl.GetNodes())
 		slices.Sort(want)
@@ -260,9 +260,9 @@ func agentNamesItself(ctx context.Context, expr string) error {
 	if !ok || id.Role != pki.RoleAgent || expr == "" {
 		return nil
 	}
-	nodes, err := hostlist.Expand(expr)
+	nodes, err := expandNodes(expr, MaxPlanNodes, "a plan's nodes")
 	if err != nil {
-		return invalidf("nodes", "%v", err)
+		return err
 	}
 	if !slices.Contains(nodes, id.Name) {
 		return &forbidden{msg: fmt.Sprintf("%s may only ask for plans of jobs on its own node; %s does not include %s", id, expr, id.Name)}

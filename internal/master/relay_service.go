@@ -173,7 +173,7 @@ func (s *Server) commitInventoryHere(ctx context.Context, name, machineID string
 	if m := inv.GetHost().GetMachineId(); m != "" && machineID != "" && m != machineID {
 		return resultWithGen{}, invalidf("inventory.host.machine_id", "%q does not match the session's machine %q", m, machineID)
 	}
-	return s.putInventoryBound(ctx, inv, binding)
+	return s.putInventoryBound(ctx, inv, binding, true)
 }
 
 // relayedBinding is the node binding of a relayed write: the agent

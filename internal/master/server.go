@@ -156,6 +156,8 @@ type Config struct {
 
 // Server is one gin-master: Raft node, state and gRPC services.
 type Server struct {
+	invBounds inventoryBounds // agents' inventory changes per node (inventorybounds.go)
+
 	cfg      Config
 	log      *slog.Logger
 	store    *state.Store

@@ -63,9 +63,9 @@ func selectNodes(v state.View, expr string) ([]string, error) {
 
 // selectNodesInOrder is selectNodes keeping the order written.
 func selectNodesInOrder(v state.View, expr string) ([]string, error) {
-	names, err := hostlist.Expand(expr)
+	names, err := expandNodes(expr, readNamesLimit(v), whyReadLimit(v))
 	if err != nil {
-		return nil, invalidf("nodes", "%v", err)
+		return nil, err
 	}
 	var missing []string
 	for _, n := range names {

@@ -42,6 +42,7 @@ type countingLogStore struct {
 	errs         [numOps]atomic.Uint64
 	refuse       func() error
 	onWriteError func(error)
+	bySize       *snapshotByBytes // nil: snapshots by entry count only
 }
 
 func newCountingLogStore(s hraft.LogStore) *countingLogStore {
@@ -87,11 +88,18 @@ func (c *countingLogStore) StoreLogs(logs []*hraft.Log) error {
 	if err != nil && c.onWriteError != nil {
 		c.onWriteError(err)
 	}
+	if err == nil {
+		c.bySize.stored(logs)
+	}
 	return c.count(opStoreLogs, err)
 }
 
 func (c *countingLogStore) DeleteRange(lo, hi uint64) error {
-	return c.count(opDeleteRange, c.LogStore.DeleteRange(lo, hi))
+	err := c.LogStore.DeleteRange(lo, hi)
+	if err == nil {
+		c.bySize.compacted()
+	}
+	return c.count(opDeleteRange, err)
 }
 
 // IsMonotonic forwards hraft.MonotonicLogStore: the WAL needs Raft to

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,9 @@ type Tuning struct {
 	// TrailingLogs: entries kept after a snapshot so a slightly lagging
 	// follower catches up without a snapshot install (default 10240).
 	TrailingLogs uint64
+	// SnapshotBytes: log bytes appended since the last compaction that
+	// trigger a snapshot (default DefaultSnapshotBytes, snapbytes.go).
+	SnapshotBytes uint64
 }
 
 // Bounds of the Tuning values, checked by Validate.
@@ -110,6 +114,9 @@ func (t Tuning) Validate() error {
 	}
 	if t.SnapshotThreshold > 1<<30 || t.TrailingLogs > 1<<30 {
 		return errors.New("raft snapshot threshold and trailing logs: want at most 2^30 entries")
+	}
+	if t.SnapshotBytes != 0 && (t.SnapshotBytes < 1<<16 || t.SnapshotBytes > maxSnapshotBytes) {
+		return fmt.Errorf("raft snapshot bytes %d: want 64 KiB..1 TiB", t.SnapshotBytes)
 	}
 	return nil
 }
@@ -329,6 +336,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	guard := &diskGuard{dir: cfg.DataDir, minFree: cfg.MinFreeBytes, statfs: statfs, log: log}
 	failed := newFailure()
 	counted := newCountingLogStore(logs)
+	counted.bySize = &snapshotByBytes{threshold: cmp.Or(cfg.Tuning.SnapshotBytes, DefaultSnapshotBytes), log: log}
 	var running atomic.Pointer[hraft.Raft]
 	counted.refuse = func() error {
 		// A follower keeps the space free; the leader's own entries (its
@@ -356,6 +364,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	running.Store(r)
+	counted.bySize.raft.Store(r)
 	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, failed: failed, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil

@@ -199,6 +199,8 @@ func TestTuningValidate(t *testing.T) {
 		{"election timeout above the ceiling", Tuning{ElectionTimeout: time.Hour}, false},
 		{"snapshot interval too short", Tuning{SnapshotInterval: time.Millisecond}, false},
 		{"absurd trailing logs", Tuning{TrailingLogs: 1 << 40}, false},
+		{"snapshot bytes below 64 KiB", Tuning{SnapshotBytes: 1000}, false},
+		{"snapshot bytes of 1 GiB", Tuning{SnapshotBytes: 1 << 30}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
