@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gin-topology/gin/internal/apierr"
@@ -72,8 +73,9 @@ func exhaustedf(reason, format string, args ...any) error {
 	return &exhaustedError{reason: reason, msg: fmt.Sprintf(format, args...)}
 }
 
-// toStatus maps an internal error to the gRPC status clients see. It is the
-// only place where that mapping is decided.
+// toStatus maps an internal error to the gRPC status clients see: the
+// first row of statusTable that matches it. It is the only place where
+// that mapping is decided.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -81,81 +83,95 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var (
-		ve   *inventory.ValidationError
-		br   *badRequest
-		nf   *notFound
-		nl   *ginraft.NotLeaderError
-		full *ginraft.DataDirFullError
-		fb   *forbidden
-		hb   *errHandshakeBusy
-		ex   *exhaustedError
-	)
-	switch {
-	case errors.As(err, &ve):
-		st := status.New(codes.InvalidArgument, err.Error())
+	for _, r := range statusTable {
+		if !r.match(err) {
+			continue
+		}
+		st := status.New(r.code, err.Error())
+		if r.details != nil {
+			if wd, derr := st.WithDetails(r.details(err)...); derr == nil {
+				st = wd
+			}
+		}
+		return st.Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// statusRow is one row of the error table: the errors it matches, their
+// code and the details clients read (apierr reasons, field violations,
+// retry hints).
+type statusRow struct {
+	match   func(error) bool
+	code    codes.Code
+	details func(error) []protoadapt.MessageV1 // nil: none
+}
+
+// statusTable is the master's error table (etcd's shape: one table from
+// error to status), in order: the first matching row wins. Anything else
+// is INTERNAL.
+var statusTable = []statusRow{
+	{isA[*inventory.ValidationError], codes.InvalidArgument, func(err error) []protoadapt.MessageV1 {
 		d := &errdetails.BadRequest{}
-		for _, v := range ve.Violations {
+		for _, v := range asA[*inventory.ValidationError](err).Violations {
 			d.FieldViolations = append(d.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description})
 		}
-		if wd, derr := st.WithDetails(d); derr == nil {
-			st = wd
+		return []protoadapt.MessageV1{d}
+	}},
+	{isA[*badRequest], codes.InvalidArgument, func(err error) []protoadapt.MessageV1 {
+		br := asA[*badRequest](err)
+		return []protoadapt.MessageV1{&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: br.field, Description: br.msg}}}}
+	}},
+	{isA[*forbidden], codes.PermissionDenied, nil},
+	{anyOf(isA[*notFound], is(state.ErrUnknownNode)), codes.NotFound, nil},
+	{isA[*ginraft.NotLeaderError], codes.FailedPrecondition, func(err error) []protoadapt.MessageV1 {
+		return []protoadapt.MessageV1{apierr.NotLeaderInfo(asA[*ginraft.NotLeaderError](err).LeaderID)}
+	}},
+	{is(state.ErrIdentityConflict), codes.AlreadyExists, nil},
+	{anyOf(is(state.ErrStaleGeneration), is(state.ErrGenerationReused)), codes.FailedPrecondition, nil},
+	{anyOf(is(ginraft.ErrOutcomeUnknown), is(ginraft.ErrShutdown), is(errOutdated), is(errShuttingDown),
+		is(errDetached), is(errNoLeader), is(errRelayTimedOut)), codes.Unavailable, nil},
+	{is(errFailedPrecondition), codes.FailedPrecondition, nil},
+	{is(state.ErrWatchTooOld), codes.OutOfRange, nil},
+	{isA[*errHandshakeBusy], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {
+		return []protoadapt.MessageV1{apierr.Info(apierr.ReasonHandshakesBusy, nil),
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(asA[*errHandshakeBusy](err).retryAfter)}}
+	}},
+	{isA[*ginraft.DataDirFullError], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {
+		return []protoadapt.MessageV1{apierr.DataDirFullInfo(asA[*ginraft.DataDirFullError](err).Dir)}
+	}},
+	{isA[*exhaustedError], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {
+		return []protoadapt.MessageV1{apierr.Info(asA[*exhaustedError](err).reason, nil)}
+	}},
+	{is(state.ErrTooManyDenied), codes.ResourceExhausted, func(error) []protoadapt.MessageV1 {
+		return []protoadapt.MessageV1{apierr.Info(apierr.ReasonDenyListFull, nil)}
+	}},
+	{is(context.DeadlineExceeded), codes.DeadlineExceeded, nil},
+	{is(context.Canceled), codes.Canceled, nil},
+}
+
+// isA matches errors that wrap a T; asA is that T (the row matched).
+func isA[T error](err error) bool { var t T; return errors.As(err, &t) }
+
+func asA[T error](err error) T {
+	var t T
+	errors.As(err, &t)
+	return t
+}
+
+// is matches errors that wrap target.
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// anyOf matches errors any of ms matches.
+func anyOf(ms ...func(error) bool) func(error) bool {
+	return func(err error) bool {
+		for _, m := range ms {
+			if m(err) {
+				return true
+			}
 		}
-		return st.Err()
-	case errors.As(err, &br):
-		st := status.New(codes.InvalidArgument, err.Error())
-		if wd, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: br.field, Description: br.msg}}}); derr == nil {
-			st = wd
-		}
-		return st.Err()
-	case errors.As(err, &fb):
-		return status.Error(codes.PermissionDenied, err.Error())
-	case errors.As(err, &nf), errors.Is(err, state.ErrUnknownNode):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.As(err, &nl):
-		st := status.New(codes.FailedPrecondition, err.Error())
-		if wd, derr := st.WithDetails(apierr.NotLeaderInfo(nl.LeaderID)); derr == nil {
-			st = wd
-		}
-		return st.Err()
-	case errors.Is(err, state.ErrIdentityConflict):
-		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, state.ErrStaleGeneration), errors.Is(err, state.ErrGenerationReused):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, ginraft.ErrOutcomeUnknown), errors.Is(err, ginraft.ErrShutdown), errors.Is(err, errOutdated), errors.Is(err, errShuttingDown),
-		errors.Is(err, errDetached), errors.Is(err, errNoLeader), errors.Is(err, errRelayTimedOut):
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, errFailedPrecondition):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, state.ErrWatchTooOld):
-		return status.Error(codes.OutOfRange, err.Error())
-	case errors.As(err, &hb):
-		st := status.New(codes.ResourceExhausted, err.Error())
-		if wd, derr := st.WithDetails(apierr.Info(apierr.ReasonHandshakesBusy, nil), &errdetails.RetryInfo{RetryDelay: durationpb.New(hb.retryAfter)}); derr == nil {
-			st = wd
-		}
-		return st.Err()
-	case errors.As(err, &full):
-		st := status.New(codes.ResourceExhausted, err.Error())
-		if wd, derr := st.WithDetails(apierr.DataDirFullInfo(full.Dir)); derr == nil {
-			st = wd
-		}
-		return st.Err()
-	case errors.As(err, &ex), errors.Is(err, state.ErrTooManyDenied):
-		reason := apierr.ReasonDenyListFull
-		if ex != nil {
-			reason = ex.reason
-		}
-		st := status.New(codes.ResourceExhausted, err.Error())
-		if wd, derr := st.WithDetails(apierr.Info(reason, nil)); derr == nil {
-			st = wd
-		}
-		return st.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	default:
-		return status.Error(codes.Internal, err.Error())
+		return false
 	}
 }
