@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -18,9 +19,18 @@ import (
 
 var measurementIDRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
+// calibrationService is CalibrationService: measurements imported by an
+// admin (validated here and in the FSM), listed and read on any master.
 type calibrationService struct {
 	ginv1.UnimplementedCalibrationServiceServer
-	s *Server
+	store *state.Store
+	apply applyFunc
+	read  readFunc
+	log   *slog.Logger
+}
+
+func newCalibrationService(store *state.Store, apply applyFunc, read readFunc, log *slog.Logger) *calibrationService {
+	return &calibrationService{store: store, apply: apply, read: read, log: log}
 }
 
 // gpuModel answers a node's GPU model from the stored inventory.
@@ -32,28 +42,28 @@ func gpuModel(v state.View) calib.GPUModel {
 }
 
 func (c *calibrationService) ImportMeasurement(ctx context.Context, req *ginv1.ImportMeasurementRequest) (*ginv1.ImportMeasurementResponse, error) {
-	m, err := c.s.measurementOf(req)
+	m, err := measurementOf(c.store.View(), req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := c.s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutMeasurement{PutMeasurement: &statev1.PutMeasurement{Measurement: m}}})
+	res, err := c.apply(ctx, &statev1.Command{Command: &statev1.Command_PutMeasurement{PutMeasurement: &statev1.PutMeasurement{Measurement: m}}})
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("store measurement: %w", err))
 	}
-	stored, ok := c.s.store.Measurement(m.GetId())
+	stored, ok := c.store.Measurement(m.GetId())
 	if !ok {
 		return nil, toStatus(fmt.Errorf("measurement %s committed at %d but not in the state", m.GetId(), res.Index))
 	}
-	c.s.log.Info("measurement stored", "id", m.GetId(), "collective", m.GetCollective(), "algorithm", m.GetAlgorithm(),
+	c.log.Info("measurement stored", "id", m.GetId(), "collective", m.GetCollective(), "algorithm", m.GetAlgorithm(),
 		"protocol", m.GetProtocol(), "nodes", len(m.GetNodes()), "points", len(m.GetPoints()), "changed", res.Changed, "index", res.Index)
 	return &ginv1.ImportMeasurementResponse{Measurement: stored, Changed: res.Changed, Index: res.Index}, nil
 }
 
 // measurementOf validates an import at the edge and derives its key from
 // the graph; the FSM applies the same CheckMeasurement.
-func (s *Server) measurementOf(req *ginv1.ImportMeasurementRequest) (*ginv1.Measurement, error) {
+func measurementOf(view state.View, req *ginv1.ImportMeasurementRequest) (*ginv1.Measurement, error) {
 	nodes, err := expandNodes(req.GetNodes(), state.MaxMeasurementNodes, "a measurement's nodes")
 	switch {
 	case req.GetNodes() == "":
@@ -65,7 +75,6 @@ func (s *Server) measurementOf(req *ginv1.ImportMeasurementRequest) (*ginv1.Meas
 	case len(req.GetPoints()) == 0:
 		return nil, invalidf("points", "is empty")
 	}
-	view := s.store.View()
 	var missing []string
 	for _, n := range nodes {
 		if _, ok := view.Head(n); !ok {
@@ -105,12 +114,12 @@ func (s *Server) measurementOf(req *ginv1.ImportMeasurementRequest) (*ginv1.Meas
 }
 
 func (c *calibrationService) ListMeasurements(ctx context.Context, _ *ginv1.ListMeasurementsRequest) (*ginv1.ListMeasurementsResponse, error) {
-	_, ri, err := c.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	_, ri, err := c.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	resp := &ginv1.ListMeasurementsResponse{Read: ri}
-	for _, m := range c.s.store.Measurements() {
+	for _, m := range c.store.Measurements() {
 		short := proto.CloneOf(m)
 		short.Points = nil
 		resp.Measurements = append(resp.Measurements, short)
@@ -122,11 +131,11 @@ func (c *calibrationService) GetMeasurement(ctx context.Context, req *ginv1.GetM
 	if !measurementIDRE.MatchString(req.GetId()) {
 		return nil, toStatus(invalidf("id", "%q is not a measurement id (16 hex digits)", req.GetId()))
 	}
-	_, ri, err := c.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	_, ri, err := c.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	m, ok := c.s.store.Measurement(req.GetId())
+	m, ok := c.store.Measurement(req.GetId())
 	if !ok {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("measurement %s", req.GetId())})
 	}
@@ -137,10 +146,10 @@ func (c *calibrationService) DeleteMeasurement(ctx context.Context, req *ginv1.D
 	if !measurementIDRE.MatchString(req.GetId()) {
 		return nil, toStatus(invalidf("id", "%q is not a measurement id (16 hex digits)", req.GetId()))
 	}
-	if _, ok := c.s.store.Measurement(req.GetId()); !ok {
+	if _, ok := c.store.Measurement(req.GetId()); !ok {
 		return &ginv1.DeleteMeasurementResponse{}, nil
 	}
-	res, err := c.s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeleteMeasurement{DeleteMeasurement: &statev1.DeleteMeasurement{Id: req.GetId()}}})
+	res, err := c.apply(ctx, &statev1.Command{Command: &statev1.Command_DeleteMeasurement{DeleteMeasurement: &statev1.DeleteMeasurement{Id: req.GetId()}}})
 	if err != nil {
 		return nil, toStatus(err)
 	}

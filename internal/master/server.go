@@ -317,7 +317,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterTopologyServiceServer(s.grpc, &topologyService{s: s})
 	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
-	ginv1.RegisterCalibrationServiceServer(s.grpc, &calibrationService{s: s})
+	ginv1.RegisterCalibrationServiceServer(s.grpc, newCalibrationService(store, s.apply, s.read, log))
 	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
