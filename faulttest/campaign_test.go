@@ -607,7 +607,7 @@ func TestFaultCampaign(t *testing.T) {
 	cl := &claims{leaders: map[uint64]map[string]int{}, views: map[uint64]map[string]int{}}
 	wg.Go(func() { cl.sample(c, stop) })
 	other := testcerts.Make(t, filepath.Join(bin, "ginctl"), filepath.Join(t.TempDir(), "other-ca"), testcerts.Cert{Role: "master", Name: "m1"})
-	attack, err := newRaftAttack(certs.Files("agent-"+nodeNames[0]), other.Files("master-m1"))
+	attack, err := newRaftAttack(certs.Files("agent-"+nodeNames[0]), other.Files("master-m1"), certs.Files("master-"+memberlessID), certs.Files("master-m2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	hraft "github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -40,10 +43,16 @@ func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) (te
 		certs = append(certs, testcerts.Cert{Role: "agent", Name: n})
 	}
 	certs = append(certs, testcerts.Cert{Role: "scheduler"})
+	// A master certificate of the cluster CA for a master that never
+	// joins: the forged-Raft attacker's (issue #21).
+	certs = append(certs, testcerts.Cert{Role: "master", Name: memberlessID})
 	return testcerts.Make(t, filepath.Join(bin, "ginctl"), dir, certs...), certs
 }
 
 func masterID(i int) string { return fmt.Sprintf("m%d", i+1) }
+
+// memberlessID names the campaign's master certificate of no member.
+const memberlessID = "m9"
 
 // scheduler is the workload's and the checks' TLS identity; it follows
 // its files, so the rotation fault rotates it too.
@@ -154,8 +163,16 @@ func logSays(p *testproc.Proc, text string) error {
 // refused for the others; a connection the master takes (no refusal, or
 // any other answer) fails the campaign, and the leader-per-term and
 // workload checks show that none of it disturbed an election.
+//
+// Issue #21 adds the attackers that pass the handshake: a master
+// certificate of the cluster CA for a master that never joined (m9), as
+// itself and claiming to be m1, and a member's certificate (m2's) claiming
+// to be m1. Each sends a whole forged RequestVote (a far higher term,
+// LeadershipTransfer set); the master must answer it with a Raft RPC error
+// saying it was refused (its Raft never sees it).
 type raftAttack struct {
-	kinds []raftAttacker
+	kinds  []raftAttacker
+	m1Addr string // what the attackers claiming m1 claim as its address
 
 	mu       sync.Mutex
 	tries    map[string]int // kind -> connections made
@@ -166,11 +183,16 @@ type raftAttack struct {
 type raftAttacker struct {
 	name string
 	tls  *tls.Config // nil: plain TCP
+	// claim, when set, is the server id a whole forged RequestVote claims
+	// (a certificate that passes the handshake); "": only the start of one.
+	claim string
 }
 
 // newRaftAttack prepares the attackers: agentCert is a certificate of the
-// cluster CA for another role, otherCA a master certificate of another CA.
-func newRaftAttack(agentCert, otherCA pki.Files) (*raftAttack, error) {
+// cluster CA for another role, otherCA a master certificate of another CA,
+// memberless a master certificate of the cluster CA that names no member
+// and member a member's (m2's).
+func newRaftAttack(agentCert, otherCA, memberless, member pki.Files) (*raftAttack, error) {
 	a := &raftAttack{tries: map[string]int{}, refused: map[string]int{}}
 	a.kinds = append(a.kinds, raftAttacker{name: "plain TCP"})
 	a.kinds = append(a.kinds, raftAttacker{name: "TLS without a certificate", tls: &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}}) //nolint:gosec // the attacker
@@ -185,12 +207,42 @@ func newRaftAttack(agentCert, otherCA pki.Files) (*raftAttack, error) {
 		a.kinds = append(a.kinds, raftAttacker{name: f.name, tls: &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, //nolint:gosec // the attacker
 			Certificates: []tls.Certificate{*src.Certificate()}}})
 	}
+	for _, f := range []struct {
+		name, claim string
+		files       pki.Files
+	}{
+		{"a master certificate of no member, as itself", memberlessID, memberless},
+		{"a master certificate of no member, as m1", "m1", memberless},
+		{"m2's master certificate, as m1", "m1", member},
+	} {
+		src, err := pki.NewSource(f.files, nil)
+		if err != nil {
+			return nil, err
+		}
+		a.kinds = append(a.kinds, raftAttacker{name: f.name, claim: f.claim, tls: &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, //nolint:gosec // the attacker
+			Certificates: []tls.Certificate{*src.Certificate()}}})
+	}
 	return a, nil
+}
+
+// forgedWholeVote is a whole Raft RequestVote on the wire (the rpc type
+// byte 1, then the msgpack request hashicorp/raft decodes) claiming to be
+// server id at addr, with a far higher term and LeadershipTransfer set:
+// taken by Raft, it would unseat the leader.
+func forgedWholeVote(id, addr string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte(1)
+	err := codec.NewEncoder(&b, &codec.MsgpackHandle{}).Encode(&hraft.RequestVoteRequest{
+		RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(id), Addr: []byte(addr)},
+		Term:      1 << 40, Candidate: []byte(addr), LastLogIndex: 1 << 40, LastLogTerm: 1 << 40, LeadershipTransfer: true,
+	})
+	return b.Bytes(), err
 }
 
 // run attacks raftAddrs until stop is closed, one attacker kind per
 // master per 300 ms, in turn.
 func (a *raftAttack) run(raftAddrs []string, stop <-chan struct{}) {
+	a.m1Addr = raftAddrs[0]
 	for tick := 0; ; tick++ {
 		var wg sync.WaitGroup
 		for i, addr := range raftAddrs {
@@ -231,6 +283,10 @@ func (a *raftAttack) once(k raftAttacker, addr string) {
 		// TLS 1.3: the client finishes its side before the server has
 		// checked its certificate; the refusal shows on the read.
 	}
+	if k.claim != "" {
+		a.whole(k, conn, addr)
+		return
+	}
 	_, _ = conn.Write(forgedVote)
 	buf := make([]byte, 64)
 	n, err := conn.Read(buf)
@@ -242,6 +298,37 @@ func (a *raftAttack) once(k raftAttacker, addr string) {
 	default:
 		a.record(k, answered, fmt.Sprintf("%s at %s: %d bytes back (%x)", k.name, addr, n, buf[:n]))
 	}
+}
+
+// whole sends a whole forged RequestVote on a connection past the
+// handshake and reads the answer: the transport's RPC error (a msgpack
+// string, then the empty response) saying it was refused is a refusal;
+// a vote response (no error), or any other error, is an answer.
+func (a *raftAttack) whole(k raftAttacker, conn net.Conn, addr string) {
+	claimAddr := "127.0.0.1:5001" // m9's: any
+	if k.claim == "m1" {
+		claimAddr = a.m1Addr
+	}
+	req, err := forgedWholeVote(k.claim, claimAddr)
+	if err != nil {
+		a.record(k, answered, fmt.Sprintf("%s: encode: %v", k.name, err))
+		return
+	}
+	if _, err := conn.Write(req); err != nil {
+		a.record(k, refusedIf(err), "")
+		return
+	}
+	var rpcErr string
+	if err := codec.NewDecoder(conn, &codec.MsgpackHandle{}).Decode(&rpcErr); err != nil {
+		// A handshake refused after the client's side finished shows here.
+		a.record(k, refusedIf(err), "")
+		return
+	}
+	if strings.Contains(rpcErr, "refused") {
+		a.record(k, refused, "")
+		return
+	}
+	a.record(k, answered, fmt.Sprintf("%s at %s: Raft answered the forged RequestVote (error %q)", k.name, addr, rpcErr))
 }
 
 type attackOutcome int

@@ -28,10 +28,12 @@ type metrics struct {
 	reportBytes  atomic.Uint64
 	rejected     *prometheus.CounterVec
 	applyLatency prometheus.Histogram
+	members      memberRefusals // membergate.go
 }
 
 func newMetrics() *metrics {
 	return &metrics{
+		members: newMemberRefusals(),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gin_master_rejected_messages_total", Help: "Requests and agent messages rejected, by gRPC code and reason: bad input (invalid, conflict, precondition, too_large, malformed) or a limit of the master's (node_limit, plan_limit, deny_list_full, handshakes_busy, stream_limit, watch_behind, names_limit, read_limit, inventory_too_large, inventory_rate).",
 		}, []string{"code", "reason"}),
@@ -172,7 +174,7 @@ func stateLabel(s ginv1.NodeState) string {
 // cfg.HTTPBind until ctx ends.
 func (s *Server) serveHTTP(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), s.metrics.rejected, s.metrics.applyLatency,
+	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), s.metrics.rejected, s.metrics.applyLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

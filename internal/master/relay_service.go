@@ -22,6 +22,9 @@ type relayService struct {
 }
 
 func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayServicePutInventoryRequest) (*ginv1.RelayServicePutInventoryResponse, error) {
+	if err := r.s.memberOnly(ctx, "PutInventory"); err != nil {
+		return nil, toStatus(err)
+	}
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
@@ -57,6 +60,9 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayService
 }
 
 func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayServiceImportFabricScanRequest) (*ginv1.RelayServiceImportFabricScanResponse, error) {
+	if err := r.s.memberOnly(ctx, "ImportFabricScan"); err != nil {
+		return nil, toStatus(err)
+	}
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
@@ -71,6 +77,9 @@ func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelaySer
 }
 
 func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSessionsRequest) (*ginv1.ReportSessionsResponse, error) {
+	if err := r.s.memberOnly(ctx, "ReportSessions"); err != nil {
+		return nil, toStatus(err)
+	}
 	id := req.GetServerId()
 	if _, ok := r.s.store.Server(id); !ok {
 		return nil, toStatus(invalidf("server_id", "%q is not a registered master", id))

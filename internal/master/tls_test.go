@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -314,13 +315,44 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	if _, ok := leaderNow(t, ms).s.store.Node("node003"); ok {
 		t.Fatal("a refused relay registered node003")
 	}
+	// A master certificate that names no member (m9 never joined) relays
+	// nothing: every RelayService call is refused naming the members, and
+	// counted.
+	m9 := p.dial(t, leaderNow(t, ms).s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
+	relay := ginv1.NewRelayServiceClient(m9)
+	calls := map[string]func() error{
+		"PutInventory": func() error {
+			_, err := relay.PutInventory(rctx, &ginv1.RelayServicePutInventoryRequest{NodeName: "node003", ServerId: "m9",
+				Update: &ginv1.RelayServicePutInventoryRequest_Inventory{Inventory: simInventory(t, "dgx-h100", "node003")}})
+			return err
+		},
+		"ImportFabricScan": func() error {
+			_, err := relay.ImportFabricScan(rctx, &ginv1.RelayServiceImportFabricScanRequest{NodeName: "node003"})
+			return err
+		},
+		"ReportSessions": func() error {
+			_, err := relay.ReportSessions(rctx, &ginv1.ReportSessionsRequest{ServerId: "m9", Full: true})
+			return err
+		},
+	}
+	for method, call := range calls {
+		err := call()
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "m9 is not a server of this cluster's Raft configuration") {
+			t.Fatalf("RelayService.%s with the certificate of m9 (not a member): %v, want PermissionDenied naming the configuration", method, err)
+		}
+		if got := testutil.ToFloat64(leaderNow(t, ms).s.metrics.members.counter.WithLabelValues(method)); got != 1 {
+			t.Fatalf("gin_master_member_calls_refused_total{method=%q} = %v, want 1", method, got)
+		}
+	}
+	if _, ok := leaderNow(t, ms).s.store.Node("node003"); ok {
+		t.Fatal("a relay from a member-less master certificate registered node003")
+	}
 
 	// With TLS on, the leader's dial of a joining server's Raft address is
 	// the Raft handshake: the master there must be the one that joins.
 	// m9 (a valid master certificate) naming m2's Raft port, or a port
 	// that does not speak TLS, is refused and not added.
 	leader := leaderNow(t, ms)
-	m9 := p.dial(t, leader.s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, raftAddr := range []string{followerOf(ms, leader).s.node.Addr(), listening(t)} {

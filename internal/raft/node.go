@@ -177,7 +177,8 @@ type Node struct {
 	logs      *wal.WAL
 	counted   *countingLogStore // logs as Raft uses it, counting errors
 	guard     *diskGuard
-	failed    *failure // the log store's first write error
+	rpcGuard  *rpcGuard // nil without TLS
+	failed    *failure  // the log store's first write error
 	// fullHandoff is when this leader last handed leadership over because
 	// its data dir was full (unix ns; 0: never).
 	fullHandoff atomic.Int64
@@ -288,7 +289,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	trans, err := newTransport(cfg, adv, store, hlog, log)
+	trans, rguard, err := newTransport(cfg, adv, store, hlog, log)
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
@@ -365,7 +366,16 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	}
 	running.Store(r)
 	counted.bySize.raft.Store(r)
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, failed: failed, store: store, log: log, fsm: fsm}
+	if rguard != nil {
+		rguard.setMembership(func() (hraft.Configuration, bool) {
+			f := r.GetConfiguration()
+			if f.Error() != nil {
+				return hraft.Configuration{}, false
+			}
+			return f.Configuration(), true
+		})
+	}
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, failed: failed, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
 }
@@ -572,6 +582,16 @@ func waitFuture(ctx context.Context, f hraft.Future) error {
 	}
 }
 
+// RefusedRPCs returns how many inbound Raft RPCs the TLS layer refused
+// because their certificate is not the member they claim to be
+// (rpcguard.go), by rpc type and reason; nil without TLS.
+func (n *Node) RefusedRPCs() []RefusedRPCCount {
+	if n.rpcGuard == nil {
+		return nil
+	}
+	return n.rpcGuard.counts()
+}
+
 // LogStoreErrors returns the log store errors Raft met since the node
 // opened, for every operation (zeros included).
 func (n *Node) LogStoreErrors() []LogStoreErrors { return n.counted.errorCounts() }
@@ -615,6 +635,34 @@ func termOf(r *hraft.Raft) uint64 {
 	var t uint64
 	_, _ = fmt.Sscan(r.Stats()["term"], &t)
 	return t
+}
+
+// IsMember reports whether id is a server of the latest Raft
+// configuration (voter or not).
+func (n *Node) IsMember(id string) bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// MemberIDs are the server ids of the latest Raft configuration.
+func (n *Node) MemberIDs() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(f.Configuration().Servers))
+	for _, s := range f.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+	}
+	return ids
 }
 
 // ID is this server's id.

@@ -45,9 +45,12 @@ type tlsLayer struct {
 	lis       net.Listener
 	advertise net.Addr
 	server    *tls.Config
-	client    *tls.Config
+	src       *pki.Source
 	log       *slog.Logger
 	deny      pki.DenyList
+	// guard checks every inbound RPC against the Raft configuration
+	// (rpcguard.go); its membership is set once Raft runs.
+	guard *rpcGuard
 	// refusedLog bounds the lines about refused handshakes: anyone who
 	// reaches the Raft port can cause one per connection.
 	refusedLog *ratelog.Bucket
@@ -92,12 +95,15 @@ func (l *tlsLayer) watchFiles(src *pki.Source, every time.Duration, changed func
 
 // track records a verified connection under its peer's serial.
 func (l *tlsLayer) track(tc *tls.Conn) net.Conn {
+	return l.open.Track(tc, peerSerial(tc))
+}
+
+func peerSerial(tc *tls.Conn) string {
 	cs := tc.ConnectionState()
-	serial := ""
 	if len(cs.PeerCertificates) > 0 {
-		serial = pki.FormatSerial(cs.PeerCertificates[0].SerialNumber)
+		return pki.FormatSerial(cs.PeerCertificates[0].SerialNumber)
 	}
-	return l.open.Track(tc, serial)
+	return ""
 }
 
 // endDenied closes every open connection whose peer certificate is on the
@@ -123,8 +129,9 @@ func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, deny pki.Deny
 	l := &tlsLayer{
 		lis: lis, advertise: advertise, log: log, deny: deny,
 		refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil),
+		guard:      newRPCGuard(log),
 		server:     pki.ServerConfigDenying(src, masters, deny),
-		client:     pki.ClientConfigDenying(src, masters, deny),
+		src:        src,
 		conns:      make(chan net.Conn), closed: make(chan struct{}),
 	}
 	l.wg.Add(1)
@@ -184,7 +191,12 @@ func (l *tlsLayer) handshake(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	tracked := l.track(tc)
+	peer, err := pki.PeerIdentity(tc.ConnectionState())
+	if err != nil { // the server config checked the role: cannot happen
+		_ = c.Close()
+		return
+	}
+	tracked := newGuardedConn(l.track(tc), l.guard, peer, peerSerial(tc))
 	select {
 	case l.conns <- tracked:
 	case <-l.closed:
@@ -217,9 +229,10 @@ func (l *tlsLayer) Close() error {
 func (l *tlsLayer) Addr() net.Addr { return l.advertise }
 
 // Dial connects to a peer and requires a master certificate of the cluster
-// CA. The host name is not checked: Raft addresses are resolved IPs that
-// certificates rarely name, and any master of the cluster is trusted on
-// the Raft port alike.
+// CA; when the configuration has a server at address, the certificate must
+// name that server (another master answering there is refused). The host
+// name is not checked: Raft addresses are resolved IPs that certificates
+// rarely name; the name is what binds the peer to the configuration.
 func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if _, _, err := net.SplitHostPort(string(address)); err != nil {
 		return nil, fmt.Errorf("raft dial %s: %w", address, err)
@@ -230,7 +243,8 @@ func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	tc := tls.Client(c, l.client) // no ServerName: chain and role only
+	// No ServerName: chain, role and the configuration's name for address.
+	tc := tls.Client(c, pki.ClientConfigDenying(l.src, l.guard.dialCheck(address), l.deny))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("raft dial %s: TLS: %w", address, err)
@@ -240,18 +254,21 @@ func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net
 
 // newTransport is the Raft network transport: plain TCP, or the TLS layer
 // when cfg.TLS is set, refusing the certificates store's deny list names.
-func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, error) {
+// With TLS the returned guard checks every inbound RPC against the
+// configuration once its membership is set; nil for plain TCP.
+func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, *rpcGuard, error) {
 	if cfg.TLS == nil {
-		return hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
+		t, err := hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
+		return t, nil, err
 	}
 	layer, err := newTLSLayer(cfg.Bind, adv, cfg.TLS, store, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if adv == nil {
 		if ta, ok := layer.lis.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
 			_ = layer.Close()
-			return nil, errors.New("local bind address is not advertisable")
+			return nil, nil, errors.New("local bind address is not advertisable")
 		}
 	}
 	trans := hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
@@ -261,5 +278,5 @@ func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logge
 	// Closing a connection may wait for its TLS close_notify to be
 	// written: never on the FSM's goroutine.
 	store.OnDeny(func() { go layer.endDenied() })
-	return trans, nil
+	return trans, layer.guard, nil
 }

@@ -23,12 +23,17 @@ import (
 )
 
 type raftPKI struct {
-	dir string
-	ca  *pki.CA
+	dir     string
+	ca      *pki.CA
+	sources map[pki.Identity]*pki.Source
 }
 
+// source returns a Source for id's certificate, issued on first use.
 func (p *raftPKI) source(t *testing.T, id pki.Identity) *pki.Source {
 	t.Helper()
+	if s, ok := p.sources[id]; ok {
+		return s
+	}
 	cert, key, err := p.ca.IssueToDir(p.dir, pki.CertRequest{Identity: id}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +42,7 @@ func (p *raftPKI) source(t *testing.T, id pki.Identity) *pki.Source {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.sources[id] = src
 	return src
 }
 
@@ -47,7 +53,7 @@ func newRaftPKI(t *testing.T) *raftPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &raftPKI{dir: dir, ca: ca}
+	return &raftPKI{dir: dir, ca: ca, sources: map[pki.Identity]*pki.Source{}}
 }
 
 // TestTLSTransportRefusesForgedRPCs: a leader on the TLS transport gets
@@ -117,13 +123,13 @@ func TestTLSTransportRefusesForgedRPCs(t *testing.T) {
 			}
 		})
 	}
-	// The control: a master certificate of this CA reaches Raft (a vote
+	// The control: the member's master certificate reaches Raft (a vote
 	// request with a stale term is answered, not granted).
-	peer := tlsAttacker(p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m2"}))
+	peer := tlsAttacker(p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}))
 	defer peer.Close()
 	var resp hraft.RequestVoteResponse
 	stale := forged()
-	stale.Term, stale.LastLogTerm, stale.LeadershipTransfer, stale.ID = 0, 0, false, []byte("m2")
+	stale.Term, stale.LastLogTerm, stale.LeadershipTransfer = 0, 0, false
 	if err := peer.RequestVote("m1", hraft.ServerAddress(n.Addr()), stale, &resp); err != nil {
 		t.Fatalf("a master of the cluster CA could not reach Raft: %v", err)
 	}

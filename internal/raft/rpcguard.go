@@ -1,0 +1,388 @@
+package raft
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/ratelog"
+)
+
+// The Raft RPC guard binds a master certificate to the Raft configuration.
+//
+// The TLS handshake proves only that the peer holds some master
+// certificate of the cluster CA; hashicorp/raft then believes whatever
+// server id and address the RPC header claims (a forged AppendEntries
+// "from the leader" commits commands, a forged RequestVote with
+// LeadershipTransfer unseats the leader). The guard closes that gap on
+// every inbound connection, before the transport decodes a byte:
+//
+// Invariant: an RPC reaches hashicorp/raft only if the peer certificate's
+// name N is a server of this server's latest Raft configuration, the RPC's
+// header claims id N, and every address it claims (RPCHeader.Addr and the
+// deprecated Leader/Candidate fields) is N's address in that
+// configuration. A server whose configuration is still empty (fresh, not
+// yet bootstrapped or joined) accepts any master certificate that claims
+// its own name, since its first configuration can only arrive in such an
+// RPC; it holds no state to lose.
+//
+// Mechanism: hashicorp/raft's NetworkTransport reads each request as one
+// rpc-type byte and a msgpack map (an InstallSnapshot is followed by Size
+// raw bytes), from a bufio.Reader over the connection the StreamLayer
+// handed it, and answers only after it decoded the request. guardedConn
+// sits under that reader: it decodes the next request itself from a
+// recording reader (the msgpack decoder reads exactly one message from an
+// io.ByteScanner, as the transport relies on too), checks its claims, and
+// only then lets the transport read the recorded bytes verbatim (no
+// re-encoding, so nothing of the request can change). A refused request
+// is answered with an RPC error naming the refusal and the connection is
+// closed; the transport never sees it. The heartbeat fast path is covered
+// too: it is decoded from the same stream.
+
+// rpcTypeNames are hashicorp/raft's wire rpc types (net_transport.go: the
+// iota order rpcAppendEntries, rpcRequestVote, rpcInstallSnapshot,
+// rpcTimeoutNow, rpcRequestPreVote), fixed by its wire protocol.
+var rpcTypeNames = [...]string{"AppendEntries", "RequestVote", "InstallSnapshot", "TimeoutNow", "RequestPreVote"}
+
+const rpcInstallSnapshot = 2
+
+// maxKeptRecord is the largest request buffer a connection keeps for the
+// next request.
+const maxKeptRecord = 1 << 20
+
+// rpcClaims are the fields of any Raft request that say who sent it;
+// msgpack skips the others (the transport decodes the full request from
+// the same bytes afterwards). RPCHeader is embedded, as in every request
+// type, so its fields are inlined under the same keys.
+type rpcClaims struct {
+	hraft.RPCHeader
+	Leader             []byte // AppendEntries, InstallSnapshot (deprecated)
+	Candidate          []byte // RequestVote (deprecated)
+	Term               uint64
+	LeadershipTransfer bool
+	Size               int64 // InstallSnapshot: raw bytes that follow
+}
+
+// Refusal reasons (the "reason" label of the refused-RPC counter).
+const (
+	refusedNotMember  = "not_member"  // the certificate's name is not in the configuration
+	refusedIDClaim    = "id_mismatch" // the RPC claims another server's id
+	refusedAddrClaim  = "addr_mismatch"
+	refusedUnknownRPC = "unknown_rpc"
+	refusedStarting   = "starting" // Raft is not running yet
+	refusedMalformed  = "malformed"
+)
+
+// membership returns this server's latest Raft configuration; ok is false
+// until Raft runs.
+type membership func() (conf hraft.Configuration, ok bool)
+
+// rpcGuard checks inbound Raft RPCs against the configuration and counts
+// and logs what it refuses.
+type rpcGuard struct {
+	members atomic.Pointer[membership]
+	log     *slog.Logger
+	// refusedLog bounds the lines: a member-less certificate can cause one
+	// per request.
+	refusedLog *ratelog.Bucket
+
+	mu      sync.Mutex
+	refused map[RefusedRPC]uint64
+}
+
+// RefusedRPC is one kind of Raft request the guard refused: its rpc type
+// and the reason (not_member, id_mismatch, addr_mismatch, unknown_rpc,
+// starting, malformed).
+type RefusedRPC struct{ RPC, Reason string }
+
+// RefusedRPCCount is how many requests of one kind were refused.
+type RefusedRPCCount struct {
+	RefusedRPC
+	Count uint64
+}
+
+func newRPCGuard(log *slog.Logger) *rpcGuard {
+	return &rpcGuard{log: log, refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil), refused: map[RefusedRPC]uint64{}}
+}
+
+// setMembership installs the configuration source once Raft runs.
+func (g *rpcGuard) setMembership(m membership) { g.members.Store(&m) }
+
+// counts returns the refusals so far, sorted.
+func (g *rpcGuard) counts() []RefusedRPCCount {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]RefusedRPCCount, 0, len(g.refused))
+	for k, n := range g.refused {
+		out = append(out, RefusedRPCCount{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].RPC != out[j].RPC {
+			return out[i].RPC < out[j].RPC
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+// rpcRefusal is why one request was refused.
+type rpcRefusal struct {
+	rpc, reason, msg string
+}
+
+func (r *rpcRefusal) Error() string { return r.msg }
+
+// check applies the invariant to one request from peer.
+func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) *rpcRefusal {
+	refuse := func(reason, format string, args ...any) *rpcRefusal {
+		return &rpcRefusal{rpc: rpc, reason: reason, msg: fmt.Sprintf("raft %s refused: ", rpc) + fmt.Sprintf(format, args...)}
+	}
+	claimed := string(c.ID)
+	if claimed != peer.Name {
+		return refuse(refusedIDClaim, "the certificate of %s claims to be server %q: a master speaks Raft only as the server its certificate names", peer, claimed)
+	}
+	mp := g.members.Load()
+	if mp == nil {
+		return refuse(refusedStarting, "this master's Raft is not running yet")
+	}
+	conf, ok := (*mp)()
+	if !ok {
+		return refuse(refusedStarting, "this master's Raft configuration cannot be read")
+	}
+	if len(conf.Servers) == 0 {
+		return nil // fresh server: see the invariant
+	}
+	var addr string
+	member := false
+	for _, s := range conf.Servers {
+		if string(s.ID) == peer.Name {
+			member, addr = true, string(s.Address)
+			break
+		}
+	}
+	if !member {
+		return refuse(refusedNotMember, "%s is not a server of this master's Raft configuration (%s)", peer, serverList(conf))
+	}
+	for _, a := range []struct {
+		field string
+		v     []byte
+	}{{"Addr", c.Addr}, {"Leader", c.Leader}, {"Candidate", c.Candidate}} {
+		if (a.field == "Addr" && len(a.v) == 0) || (len(a.v) > 0 && string(a.v) != addr) {
+			return refuse(refusedAddrClaim, "%s claims %s address %q, the configuration has %s at %s", peer, a.field, a.v, peer.Name, addr)
+		}
+	}
+	return nil
+}
+
+// serverList names the servers of conf, for refusal messages.
+func serverList(conf hraft.Configuration) string {
+	names := make([]string, 0, len(conf.Servers))
+	for _, s := range conf.Servers {
+		names = append(names, string(s.ID))
+	}
+	return strings.Join(names, ", ")
+}
+
+// refuse counts and logs a refusal (rate-limited), naming the certificate
+// and what it claimed.
+func (g *rpcGuard) refuse(peer pki.Identity, serial string, remote net.Addr, c *rpcClaims, r *rpcRefusal) {
+	g.mu.Lock()
+	g.refused[RefusedRPC{RPC: r.rpc, Reason: r.reason}]++
+	g.mu.Unlock()
+	ok, skipped := g.refusedLog.Allow()
+	if !ok {
+		return
+	}
+	attrs := []any{"certificate", peer.String(), "serial", serial, "peer", remote.String(), "rpc", r.rpc, "reason", r.reason, "err", r.msg, "suppressed", skipped}
+	if c != nil {
+		attrs = append(attrs, "claimed_id", string(c.ID), "claimed_addr", string(c.Addr), "term", c.Term, "leadership_transfer", c.LeadershipTransfer)
+	}
+	g.log.Warn("refused a Raft RPC: its certificate is not the member it claims to be", attrs...)
+}
+
+// guardedConn is one inbound, TLS-verified Raft connection as the
+// transport reads it: only requests the guard passed (see the invariant
+// above).
+type guardedConn struct {
+	net.Conn
+	guard  *rpcGuard
+	peer   pki.Identity
+	serial string
+
+	src *bufio.Reader // the connection's bytes
+	rec recorder      // src, recording one request
+	dec *codec.Decoder
+
+	out []byte // checked bytes the transport has not read yet
+	raw int64  // InstallSnapshot data still to pass through
+	err error  // sticky: the connection is done
+}
+
+func newGuardedConn(c net.Conn, g *rpcGuard, peer pki.Identity, serial string) *guardedConn {
+	gc := &guardedConn{Conn: c, guard: g, peer: peer, serial: serial, src: bufio.NewReaderSize(c, 64<<10)}
+	gc.rec.r = gc.src
+	gc.dec = codec.NewDecoder(&gc.rec, &codec.MsgpackHandle{})
+	return gc
+}
+
+// Read hands the transport checked request bytes, then any snapshot data
+// that follows a checked InstallSnapshot.
+func (g *guardedConn) Read(p []byte) (int, error) {
+	if len(g.out) == 0 && g.raw == 0 {
+		if g.err != nil {
+			return 0, g.err
+		}
+		if err := g.next(); err != nil {
+			g.err = err
+			return 0, err
+		}
+	}
+	if len(g.out) > 0 {
+		n := copy(p, g.out)
+		g.out = g.out[n:]
+		return n, nil
+	}
+	if int64(len(p)) > g.raw {
+		p = p[:g.raw]
+	}
+	n, err := g.src.Read(p)
+	g.raw -= int64(n)
+	return n, err
+}
+
+// next reads, decodes and checks the next request. A refused one is
+// answered here (the transport never sees it) and ends the connection.
+func (g *guardedConn) next() error {
+	typ, err := g.src.ReadByte()
+	if err != nil {
+		return err // io.EOF: the peer closed between requests
+	}
+	if cap(g.rec.buf) > maxKeptRecord {
+		g.rec.buf = nil // a large request once does not pin its memory
+	}
+	g.rec.buf = append(g.rec.buf[:0], typ)
+	if int(typ) >= len(rpcTypeNames) {
+		r := &rpcRefusal{rpc: fmt.Sprintf("type %d", typ), reason: refusedUnknownRPC, msg: fmt.Sprintf("raft RPC of unknown type %d refused", typ)}
+		g.guard.refuse(g.peer, g.serial, g.RemoteAddr(), nil, r)
+		return r
+	}
+	rpc := rpcTypeNames[typ]
+	var c rpcClaims
+	if err := g.dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		r := &rpcRefusal{rpc: rpc, reason: refusedMalformed, msg: fmt.Sprintf("raft %s refused: undecodable request: %v", rpc, err)}
+		g.guard.refuse(g.peer, g.serial, g.RemoteAddr(), nil, r)
+		return r
+	}
+	if r := g.guard.check(g.peer, rpc, &c); r != nil {
+		g.guard.refuse(g.peer, g.serial, g.RemoteAddr(), &c, r)
+		g.answer(typ, r)
+		return r
+	}
+	g.out = g.rec.buf
+	if typ == rpcInstallSnapshot && c.Size > 0 {
+		g.raw = c.Size
+	}
+	return nil
+}
+
+// answer writes a refusal the way the transport writes an RPC error (the
+// error string, then an empty response), so that the sender's
+// hashicorp/raft returns it as the RPC's error. The transport is waiting
+// in Read (it answers only after it decoded a request), so nothing else
+// writes on the connection now.
+func (g *guardedConn) answer(typ byte, r *rpcRefusal) {
+	w := bufio.NewWriter(g.Conn)
+	enc := codec.NewEncoder(w, &codec.MsgpackHandle{})
+	if err := enc.Encode(r.msg); err != nil {
+		return
+	}
+	var resp any
+	switch typ {
+	case 0:
+		resp = &hraft.AppendEntriesResponse{}
+	case 1:
+		resp = &hraft.RequestVoteResponse{}
+	case 2:
+		resp = &hraft.InstallSnapshotResponse{}
+	case 3:
+		resp = &hraft.TimeoutNowResponse{}
+	default:
+		resp = &hraft.RequestPreVoteResponse{}
+	}
+	if err := enc.Encode(resp); err != nil {
+		return
+	}
+	_ = w.Flush()
+}
+
+// recorder reads from r and keeps what one msgpack request consumed.
+// It is an io.ByteScanner, so the decoder reads no further than the
+// request (UnreadByte takes the last byte back out of the record).
+type recorder struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
+}
+
+func (r *recorder) ReadByte() (byte, error) {
+	b, err := r.r.ReadByte()
+	if err == nil {
+		r.buf = append(r.buf, b)
+	}
+	return b, err
+}
+
+func (r *recorder) UnreadByte() error {
+	if err := r.r.UnreadByte(); err != nil {
+		return err
+	}
+	r.buf = r.buf[:len(r.buf)-1]
+	return nil
+}
+
+// dialCheck is the peer check of a dial to address: a master
+// certificate, and when the configuration has a server at address, that
+// server's (a Raft response is believed like a request: a vote granted,
+// an append accepted, so another master answering at a member's address
+// is refused).
+func (g *rpcGuard) dialCheck(address hraft.ServerAddress) pki.PeerCheck {
+	masters := pki.RequireRole(pki.RoleMaster)
+	return func(peer pki.Identity) error {
+		if err := masters(peer); err != nil {
+			return err
+		}
+		mp := g.members.Load()
+		if mp == nil {
+			return nil
+		}
+		conf, ok := (*mp)()
+		if !ok {
+			return nil
+		}
+		for _, s := range conf.Servers {
+			if s.Address == address && string(s.ID) != peer.Name {
+				return fmt.Errorf("the master there is %s, the configuration has server %s at %s", peer, s.ID, address)
+			}
+		}
+		return nil
+	}
+}
