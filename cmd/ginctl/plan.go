@@ -405,7 +405,7 @@ func stagePlan(dir string, p *ginv1.Plan) (string, error) {
 func (a *app) printPlanRules(p *ginv1.Plan) error {
 	overrides := 0
 	for _, r := range p.GetRules() {
-		if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+		if planread.Overrides(r) {
 			overrides++
 		}
 	}
@@ -413,8 +413,13 @@ func (a *app) printPlanRules(p *ginv1.Plan) error {
 		p.GetJobId(), len(p.GetNodes()), p.GetGpusPerNode(), p.GetModelVersion(), p.GetContentHash(), len(p.GetRules()), overrides)
 	t := a.newTable("COLLECTIVE", "RANKS", "NODES", "SIZES", "CHOICE", "CHANNELS", "TIME_US", "WHY")
 	for _, r := range p.GetRules() {
+		// CHOICE is the rule's ordered choices where it has them
+		// ("nccl(nvls_tree),tree/simple": the plugin takes the first NCCL's
+		// cost table offers), else its one cell.
 		choice, channels := "nccl", "-"
-		if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+		if len(r.GetChoices()) > 0 {
+			choice = planread.Choices(r)
+		} else if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
 			choice = planread.CellName(r.GetAlgorithm(), r.GetProtocol())
 			if r.GetChannels() > 0 {
 				channels = fmt.Sprint(r.GetChannels())

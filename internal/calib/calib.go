@@ -212,6 +212,9 @@ type Cell struct {
 	// Spread is the measurement's run-to-run spread there (SpreadAt):
 	// its slower cell is TimeUs × (1 + Spread); 0 when not known.
 	Spread float64
+	// NCCLVersion is the NCCL version the measurement ran on ("2.27.3";
+	// "" when its log did not say).
+	NCCLVersion string
 }
 
 // ExtrapolateFrom is the smallest largest-measured size from which times
@@ -348,7 +351,7 @@ func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Colle
 	for k, m := range best {
 		us, how, _ := At(m, bytes, model(m))
 		out = append(out, Cell{Algorithm: k.a, Protocol: k.p, Default: k.a == 0 && k.p == 0, TimeUs: us, How: how, Evidence: Describe(m), ID: m.GetId(),
-			Spread: SpreadAt(m, bytes)})
+			Spread: SpreadAt(m, bytes), NCCLVersion: m.GetShape().GetNcclVersion()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].TimeUs != out[j].TimeUs {

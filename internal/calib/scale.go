@@ -68,7 +68,7 @@ func scaled(ms []*ginv1.Measurement, s costmodel.Shape, coll ginv1.Collective, b
 			continue
 		}
 		r := us / mFrom
-		out = append(out, Cell{Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: proto, TimeUs: mTo * r, How: "scaled", ID: m.GetId(), Spread: SpreadAt(m, bytes),
+		out = append(out, Cell{Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: proto, TimeUs: mTo * r, How: "scaled", ID: m.GetId(), Spread: SpreadAt(m, bytes), NCCLVersion: m.GetShape().GetNcclVersion(),
 			Evidence: fmt.Sprintf("from %d to %d nodes: %s there, measured/model %.2f, times GIN's model here (a ring over the same NICs: its bandwidth per NIC does not depend on the node count); %s",
 				from.NNodes, s.NNodes, how, r, Describe(m))})
 	}

@@ -79,7 +79,7 @@ func artifacts(t *testing.T) (lib, hns string) {
 			buildErr = fmt.Errorf("cc shim.c: %v\n%s", err, out)
 			return
 		}
-		if out, err := exec.Command("cc", "-O2", "-Wall", "-o", harness, "harness/harness.c", "-ldl").CombinedOutput(); err != nil {
+		if out, err := exec.Command("cc", "-O2", "-Wall", "-rdynamic", "-o", harness, "harness/harness.c", "-ldl").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("cc harness.c: %v\n%s", err, out)
 		}
 	})
@@ -104,6 +104,7 @@ type run struct {
 	summary  map[string]string
 	masks    [numColls]uint32
 	numAlgo  int
+	running  uint32 // the NCCL_VERSION_CODE the harness's ncclGetVersion answers; 0 unknown
 	decision []decisionLine
 }
 
@@ -164,6 +165,9 @@ func runHarness(t *testing.T, env []string, args ...string) *run {
 			m := reUsing.FindStringSubmatch(line)
 			r.version, _ = strconv.Atoi(m[1])
 			r.numAlgo, _ = strconv.Atoi(m[2])
+		case strings.HasPrefix(line, "NCCL_VERSION_CODE "):
+			v, _ := strconv.ParseUint(strings.TrimPrefix(line, "NCCL_VERSION_CODE "), 10, 32)
+			r.running = uint32(v)
 		case strings.HasPrefix(line, "INIT "):
 			r.ctxSet = strings.Contains(line, "ctx=set")
 		case strings.HasPrefix(line, "SUMMARY "):
@@ -191,12 +195,8 @@ func (r *run) check(t *testing.T, p *ginv1.Plan, nRanks, nNodes uint32) (forced 
 		if p != nil {
 			want = Decide(p, d.coll, nRanks, nNodes, d.bytes)
 		}
-		wa, wp, wn := -1, -1, 0
-		if want.Algo < 0 {
-			wn = int(want.Channels)
-		} else if int(want.Algo) < r.numAlgo && r.masks[d.coll]&(1<<(int(want.Algo)*3+int(want.Proto))) != 0 {
-			wa, wp, wn = int(want.Algo), int(want.Proto), int(want.Channels)
-		}
+		res := want.Resolve(plantable.Mask(r.masks[d.coll]), r.numAlgo, plantable.MaxProtos, r.running)
+		wa, wp, wn := res.Algo, res.Proto, int(res.Channels)
 		if d.fa != wa || d.fp != wp || d.nch != wn {
 			t.Fatalf("v%d coll %d bytes %d: plugin forced %d/%d nch %d, plan says %d/%d nch %d (rule cell %+v)",
 				r.version, d.coll, d.bytes, d.fa, d.fp, d.nch, wa, wp, wn, want)
@@ -782,5 +782,93 @@ func TestPlanFileFromAnotherUserIsRefused(t *testing.T) {
 	}
 	if _, err := readPlanFile(path); err == nil || !strings.Contains(err.Error(), "writable by every user") {
 		t.Fatalf("a world-writable plan file: %v", err)
+	}
+}
+
+// gb200Plan is the published GB200 case as a plan rule (three GB200 NVL4
+// partitions over InfiniBand, all_reduce from 16 MiB): NVLSTree when NCCL
+// offers it, NCCL's own choice; else tree/simple, measured 19% faster than
+// ring on NCCL 2.27.3 (nccl#1801). Other sizes and collectives: NCCL.
+func gb200Plan(t *testing.T, job string) *ginv1.Plan {
+	t.Helper()
+	p := &ginv1.Plan{FormatVersion: planread.FormatVersion, JobId: job, Nodes: []string{"a", "b", "c"}, GpusPerNode: 4,
+		Rules: []*ginv1.PlanRule{
+			{Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, NRanks: 12, NNodes: 3, MaxLog2Bytes: 23},
+			{Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE, NRanks: 12, NNodes: 3, MinLog2Bytes: 24, MaxLog2Bytes: planread.MaxLog2Bytes,
+				Reason: "NVLSTree if NCCL offers it (NCCL's own choice, not measured), else tree/simple (measured 19% faster than ring)",
+				Choices: []*ginv1.PlanChoice{
+					{Algorithm: ginv1.Algorithm_ALGORITHM_NVLS_TREE, NcclIfOffered: true, Basis: "nccl"},
+					{Algorithm: ginv1.Algorithm_ALGORITHM_TREE, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, Basis: "measured",
+						MinNcclVersion: 22703, MaxNcclVersion: 22703},
+				}},
+		}}
+	p.ContentHash = planread.Hash(p)
+	if err := planread.Verify(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestResolvedAgainstCostTable: one plan, two cost tables. Where NCCL
+// marks NVLSTree usable the plugin leaves NCCL's choice (NVLSTree); where
+// NVLS is off (NCCL_NVLS_ENABLE=0) it forces the measured tree/simple; the
+// same on every simulated rank. On another NCCL release series the
+// measured tree is set aside by the version rule, logged at init; finalize
+// logs once what each row resolved to.
+func TestResolvedAgainstCostTable(t *testing.T) {
+	p := gb200Plan(t, "job-r")
+	file := writePlan(t, p)
+	env := []string{"NCCL_GIN_ENABLED=1", "NCCL_GIN_PLAN_FILE=" + file, "SLURM_JOB_ID=job-r"}
+	at16G := func(r *run) decisionLine {
+		for _, d := range r.decision {
+			if d.coll == 4 && d.bytes == 16<<30 {
+				return d
+			}
+		}
+		t.Fatalf("no 16 GiB all_reduce decision\n%s", r.out)
+		return decisionLine{}
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		forced  [2]int // at 16 GiB; -1/-1: NCCL's choice
+		picked  [2]int // what NCCL then runs
+		logLine string
+	}{
+		{"NVLSTree usable", []string{"--nvls", "on", "--nccl-version", "22703"}, [2]int{-1, -1}, [2]int{5, 2},
+			"all_reduce 16M-32G: resolved to choice 1 of 2, nccl(nvls_tree)"},
+		{"NVLS off", []string{"--nvls", "off", "--nccl-version", "22703"}, [2]int{0, 2}, [2]int{0, 2},
+			"all_reduce 16M-32G: resolved to choice 2 of 2, tree/simple (passed over: nccl(nvls_tree) (not offered))"},
+		{"NVLS off, NCCL 2.27.7", []string{"--nvls", "off", "--nccl-version", "22707"}, [2]int{0, 2}, [2]int{0, 2},
+			"resolved to choice 2 of 2, tree/simple"},
+		{"NVLS off, NCCL 2.29.7", []string{"--nvls", "off", "--nccl-version", "22907"}, [2]int{-1, -1}, [2]int{1, 2},
+			"no choice usable (nccl(nvls_tree) (not offered), tree/simple (version rule)); NCCL's choice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"--iters", "0"}, tc.args...), "12", "3")
+			runs := concurrently(t, 3, env, args...)
+			sameDecisions(t, runs)
+			for _, r := range runs {
+				r.check(t, p, 12, 3)
+				d := at16G(r)
+				if [2]int{d.fa, d.fp} != tc.forced || [2]int{d.algo, d.proto} != tc.picked {
+					t.Fatalf("16 GiB all_reduce: forced %d/%d, runs %d/%d; want forced %v, runs %v\n%s", d.fa, d.fp, d.algo, d.proto, tc.forced, tc.picked, r.out)
+				}
+				if strings.Count(r.out, tc.logLine) != 1 {
+					t.Fatalf("want the resolution logged once: %q\n%s", tc.logLine, r.out)
+				}
+			}
+		})
+	}
+	r := runHarness(t, env, "--iters", "0", "--nvls", "off", "--nccl-version", "22907", "12", "3")
+	if !strings.Contains(r.out, "was measured on NCCL 2.27.3..2.27.3; running 2.29.7 is another release series") {
+		t.Fatalf("the version rule is not logged at init\n%s", r.out)
+	}
+	r = runHarness(t, env, "--iters", "0", "--nvls", "off", "12", "3")
+	if !strings.Contains(r.out, "running NCCL unknown (ncclGetVersion not found in the process); 1 measured choices, 0 set aside by the version rule; measured choices applied as planned") {
+		t.Fatalf("an unknown version is not logged\n%s", r.out)
+	}
+	if d := at16G(r); d.fa != 0 || d.fp != 2 {
+		t.Fatalf("unknown version: forced %d/%d, want the measured tree", d.fa, d.fp)
 	}
 }

@@ -129,7 +129,12 @@ func fill(t *C.gin_table, c *compiled) {
 		for coll := range numColls {
 			for b := range numBuckets {
 				d := s.Cells[coll][b]
-				cs.cell[coll][b] = C.gin_cell{algo: C.int8_t(d.Algo), proto: C.int8_t(d.Proto), channels: C.int16_t(d.Channels)}
+				cc := &cs.cell[coll][b]
+				cc.n = C.uint8_t(d.N)
+				for i, ch := range d.Choices[:d.N] {
+					cc.c[i] = C.gin_choice{algo: C.int8_t(ch.Algo), proto: C.int8_t(ch.Proto), flags: C.uint8_t(ch.Flags),
+						channels: C.int16_t(ch.Channels), minVersion: C.uint32_t(ch.MinVersion), maxVersion: C.uint32_t(ch.MaxVersion)}
+				}
 			}
 		}
 	}

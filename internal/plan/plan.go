@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/costmodel"
@@ -120,9 +122,24 @@ type decision struct {
 	// changes gets its own rule, so each range shows its own time and
 	// reason.
 	nccl, basis, prefers string
+	// minV, maxV: the NCCL versions (NCCL_VERSION_CODE) of the oldest and
+	// newest measurement a measured override stands on; 0 otherwise.
+	minV, maxV uint32
+	// choices: the rule's ordered choices when they say more than its one
+	// cell (a measured override, or a fallback for when NCCL does not
+	// offer the algorithm its model expects); nil otherwise.
+	choices []*ginv1.PlanChoice
 }
 
 func (d decision) same(o decision) bool {
+	if len(d.choices) != len(o.choices) {
+		return false
+	}
+	for i := range d.choices {
+		if !proto.Equal(d.choices[i], o.choices[i]) {
+			return false
+		}
+	}
 	return d.algo == o.algo && d.proto == o.proto && d.channels == o.channels && d.nccl == o.nccl && d.basis == o.basis && d.prefers == o.prefers
 }
 
@@ -139,9 +156,11 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 			return nil, err
 		}
 		if ev != nil {
-			if md, ok := decideMeasured(c.shape, coll, bytes, ev.Measured(c.nodes, c.gpn, coll, bytes)); ok {
+			cells := ev.Measured(c.nodes, c.gpn, coll, bytes)
+			if md, ok := decideMeasured(c.shape, coll, bytes, cells, nil); ok {
 				d = md
 			}
+			d = withChoices(c.shape, coll, bytes, cells, d)
 		}
 		if len(rules) > 0 && d.same(prev) {
 			rules[len(rules)-1].MaxLog2Bytes = uint32(b)
@@ -152,7 +171,7 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 			Collective: coll, NRanks: uint32(c.shape.NRanks), NNodes: uint32(c.shape.NNodes),
 			MinLog2Bytes: uint32(b), MaxLog2Bytes: uint32(b),
 			Algorithm: d.algo, Protocol: d.proto, Channels: d.channels,
-			PredictedUs: round3(d.us), Reason: d.reason,
+			PredictedUs: round3(d.us), Reason: d.reason, Choices: d.choices,
 		})
 	}
 	return rules, nil
@@ -259,7 +278,19 @@ func modelMargin(c comm, coll ginv1.Collective, ev Evidence) float64 {
 // decideMeasured decides a bucket from measurements of the communicator's
 // shape; ok is false when they cannot say what NCCL's default costs there
 // (no measurement of NCCL's default, nor of the cell NCCL's model picks).
-func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cells []calib.Cell) (decision, bool) {
+// without, when not nil, is the algorithms NCCL does not offer: their
+// cells and NCCL's default runs (which ran with them offered) are left
+// out, and NCCL's choice is what its model picks among the others.
+func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cells []calib.Cell, without map[ginv1.Algorithm]bool) (decision, bool) {
+	if without != nil {
+		var kept []calib.Cell
+		for _, c := range cells {
+			if !c.Default && !without[c.Algorithm] {
+				kept = append(kept, c)
+			}
+		}
+		cells = kept
+	}
 	if len(cells) == 0 {
 		return decision{}, false
 	}
@@ -274,7 +305,7 @@ func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cell
 	if def == nil {
 		// No run of NCCL's default: a forced run of the cell NCCL's own
 		// model picks stands for it.
-		nccl, err := costmodel.PredictNCCL(s, coll, bytes)
+		nccl, err := ncclPick(s, coll, bytes, without)
 		if err != nil {
 			return decision{}, false
 		}
@@ -325,9 +356,10 @@ func decideMeasured(s costmodel.Shape, coll ginv1.Collective, bytes uint64, cell
 		}
 		protoNote = ", protocol from the model"
 	}
-	return decision{algo: best.Algorithm, proto: proto, us: best.TimeUs, nccl: "measured", basis: "measured",
-		reason: fmt.Sprintf("%s: measured %.0f%% faster than %s at %s (%.1f µs vs %.1f µs%s, %s%s; %s; %s)",
-			planread.CellName(best.Algorithm, proto), 100*(1-best.TimeUs/def.TimeUs), defWhat, at, best.TimeUs, def.TimeUs,
+	minV, maxV := versionSpan(best.NCCLVersion, def.NCCLVersion)
+	return decision{algo: best.Algorithm, proto: proto, us: best.TimeUs, nccl: "measured", basis: "measured", minV: minV, maxV: maxV,
+		reason: fmt.Sprintf("%s: measured %.0f%% faster than %s at %s (%.1f µs vs %.1f µs, %.2f× the bandwidth%s, %s%s; %s; %s)",
+			planread.CellName(best.Algorithm, proto), 100*(1-best.TimeUs/def.TimeUs), defWhat, at, best.TimeUs, def.TimeUs, def.TimeUs/best.TimeUs,
 			slowerNote(best, ", %.1f µs in its slower cell"), best.How, protoNote, best.Evidence, def.Evidence)}, true
 }
 

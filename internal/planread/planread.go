@@ -54,6 +54,9 @@ func Verify(p *ginv1.Plan) error {
 		if r.MinLog2Bytes > r.MaxLog2Bytes || r.MaxLog2Bytes > MaxLog2Bytes {
 			return fmt.Errorf("plan: rules[%d]: buckets %d..%d", i, r.MinLog2Bytes, r.MaxLog2Bytes)
 		}
+		if err := verifyChoices(r.GetChoices()); err != nil {
+			return fmt.Errorf("plan: rules[%d]: %w", i, err)
+		}
 		k := key{r.Collective, r.NRanks, r.NNodes}
 		m := (uint64(1)<<(r.MaxLog2Bytes+1) - 1) &^ (uint64(1)<<r.MinLog2Bytes - 1)
 		if used[k]&m != 0 {
@@ -62,6 +65,101 @@ func Verify(p *ginv1.Plan) error {
 		used[k] |= m
 	}
 	return nil
+}
+
+// MaxChoices bounds a rule's ordered choices.
+const MaxChoices = 4
+
+// verifyChoices checks a rule's choices: at most MaxChoices, algorithms
+// and protocols NCCL names, a forcing choice with its protocol, and a
+// version range that is none or ordered.
+func verifyChoices(cs []*ginv1.PlanChoice) error {
+	if len(cs) > MaxChoices {
+		return fmt.Errorf("%d choices, more than %d", len(cs), MaxChoices)
+	}
+	for j, c := range cs {
+		a, p := c.GetAlgorithm(), c.GetProtocol()
+		switch {
+		case a < 0 || a > ginv1.Algorithm_ALGORITHM_PAT || p < 0 || p > ginv1.Protocol_PROTOCOL_SIMPLE:
+			return fmt.Errorf("choices[%d]: algorithm %d, protocol %d out of range", j, a, p)
+		case a == ginv1.Algorithm_ALGORITHM_UNSPECIFIED && (p != 0 || c.GetNcclIfOffered()):
+			return fmt.Errorf("choices[%d]: NCCL's choice names a protocol or a condition", j)
+		case a != ginv1.Algorithm_ALGORITHM_UNSPECIFIED && p == 0 && !c.GetNcclIfOffered():
+			return fmt.Errorf("choices[%d]: forces %v without a protocol", j, a)
+		case (c.GetMinNcclVersion() == 0) != (c.GetMaxNcclVersion() == 0) || c.GetMinNcclVersion() > c.GetMaxNcclVersion():
+			return fmt.Errorf("choices[%d]: NCCL versions %d..%d", j, c.GetMinNcclVersion(), c.GetMaxNcclVersion())
+		}
+	}
+	return nil
+}
+
+// ChoiceName names one choice as one token: "tree/simple" (forced, "×8ch"
+// with channels), "nccl" (NCCL's choice), "nccl(nvls_tree)" (NCCL's choice
+// when it offers nvls_tree).
+func ChoiceName(c *ginv1.PlanChoice) string {
+	a := c.GetAlgorithm()
+	var s string
+	switch {
+	case a == ginv1.Algorithm_ALGORITHM_UNSPECIFIED:
+		s = "nccl"
+	case c.GetNcclIfOffered() && c.GetProtocol() == ginv1.Protocol_PROTOCOL_UNSPECIFIED:
+		s = "nccl(" + strings.ToLower(strings.TrimPrefix(a.String(), "ALGORITHM_")) + ")"
+	case c.GetNcclIfOffered():
+		s = "nccl(" + CellName(a, c.GetProtocol()) + ")"
+	default:
+		s = CellName(a, c.GetProtocol())
+	}
+	if c.GetChannels() > 0 {
+		s += fmt.Sprintf("×%dch", c.GetChannels())
+	}
+	return s
+}
+
+// Choices names a rule's ordered choices as one token, comma-separated
+// ("nccl(nvls_tree),tree/simple"), or for a rule without choices its one
+// cell ("ring/simple", "nccl"): what the plugin tries in order before
+// leaving the choice to NCCL.
+func Choices(r *ginv1.PlanRule) string {
+	if len(r.GetChoices()) == 0 {
+		if r.GetAlgorithm() == ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+			return "nccl"
+		}
+		s := CellName(r.GetAlgorithm(), r.GetProtocol())
+		if r.GetChannels() > 0 {
+			s += fmt.Sprintf("×%dch", r.GetChannels())
+		}
+		return s
+	}
+	names := make([]string, len(r.GetChoices()))
+	for i, c := range r.GetChoices() {
+		names[i] = ChoiceName(c)
+	}
+	return strings.Join(names, ",")
+}
+
+// VersionName writes an NCCL_VERSION_CODE as "2.27.3"; "" for 0.
+func VersionName(code uint32) string {
+	if code == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", code/10000, code/100%100, code%100)
+}
+
+// ParseVersion reads "2.27.3" (or "2.27.3-1", "2.27.3+cuda12.9") as an
+// NCCL_VERSION_CODE (22703); 0 when s is not such a version.
+func ParseVersion(s string) uint32 {
+	var maj, mnr, pat uint32
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "-+ "); i >= 0 {
+		s = s[:i]
+	}
+	if n, err := fmt.Sscanf(s, "%d.%d.%d", &maj, &mnr, &pat); err != nil || n != 3 || maj == 0 || maj > 9 || mnr > 99 || pat > 99 {
+		return 0
+	}
+	if fmt.Sprintf("%d.%d.%d", maj, mnr, pat) != s {
+		return 0
+	}
+	return maj*10000 + mnr*100 + pat
 }
 
 // Bucket is the size bucket of nBytes: floor(log2(nBytes)), 0 for
@@ -99,17 +197,13 @@ func Explain(p *ginv1.Plan) []string {
 	}
 	lines := []string{
 		fmt.Sprintf("plan for job %s: %d nodes × %d GPUs, model %s, hash %.12s", p.JobId, len(p.Nodes), p.GpusPerNode, p.ModelVersion, p.ContentHash),
-		fmt.Sprintf("%-14s %-22s  %-10s %-16s %13s  %s", "COLLECTIVE", "RANKS/NODES", "SIZES", "CHOICE", "TIME AT START", "WHY"),
+		fmt.Sprintf("%-14s %-22s  %-10s %-16s %13s  %s", "COLLECTIVE", "RANKS/NODES", "SIZES", "CHOICES", "TIME AT START", "WHY"),
 	}
 	overrides := 0
 	for _, r := range p.Rules {
-		choice := "NCCL"
-		if r.Algorithm != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
-			choice = CellName(r.Algorithm, r.Protocol)
+		choice := Choices(r)
+		if Overrides(r) {
 			overrides++
-			if r.Channels > 0 {
-				choice += fmt.Sprintf(" ×%d ch", r.Channels)
-			}
 		}
 		coll := strings.ToLower(strings.TrimPrefix(r.Collective.String(), "COLLECTIVE_"))
 		lines = append(lines, fmt.Sprintf("%-14s %5d ranks/%-4d nodes  %-10s %-16s %10.1f µs  %s",
@@ -117,6 +211,20 @@ func Explain(p *ginv1.Plan) []string {
 	}
 	lines[0] += fmt.Sprintf(", %d rules, %d override NCCL", len(p.Rules), overrides)
 	return lines
+}
+
+// Overrides says whether a rule may override NCCL: its one cell forces
+// an algorithm, or one of its choices does.
+func Overrides(r *ginv1.PlanRule) bool {
+	if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+		return true
+	}
+	for _, c := range r.GetChoices() {
+		if c.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED && !c.GetNcclIfOffered() {
+			return true
+		}
+	}
+	return false
 }
 
 // SizeRange names a rule's size range [2^lo, 2^(hi+1)) as "512K-8M",

@@ -143,7 +143,7 @@ func TestExplain(t *testing.T) {
 			t.Errorf("header %q lacks %q", lines[0], want)
 		}
 	}
-	if !strings.Contains(lines[3], "ring/simple ×8 ch") || !strings.Contains(lines[3], "1M-∞") {
+	if !strings.Contains(lines[3], "ring/simple×8ch") || !strings.Contains(lines[3], "1M-∞") {
 		t.Errorf("rule line %q", lines[3])
 	}
 	if Explain(nil) != nil {
@@ -174,4 +174,61 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted plan fails after re-encoding: %v", err)
 		}
 	})
+}
+
+// TestChoices: a rule's ordered choices verify, name themselves and count
+// as an override only where one forces a cell.
+func TestChoices(t *testing.T) {
+	nvlsTree := &ginv1.PlanChoice{Algorithm: ginv1.Algorithm_ALGORITHM_NVLS_TREE, NcclIfOffered: true}
+	tree := &ginv1.PlanChoice{Algorithm: ginv1.Algorithm_ALGORITHM_TREE, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, Channels: 4,
+		MinNcclVersion: 22703, MaxNcclVersion: 22903}
+	for _, tc := range []struct {
+		name    string
+		choices []*ginv1.PlanChoice
+		want    string // "" valid
+		names   string
+		forces  bool
+	}{
+		{"nvls tree if offered, else tree", []*ginv1.PlanChoice{nvlsTree, tree}, "", "nccl(nvls_tree),tree/simple×4ch", true},
+		{"if offered only", []*ginv1.PlanChoice{nvlsTree}, "", "nccl(nvls_tree)", false},
+		{"too many", []*ginv1.PlanChoice{nvlsTree, tree, tree, tree, tree}, "5 choices", "", false},
+		{"forced without a protocol", []*ginv1.PlanChoice{{Algorithm: ginv1.Algorithm_ALGORITHM_RING}}, "without a protocol", "", false},
+		{"NCCL's choice with a condition", []*ginv1.PlanChoice{{NcclIfOffered: true}}, "names a protocol or a condition", "", false},
+		{"versions reversed", []*ginv1.PlanChoice{{Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: ginv1.Protocol_PROTOCOL_LL, MinNcclVersion: 22903, MaxNcclVersion: 22703}}, "NCCL versions", "", false},
+		{"algorithm out of range", []*ginv1.PlanChoice{{Algorithm: 99, Protocol: ginv1.Protocol_PROTOCOL_LL}}, "out of range", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sample()
+			p.Rules[1].Algorithm, p.Rules[1].Protocol, p.Rules[1].Channels = 0, 0, 0
+			p.Rules[1].Choices = tc.choices
+			p.ContentHash = Hash(p)
+			err := Verify(p)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Verify = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Choices(p.Rules[1]); got != tc.names {
+				t.Errorf("Choices = %q, want %q", got, tc.names)
+			}
+			if Overrides(p.Rules[1]) != tc.forces {
+				t.Errorf("Overrides = %v", !tc.forces)
+			}
+		})
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string]uint32{"2.27.3": 22703, "2.30.7-1": 23007, "2.21.5+cuda12.4": 22105, "2.27": 0, "x": 0, "2.100.1": 0, "": 0} {
+		if got := ParseVersion(in); got != want {
+			t.Errorf("ParseVersion(%q) = %d, want %d", in, got, want)
+		}
+		if want != 0 && ParseVersion(VersionName(want)) != want {
+			t.Errorf("VersionName(%d) does not parse back", want)
+		}
+	}
 }

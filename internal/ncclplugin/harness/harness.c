@@ -5,6 +5,11 @@
  *     --version N        use ncclTunerPlugin_vN only (default: v6, v5, v4, v3, v2, first found)
  *     --iters N          calls per timing run (default 1000000; 0 skips timing)
  *     --fork             run everything after dlopen in a forked child (no exec)
+ *     --nvls on|off      NVLS and NVLSTree usable (on: NVLS for all_gather, reduce_scatter and all_reduce on one node,
+ *                        NVLSTree for a multi-node all_reduce, Simple only) or unusable (off: as
+ *                        NCCL_NVLS_ENABLE=0); default: NVLS restricted, NVLSTree usable across nodes
+ *     --nccl-version N   the NCCL_VERSION_CODE this process's ncclGetVersion answers (exported, as
+ *                        libnccl's is; default: it answers ncclInvalidArgument, "unknown")
  *     --baseline-csv F   also time a pure-C reimplementation of NVIDIA's example tuner
  *                        (per-call first-match scan over the CSV rules in F); LIB may be "-"
  *
@@ -15,7 +20,7 @@
  * line per call, a SUMMARY, a HOTPATH timing, finalize and dlclose.
  *
  * Exit: 0 ok, 1 writes into -1 cells, 2 init failed, 3 load failed, 4 usage.
- * Build: cc -O2 -o harness harness.c -ldl
+ * Build: cc -O2 -rdynamic -o harness harness.c -ldl (-rdynamic: the plugin finds ncclGetVersion)
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -59,6 +64,15 @@ static void harness_logger(int level, unsigned long flags, const char *file, int
 /* ---- the emulated NCCL cost table ---- */
 static int g_nranks, g_nnodes, g_num_algo = MAXA, g_num_proto = MAXP;
 static int g_version;
+static int g_nvls = -1; /* -1 default emulation, 0 NVLS off, 1 NVLS on */
+static int g_nccl_code;
+
+/* ncclGetVersion as libnccl exports it; the plugin resolves it in the process. */
+__attribute__((visibility("default"))) int ncclGetVersion(int *version) {
+  if (version == NULL || g_nccl_code <= 0) return 4; /* ncclInvalidArgument */
+  *version = g_nccl_code;
+  return 0;
+}
 
 /* usable reports whether NCCL would fill (algo, proto) for coll. It
  * emulates NCCL_ALGO=^NVLS and no CollNet: NVLS and CollNet cells stay -1.
@@ -70,7 +84,8 @@ static int usable(int coll, int a, int p) {
   switch (a) {
   case GIN_ALGO_RING: return 1;
   case GIN_ALGO_TREE: return coll == 4 && p != GIN_PROTO_LL128; /* Tree/LL128 disabled (NCCL_PROTO emulation) */
-  case GIN_ALGO_NVLS_TREE: return coll == 4 && g_nnodes > 1 && p == GIN_PROTO_SIMPLE;
+  case GIN_ALGO_NVLS_TREE: return g_nvls != 0 && coll == 4 && g_nnodes > 1 && p == GIN_PROTO_SIMPLE;
+  case GIN_ALGO_NVLS: return g_nvls == 1 && coll >= 2 && g_nnodes == 1 && p == GIN_PROTO_SIMPLE; /* across nodes only with CollNet */
   case GIN_ALGO_PAT: return (coll == 2 || coll == 3) && g_nranks == g_nnodes && g_nnodes > 1 && p == GIN_PROTO_SIMPLE;
   default: return 0; /* CollNet (not enabled), NVLS (restricted) */
   }
@@ -321,12 +336,17 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--version") == 0 && i + 1 < argc) want = atoi(argv[++i]);
     else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = atol(argv[++i]);
     else if (strcmp(argv[i], "--fork") == 0) do_fork = 1;
+    else if (strcmp(argv[i], "--nvls") == 0 && i + 1 < argc) {
+      i++;
+      g_nvls = strcmp(argv[i], "on") == 0 ? 1 : strcmp(argv[i], "off") == 0 ? 0 : -2;
+      if (g_nvls == -2) npos = 99;
+    } else if (strcmp(argv[i], "--nccl-version") == 0 && i + 1 < argc) g_nccl_code = atoi(argv[++i]);
     else if (strcmp(argv[i], "--baseline-csv") == 0 && i + 1 < argc) csv = argv[++i];
     else if (npos < 3) pos[npos++] = argv[i];
     else npos = 99;
   }
   if (npos != 3) {
-    fprintf(stderr, "usage: harness [--version N] [--iters N] [--baseline-csv FILE] LIB|- NRANKS NNODES\n");
+    fprintf(stderr, "usage: harness [--version N] [--iters N] [--nvls on|off] [--nccl-version N] [--baseline-csv FILE] LIB|- NRANKS NNODES\n");
     return 4;
   }
   lib = pos[0];
@@ -373,6 +393,7 @@ int main(int argc, char **argv) {
     g_num_algo = g_version <= 3 ? GIN_V2_NUM_ALGOS : MAXA;
     g_num_proto = MAXP;
     printf("USING v%d name=%s numAlgo=%d numProto=%d\n", g_version, *(const char *const *)g_sym, g_num_algo, g_num_proto);
+    printf("NCCL_VERSION_CODE %d\n", g_nccl_code > 0 ? g_nccl_code : 0);
     fflush(stdout);
     double t0 = now_ns();
     int rc = call_init();

@@ -80,8 +80,13 @@ static gin_go_load_t gin_go_loader(gin_logger_t logFn) {
 #define GIN_MAX_ID 128
 #define GIN_MAX_NODES 8192
 #define GIN_MAX_MESSAGE 1024
-#define GIN_SHAPE_BYTES (8 + GIN_NUM_COLLS * GIN_BUCKETS * 4)
-#define GIN_TABLE_MAX (4 + 3 + 2 + GIN_MAX_ID + 2 + GIN_MAX_ID + GIN_MAX_SHAPES * GIN_SHAPE_BYTES + 8)
+/* A choice on the wire (table version 2): i8 algo, i8 proto, u8 flags,
+ * i16 channels, u32 min and max NCCL version; version 1's cell: i8 algo,
+ * i8 proto, i16 channels. */
+#define GIN_CHOICE_BYTES 13
+#define GIN_V1_SHAPE_BYTES (8 + GIN_NUM_COLLS * GIN_BUCKETS * 4)
+#define GIN_SHAPE_MAX_BYTES (8 + GIN_NUM_COLLS * GIN_BUCKETS * (1 + GIN_MAX_CHOICES * GIN_CHOICE_BYTES))
+#define GIN_TABLE_MAX (4 + 3 + 2 + GIN_MAX_ID + 2 + GIN_MAX_ID + GIN_MAX_SHAPES * GIN_SHAPE_MAX_BYTES + 8)
 
 enum { GIN_AGENT_OK, GIN_AGENT_NONE, GIN_AGENT_FAIL };
 
@@ -190,10 +195,11 @@ static gin_table *gin_parse_table(const unsigned char *b, size_t n, const char *
     snprintf(err, errlen, "table checksum mismatch (corrupt or truncated)");
     return NULL;
   }
-  if (memcmp(b, "GINT", 4) != 0 || b[4] != 1 || b[5] > GIN_MAX_SHAPES) {
-    snprintf(err, errlen, "not a GIN table of version 1");
+  if (memcmp(b, "GINT", 4) != 0 || (b[4] != 1 && b[4] != 2) || b[5] > GIN_MAX_SHAPES) {
+    snprintf(err, errlen, "not a GIN table of version 1 or 2");
     return NULL;
   }
+  int v1 = b[4] == 1;
   int nShapes = b[5];
   *dropped = b[6];
   size_t off = 7;
@@ -208,30 +214,54 @@ static gin_table *gin_parse_table(const unsigned char *b, size_t n, const char *
     }
     off += l;
   }
-  if (n - 8 - off != (size_t)nShapes * GIN_SHAPE_BYTES) goto truncated;
+  if (v1 && n - 8 - off != (size_t)nShapes * GIN_V1_SHAPE_BYTES) goto truncated;
   gin_table *t = (gin_table *)calloc(1, sizeof *t);
   if (t == NULL) {
     snprintf(err, errlen, "out of memory for the decision table");
     return NULL;
   }
+  size_t end = n - 8;
   t->nShapes = nShapes;
   for (int s = 0; s < nShapes; s++) {
     gin_shape *sh = &t->shape[s];
+    if (off + 8 > end) goto truncated_free;
     sh->nRanks = gin_be32(b + off);
     sh->nNodes = gin_be32(b + off + 4);
     off += 8;
     for (int c = 0; c < GIN_NUM_COLLS; c++)
-      for (int k = 0; k < GIN_BUCKETS; k++, off += 4) {
-        gin_cell cell = {(int8_t)b[off], (int8_t)b[off + 1], (int16_t)gin_be16(b + off + 2)};
-        if (cell.algo < -1 || cell.algo >= GIN_MAX_ALGOS || cell.proto < -1 || cell.proto >= GIN_MAX_PROTOS || cell.channels < 0) {
-          free(t);
-          snprintf(err, errlen, "table cell out of range");
-          return NULL;
+      for (int k = 0; k < GIN_BUCKETS; k++) {
+        gin_cell *cell = &sh->cell[c][k];
+        if (v1) {
+          gin_choice one = {(int8_t)b[off], (int8_t)b[off + 1], 0, (int16_t)gin_be16(b + off + 2), 0, 0};
+          off += 4;
+          if (one.algo < -1 || one.algo >= GIN_MAX_ALGOS || one.proto < -1 || one.proto >= GIN_MAX_PROTOS || one.channels < 0)
+            goto range_free;
+          if (one.algo < 0 || one.proto < 0) one.algo = one.proto = -1;
+          if (one.algo >= 0 || one.channels > 0) cell->n = 1, cell->c[0] = one;
+          continue;
         }
-        sh->cell[c][k] = cell;
+        if (off + 1 > end || b[off] > GIN_MAX_CHOICES || off + 1 + (size_t)b[off] * GIN_CHOICE_BYTES > end) goto truncated_free;
+        cell->n = b[off++];
+        for (int i = 0; i < cell->n; i++, off += GIN_CHOICE_BYTES) {
+          gin_choice ch = {(int8_t)b[off], (int8_t)b[off + 1], b[off + 2], (int16_t)gin_be16(b + off + 3), gin_be32(b + off + 5),
+                           gin_be32(b + off + 9)};
+          if (ch.algo < -1 || ch.algo >= GIN_MAX_ALGOS || ch.proto < -1 || ch.proto >= GIN_MAX_PROTOS || ch.channels < 0 ||
+              (ch.flags & ~GIN_CHOICE_IF_OFFERED) != 0 || (ch.algo < 0 && (ch.proto >= 0 || ch.flags != 0)) ||
+              (ch.algo >= 0 && ch.proto < 0 && !(ch.flags & GIN_CHOICE_IF_OFFERED)) ||
+              ((ch.minVersion == 0) != (ch.maxVersion == 0)) || ch.minVersion > ch.maxVersion)
+            goto range_free;
+          cell->c[i] = ch;
+        }
       }
   }
+  if (off != end) goto truncated_free;
   return t;
+range_free:
+  free(t);
+  snprintf(err, errlen, "table cell out of range");
+  return NULL;
+truncated_free:
+  free(t);
 truncated:
   snprintf(err, errlen, "table truncated");
   return NULL;
@@ -338,6 +368,158 @@ done:
   return rc;
 }
 
+/* ---- binding a plan to a communicator: the NCCL version and its rule ---- */
+
+static const char *const gin_algo_names[GIN_MAX_ALGOS] = {"tree", "ring", "collnet_direct", "collnet_chain",
+                                                          "nvls", "nvls_tree", "pat"};
+static const char *const gin_proto_names[GIN_MAX_PROTOS] = {"ll", "ll128", "simple"};
+static const char *const gin_coll_names[GIN_NUM_COLLS] = {"broadcast", "reduce", "all_gather", "reduce_scatter",
+                                                          "all_reduce"};
+
+typedef int (*gin_get_version_t)(int *version);
+
+/* gin_nccl_version is the running NCCL's NCCL_VERSION_CODE, from NCCL's
+ * own ncclGetVersion resolved in this process (the global scope, else a
+ * libnccl already loaded locally, never loading one); 0 when neither has
+ * it. ncclGetVersion only writes a constant, so calling it from inside
+ * NCCL's communicator init is safe. */
+static uint32_t gin_nccl_version(void) {
+  gin_get_version_t fn = (gin_get_version_t)dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  void *h = NULL;
+  if (fn == NULL) {
+    h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL) h = dlopen("libnccl.so", RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL) fn = (gin_get_version_t)dlsym(h, "ncclGetVersion");
+  }
+  int v = 0;
+  if (fn == NULL || fn(&v) != 0 || v <= 0) v = 0;
+  if (h != NULL) dlclose(h);
+  return (uint32_t)v;
+}
+
+static void gin_version_name(uint32_t code, char *buf, size_t n) {
+  if (code == 0) snprintf(buf, n, "unknown");
+  else snprintf(buf, n, "%u.%u.%u", code / 10000, code / 100 % 100, code % 100);
+}
+
+/* gin_size_name writes bucket b's lower bound as "16G". */
+static void gin_size_name(int b, char *buf, size_t n) {
+  static const char unit[] = "BKMGTPE";
+  snprintf(buf, n, "%llu%c", 1ULL << (b % 10), unit[b / 10]);
+}
+
+static void gin_range_name(int lo, int hi, char *buf, size_t n) {
+  char a[16], z[16];
+  gin_size_name(lo, a, sizeof a);
+  if (hi >= GIN_BUCKETS - 1) snprintf(z, sizeof z, "inf");
+  else gin_size_name(hi + 1, z, sizeof z);
+  snprintf(buf, n, "%s-%s", lo == 0 ? "0" : a, z);
+}
+
+static void gin_choice_name(const gin_choice *c, char *buf, size_t n) {
+  if (c->algo < 0) snprintf(buf, n, "nccl");
+  else if (c->flags & GIN_CHOICE_IF_OFFERED && c->proto < 0) snprintf(buf, n, "nccl(%s)", gin_algo_names[c->algo]);
+  else if (c->flags & GIN_CHOICE_IF_OFFERED) snprintf(buf, n, "nccl(%s/%s)", gin_algo_names[c->algo], gin_proto_names[c->proto]);
+  else snprintf(buf, n, "%s/%s", gin_algo_names[c->algo], gin_proto_names[c->proto]);
+}
+
+/* gin_series_ok is the version rule (docs/CALIBRATION.md): a measured
+ * choice applies on a running NCCL whose release series (major.minor) lies
+ * from its oldest measurement's series to its newest's; any choice applies
+ * where the running version is unknown. */
+static int gin_series_ok(const gin_choice *c, uint32_t running) {
+  if (c->minVersion == 0 || running == 0) return 1;
+  uint32_t s = running / 100;
+  return c->minVersion / 100 <= s && s <= c->maxVersion / 100;
+}
+
+/* gin_bind makes the communicator's context from a decoded plan whose cur
+ * is set (and frees the plan): its shape's cells, with the choices the
+ * version rule excludes marked GIN_CHOICE_SKIP, each such row logged once
+ * with the reason. NULL (logged) when out of memory. */
+static gin_comm *gin_bind(gin_table *t, uint64_t commId, gin_logger_t logFn) {
+  char msg[1024], run[32], lo[32], hi[32], cn[48], rg[48];
+  gin_comm *cm = (gin_comm *)calloc(1, sizeof *cm);
+  if (cm == NULL) {
+    gin_log(logFn, GIN_LOG_WARN, GIN_FLAG_INIT | GIN_FLAG_TUNING, "GIN: standing aside, NCCL tunes alone: out of memory for the communicator's table");
+    free(t);
+    return NULL;
+  }
+  cm->shape = *t->cur;
+  free(t);
+  cm->logFn = logFn;
+  cm->commId = commId;
+  cm->ncclVersion = gin_nccl_version();
+  gin_version_name(cm->ncclVersion, run, sizeof run);
+  int measured = 0, skipped = 0;
+  for (int c = 0; c < GIN_NUM_COLLS; c++)
+    for (int b = 0; b < GIN_BUCKETS;) {
+      gin_cell *cell = &cm->shape.cell[c][b];
+      int e = b;
+      while (e + 1 < GIN_BUCKETS && memcmp(&cm->shape.cell[c][e + 1], cell, sizeof *cell) == 0) e++;
+      for (int i = 0; i < cell->n; i++) {
+        gin_choice *ch = &cell->c[i];
+        if (ch->minVersion == 0) continue;
+        measured++;
+        if (gin_series_ok(ch, cm->ncclVersion)) continue;
+        skipped++;
+        gin_choice_name(ch, cn, sizeof cn);
+        gin_version_name(ch->minVersion, lo, sizeof lo);
+        gin_version_name(ch->maxVersion, hi, sizeof hi);
+        gin_range_name(b, e, rg, sizeof rg);
+        snprintf(msg, sizeof msg,
+                 "GIN: commId 0x%llx %s %s: choice %d (%s) was measured on NCCL %s..%s; running %s is another release series, "
+                 "so the measured override is not applied here (version rule: same major.minor series only)",
+                 (unsigned long long)commId, gin_coll_names[c], rg, i + 1, cn, lo, hi, run);
+        gin_log(logFn, GIN_LOG_INFO, GIN_FLAG_INIT | GIN_FLAG_TUNING, msg);
+      }
+      for (int k = b; k <= e; k++) /* the same cell: apply the rule to every bucket of the range */
+        for (int i = 0; i < cm->shape.cell[c][k].n; i++)
+          if (!gin_series_ok(&cm->shape.cell[c][k].c[i], cm->ncclVersion)) cm->shape.cell[c][k].c[i].flags |= GIN_CHOICE_SKIP;
+      b = e + 1;
+    }
+  snprintf(msg, sizeof msg, "GIN: commId 0x%llx: running NCCL %s (%s); %d measured choices, %d set aside by the version rule%s",
+           (unsigned long long)commId, run, cm->ncclVersion ? "ncclGetVersion" : "ncclGetVersion not found in the process",
+           measured, skipped, cm->ncclVersion || measured == 0 ? "" : "; measured choices applied as planned");
+  gin_log(logFn, GIN_LOG_INFO, GIN_FLAG_INIT | GIN_FLAG_TUNING, msg);
+  return cm;
+}
+
+/* gin_log_resolved logs, once per communicator (at finalize), what each
+ * row of its shape resolved to against NCCL's cost table: one line per run
+ * of buckets with the same cell and the same resolution. */
+static void gin_log_resolved(const gin_comm *cm) {
+  char msg[1024], rg[48], cn[48], tried[256];
+  for (int c = 0; c < GIN_NUM_COLLS; c++)
+    for (int b = 0; b < GIN_BUCKETS;) {
+      const gin_cell *cell = &cm->shape.cell[c][b];
+      uint8_t r = cm->resolved[c][b];
+      int e = b;
+      while (e + 1 < GIN_BUCKETS && cm->resolved[c][e + 1] == r && memcmp(&cm->shape.cell[c][e + 1], cell, sizeof *cell) == 0) e++;
+      if (r != 0 && cell->n > 0) {
+        size_t used = 0;
+        tried[0] = 0;
+        int last = r == GIN_RESOLVED_NCCL ? cell->n : r - 1;
+        for (int i = 0; i < last && used < sizeof tried; i++) {
+          gin_choice_name(&cell->c[i], cn, sizeof cn);
+          used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s%s", used ? ", " : "", cn,
+                                   cell->c[i].flags & GIN_CHOICE_SKIP ? " (version rule)" : " (not offered)");
+        }
+        gin_range_name(b, e, rg, sizeof rg);
+        if (r == GIN_RESOLVED_NCCL)
+          snprintf(msg, sizeof msg, "GIN: commId 0x%llx %s %s: no choice usable (%s); NCCL's choice", (unsigned long long)cm->commId,
+                   gin_coll_names[c], rg, tried);
+        else {
+          gin_choice_name(&cell->c[r - 1], cn, sizeof cn);
+          snprintf(msg, sizeof msg, "GIN: commId 0x%llx %s %s: resolved to choice %d of %d, %s%s%s%s", (unsigned long long)cm->commId,
+                   gin_coll_names[c], rg, r, cell->n, cn, tried[0] ? " (passed over: " : "", tried, tried[0] ? ")" : "");
+        }
+        gin_log(cm->logFn, GIN_LOG_INFO, GIN_FLAG_TUNING, msg);
+      }
+      b = e + 1;
+    }
+}
+
 /* gin_init_agent is init's agent path. It returns 1 when it decided
  * (*rc is init's result), 0 to go on with the Go loader (a plan file, no
  * job id, no agent on the node: the Go loader reports or asks the masters). */
@@ -384,8 +566,8 @@ static int gin_init_agent(size_t nRanks, size_t nNodes, uint64_t commId, gin_log
     *rc = ginNcclSuccess;
     return 1;
   }
-  *context = t;
-  *rc = ginNcclSuccess;
+  *context = gin_bind(t, commId, logFn);
+  *rc = *context == NULL && strict ? ginNcclSystemError : ginNcclSuccess;
   return 1;
 }
 
@@ -416,37 +598,63 @@ static int gin_init(size_t nRanks, size_t nNodes, uint64_t commId, gin_logger_t 
   if (load == NULL) return gin_env_is("NCCL_GIN_STRICT", "1") ? ginNcclSystemError : ginNcclSuccess;
   gin_table *t = NULL;
   int rc = load((void *)logFn, (uint64_t)nRanks, (uint64_t)nNodes, commId, (void **)&t);
-  if (rc == GIN_LOAD_OK && t != NULL) {
-    *context = t;
-    return ginNcclSuccess;
+  if (rc == GIN_LOAD_OK && t != NULL && t->cur != NULL) {
+    *context = gin_bind(t, commId, logFn);
+    return *context == NULL && gin_env_is("NCCL_GIN_STRICT", "1") ? ginNcclSystemError : ginNcclSuccess;
   }
   free(t);
   return rc == GIN_LOAD_FAIL ? ginNcclSystemError : ginNcclSuccess;
 }
 
 /* gin_cell_for returns the communicator's cell, or NULL to leave NCCL alone. */
-static inline const gin_cell *gin_cell_for(void *context, int collType, size_t nBytes) {
-  const gin_table *t = (const gin_table *)context;
-  if (t == NULL || t->cur == NULL || collType < 0 || collType >= GIN_NUM_COLLS) return NULL;
+static inline const gin_cell *gin_cell_for(const gin_comm *cm, int collType, size_t nBytes, int *bucket) {
+  if (cm == NULL || collType < 0 || collType >= GIN_NUM_COLLS) return NULL;
   int b = nBytes <= 1 ? 0 : 63 - __builtin_clzll((unsigned long long)nBytes);
-  return &t->cur->cell[collType][b];
+  *bucket = b;
+  const gin_cell *c = &cm->shape.cell[collType][b];
+  return c->n > 0 ? c : NULL;
 }
 
-/* gin_apply forces the planned cell of a float[numAlgo][numProto] cost
- * table by writing 0.0 into it, unless it is out of bounds or IGNORE. */
+/* gin_record keeps what a bucket resolved to for finalize's log: a relaxed
+ * store only when it changed (NCCL's cost table is the same for every call
+ * of a size, so this writes once per bucket). */
+static inline void gin_record(gin_comm *cm, int collType, int b, uint8_t r) {
+  uint8_t *slot = &cm->resolved[collType][b];
+  if (__atomic_load_n(slot, __ATOMIC_RELAXED) != r) __atomic_store_n(slot, r, __ATOMIC_RELAXED);
+}
+
+/* gin_apply walks the bucket's choices against a float[numAlgo][numProto]
+ * cost table: the first usable one wins (a forcing choice writes 0.0 into
+ * its cell; NCCL's choice, or NCCL's choice because NCCL offers the
+ * algorithm, writes nothing), and none usable leaves NCCL's choice. It
+ * never writes into a cell NCCL set to IGNORE. No allocation, lock or I/O. */
 static inline void gin_apply(void *context, int collType, size_t nBytes, float **collCostTable, int numAlgo,
                              int numProto, int *nChannels) {
-  const gin_cell *c = gin_cell_for(context, collType, nBytes);
+  gin_comm *cm = (gin_comm *)context;
+  int b = 0;
+  const gin_cell *c = gin_cell_for(cm, collType, nBytes, &b);
   if (c == NULL) return;
-  if (c->algo < 0) { /* leave the algorithm to NCCL; maybe the channels */
-    if (c->channels > 0 && nChannels != NULL) *nChannels = c->channels;
+  float *t = (float *)collCostTable;
+  for (int i = 0; i < c->n; i++) {
+    const gin_choice *ch = &c->c[i];
+    if (ch->flags & GIN_CHOICE_SKIP) continue;
+    if (ch->algo >= 0) {
+      if (t == NULL || ch->algo >= numAlgo || ch->proto >= numProto) continue;
+      float *row = t + (size_t)ch->algo * (size_t)numProto;
+      if (ch->proto < 0) { /* NCCL's choice if it offers the algorithm at all */
+        int offered = 0;
+        for (int p = 0; p < numProto; p++) offered |= row[p] != GIN_COST_IGNORE;
+        if (!offered) continue;
+      } else {
+        if (row[ch->proto] == GIN_COST_IGNORE) continue; /* unsupported or disabled here */
+        if (!(ch->flags & GIN_CHOICE_IF_OFFERED)) row[ch->proto] = 0.0f;
+      }
+    }
+    if (ch->channels > 0 && nChannels != NULL) *nChannels = ch->channels;
+    gin_record(cm, collType, b, (uint8_t)(i + 1));
     return;
   }
-  if (collCostTable == NULL || c->algo >= numAlgo || c->proto < 0 || c->proto >= numProto) return;
-  float *cell = (float *)collCostTable + (size_t)c->algo * (size_t)numProto + (size_t)c->proto;
-  if (*cell == GIN_COST_IGNORE) return; /* unsupported or disabled here: NCCL decides */
-  *cell = 0.0f;
-  if (c->channels > 0 && nChannels != NULL) *nChannels = c->channels;
+  gin_record(cm, collType, b, GIN_RESOLVED_NCCL);
 }
 
 /* ---- v2 ---- */
@@ -454,33 +662,48 @@ static int gin_init_v2(size_t nRanks, size_t nNodes, gin_logger_t logFn, void **
   return gin_init(nRanks, nNodes, 0, logFn, context);
 }
 
+/* gin_v2_usable is what v2 (no cost table) can know of a cell: NCCL's
+ * collNet/NVLS support flags and its applicability (Broadcast/Reduce run
+ * Ring only, AllGather/ReduceScatter Ring, NVLS and CollNetDirect,
+ * AllReduce all). */
+static int gin_v2_usable(int collType, int a, int collNetSupport, int nvlsSupport) {
+  if (a < 0 || a >= GIN_V2_NUM_ALGOS) return 0;
+  if ((a == GIN_ALGO_COLLNET_DIRECT || a == GIN_ALGO_COLLNET_CHAIN) && !collNetSupport) return 0;
+  if ((a == GIN_ALGO_NVLS || a == GIN_ALGO_NVLS_TREE) && !nvlsSupport) return 0;
+  return collType == 4 || a == GIN_ALGO_RING ||
+         ((collType == 2 || collType == 3) && (a == GIN_ALGO_NVLS || a == GIN_ALGO_COLLNET_DIRECT));
+}
+
 static int gin_get_coll_info_v2(void *context, gin_nccl_func_t collType, size_t nBytes, int collNetSupport,
                                 int nvlsSupport, int numPipeOps, int *algorithm, int *protocol, int *nChannels) {
   (void)numPipeOps;
-  const gin_cell *c = gin_cell_for(context, collType, nBytes);
+  gin_comm *cm = (gin_comm *)context;
+  int b = 0;
+  const gin_cell *c = gin_cell_for(cm, collType, nBytes, &b);
   if (c == NULL) return ginNcclSuccess;
-  if (c->algo < 0) {
-    if (c->channels > 0 && nChannels != NULL) *nChannels = c->channels;
+  for (int i = 0; i < c->n; i++) {
+    const gin_choice *ch = &c->c[i];
+    if (ch->flags & GIN_CHOICE_SKIP) continue;
+    if (ch->algo >= 0) {
+      if (!gin_v2_usable(collType, ch->algo, collNetSupport, nvlsSupport) || ch->proto >= GIN_V2_NUM_PROTOS) continue;
+      if (!(ch->flags & GIN_CHOICE_IF_OFFERED)) {
+        if (algorithm == NULL || protocol == NULL) return ginNcclSuccess;
+        *algorithm = ch->algo;
+        *protocol = ch->proto;
+      }
+    }
+    if (ch->channels > 0 && nChannels != NULL) *nChannels = ch->channels;
+    gin_record(cm, collType, b, (uint8_t)(i + 1));
     return ginNcclSuccess;
   }
-  if (algorithm == NULL || protocol == NULL) return ginNcclSuccess;
-  if (c->algo >= GIN_V2_NUM_ALGOS || c->proto < 0 || c->proto >= GIN_V2_NUM_PROTOS) return ginNcclSuccess;
-  if ((c->algo == GIN_ALGO_COLLNET_DIRECT || c->algo == GIN_ALGO_COLLNET_CHAIN) && !collNetSupport) return ginNcclSuccess;
-  if ((c->algo == GIN_ALGO_NVLS || c->algo == GIN_ALGO_NVLS_TREE) && !nvlsSupport) return ginNcclSuccess;
-  /* v2 gets no cost table to say which algorithms apply to a collective, so
-   * keep to NCCL's applicability: Broadcast/Reduce run Ring only,
-   * AllGather/ReduceScatter Ring, NVLS and CollNetDirect, AllReduce all. */
-  if (collType != 4 && c->algo != GIN_ALGO_RING &&
-      !((collType == 2 || collType == 3) && (c->algo == GIN_ALGO_NVLS || c->algo == GIN_ALGO_COLLNET_DIRECT)))
-    return ginNcclSuccess;
-  *algorithm = c->algo;
-  *protocol = c->proto;
-  if (c->channels > 0 && nChannels != NULL) *nChannels = c->channels;
+  gin_record(cm, collType, b, GIN_RESOLVED_NCCL);
   return ginNcclSuccess;
 }
 
 static int gin_finalize(void *context) {
-  free(context);
+  gin_comm *cm = (gin_comm *)context;
+  if (cm != NULL) gin_log_resolved(cm);
+  free(cm);
   return ginNcclSuccess;
 }
 

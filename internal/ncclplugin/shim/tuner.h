@@ -118,16 +118,36 @@ typedef struct {
                       size_t *chunkSize);
 } gin_tuner_v6_t;
 
-/* The decision table. A cell says which (algo, proto) to force and how
- * many channels; algo/proto -1 leaves the choice to NCCL, channels 0 keeps
- * NCCL's channel count. Buckets are floor(log2(nBytes)), 0 for nBytes <= 1. */
+/* The decision table. A cell is a bucket's ordered choices; the hot path
+ * takes the first one NCCL's cost table marks usable (not IGNORE), else
+ * leaves NCCL's choice. A choice with algo -1 is NCCL's choice,
+ * unconditionally; with GIN_CHOICE_IF_OFFERED it is NCCL's choice when NCCL
+ * offers algo (proto -1: any of its protocols); otherwise it forces
+ * (algo, proto). channels 0 keeps NCCL's channel count. Buckets are
+ * floor(log2(nBytes)), 0 for nBytes <= 1. minVersion/maxVersion
+ * (NCCL_VERSION_CODE) bound the release series a measured choice covers
+ * (0: it stands on no measurement); init applies the version rule once and
+ * marks what it excludes GIN_CHOICE_SKIP, so getCollInfo never reads them. */
 #define GIN_BUCKETS 64
 #define GIN_MAX_SHAPES 8
+#define GIN_MAX_CHOICES 4
+#define GIN_CHOICE_IF_OFFERED 0x01
+#define GIN_CHOICE_SKIP 0x80 /* set at init only */
+/* gin_comm.resolved: 0 never called, 1+i choice i, GIN_RESOLVED_NCCL none usable. */
+#define GIN_RESOLVED_NCCL 0xFF
 
 typedef struct {
   int8_t algo;
   int8_t proto;
+  uint8_t flags;
   int16_t channels;
+  uint32_t minVersion;
+  uint32_t maxVersion;
+} gin_choice;
+
+typedef struct {
+  uint8_t n;
+  gin_choice c[GIN_MAX_CHOICES];
 } gin_cell;
 
 typedef struct {
@@ -136,13 +156,26 @@ typedef struct {
   gin_cell cell[GIN_NUM_COLLS][GIN_BUCKETS];
 } gin_shape;
 
-/* One per communicator (the init context). cur points into shape[] at the
- * communicator's shape, or is NULL when the plan has none for it. */
+/* A decoded plan (the agent's table or the Go loader's). cur points into
+ * shape[] at the communicator's shape, or is NULL when the plan has none
+ * for it. Init binds it into a gin_comm and frees it. */
 typedef struct {
   int nShapes;
   gin_shape shape[GIN_MAX_SHAPES];
   const gin_shape *cur;
 } gin_table;
+
+/* One per communicator (the init context): its shape's cells after the
+ * version rule, what each bucket last resolved to (written by getCollInfo
+ * with a relaxed store when it changes, read by finalize, which logs it
+ * once), and what the logs name. */
+typedef struct {
+  gin_shape shape;
+  uint8_t resolved[GIN_NUM_COLLS][GIN_BUCKETS];
+  gin_logger_t logFn;
+  uint64_t commId;
+  uint32_t ncclVersion; /* NCCL_VERSION_CODE from ncclGetVersion; 0 unknown */
+} gin_comm;
 
 /* gin_log calls NCCL's variadic logger with "%s"; a NULL logger drops it. */
 void gin_log(gin_logger_t fn, int level, unsigned long flags, const char *msg);

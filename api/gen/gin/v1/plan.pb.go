@@ -336,7 +336,15 @@ type PlanRule struct {
 	PredictedUs float64 `protobuf:"fixed64,9,opt,name=predicted_us,json=predictedUs,proto3" json:"predicted_us,omitempty"`
 	// Why this choice ("tree: 2 nodes halve the inter-node bytes", "leave it
 	// to NCCL: within 5% of NCCL's own model").
-	Reason        string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The rule's ordered choices, resolved by the plugin against NCCL's cost
+	// table at run time: the first choice whose cell NCCL marks usable wins;
+	// none usable leaves NCCL's choice. Empty (every plan written before
+	// choices existed): the rule's algorithm/protocol/channels are its one
+	// choice. When present, algorithm/protocol/channels above are what the
+	// choices resolve to when NCCL offers every algorithm, so that a reader
+	// without choices does what it did before.
+	Choices       []*PlanChoice `protobuf:"bytes,11,rep,name=choices,proto3" json:"choices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +449,129 @@ func (x *PlanRule) GetReason() string {
 	return ""
 }
 
+func (x *PlanRule) GetChoices() []*PlanChoice {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+// PlanChoice is one entry of a rule's ordered choices.
+type PlanChoice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UNSPECIFIED: NCCL's choice, unconditionally (always usable).
+	Algorithm Algorithm `protobuf:"varint,1,opt,name=algorithm,proto3,enum=gin.v1.Algorithm" json:"algorithm,omitempty"`
+	// UNSPECIFIED with an algorithm: any protocol of it (only with
+	// nccl_if_offered).
+	Protocol Protocol `protobuf:"varint,2,opt,name=protocol,proto3,enum=gin.v1.Protocol" json:"protocol,omitempty"`
+	// 0: keep NCCL's channel count.
+	Channels uint32 `protobuf:"varint,3,opt,name=channels,proto3" json:"channels,omitempty"`
+	// True: when NCCL offers the algorithm (a cell of it is usable), leave
+	// the choice to NCCL (NCCL's own choice, which GIN expects to be that
+	// algorithm); false: force the cell.
+	NcclIfOffered bool `protobuf:"varint,4,opt,name=nccl_if_offered,json=ncclIfOffered,proto3" json:"nccl_if_offered,omitempty"`
+	// What the choice stands on ("measured 19% faster than ring/simple at
+	// 16 GiB (...)", "NCCL's own choice, not measured").
+	Evidence string `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	// "measured", "model" or "nccl".
+	Basis string `protobuf:"bytes,6,opt,name=basis,proto3" json:"basis,omitempty"`
+	// The NCCL versions (NCCL_VERSION_CODE, 22703 for 2.27.3) of the oldest
+	// and newest measurement the choice stands on; 0 when it stands on no
+	// measurement. The plugin applies a measured choice only on a running
+	// NCCL of a release series (major.minor) from the oldest's to the
+	// newest's (docs/CALIBRATION.md, the version rule).
+	MinNcclVersion uint32 `protobuf:"varint,7,opt,name=min_nccl_version,json=minNcclVersion,proto3" json:"min_nccl_version,omitempty"`
+	MaxNcclVersion uint32 `protobuf:"varint,8,opt,name=max_nccl_version,json=maxNcclVersion,proto3" json:"max_nccl_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PlanChoice) Reset() {
+	*x = PlanChoice{}
+	mi := &file_gin_v1_plan_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanChoice) ProtoMessage() {}
+
+func (x *PlanChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_plan_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanChoice.ProtoReflect.Descriptor instead.
+func (*PlanChoice) Descriptor() ([]byte, []int) {
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PlanChoice) GetAlgorithm() Algorithm {
+	if x != nil {
+		return x.Algorithm
+	}
+	return Algorithm_ALGORITHM_UNSPECIFIED
+}
+
+func (x *PlanChoice) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *PlanChoice) GetChannels() uint32 {
+	if x != nil {
+		return x.Channels
+	}
+	return 0
+}
+
+func (x *PlanChoice) GetNcclIfOffered() bool {
+	if x != nil {
+		return x.NcclIfOffered
+	}
+	return false
+}
+
+func (x *PlanChoice) GetEvidence() string {
+	if x != nil {
+		return x.Evidence
+	}
+	return ""
+}
+
+func (x *PlanChoice) GetBasis() string {
+	if x != nil {
+		return x.Basis
+	}
+	return ""
+}
+
+func (x *PlanChoice) GetMinNcclVersion() uint32 {
+	if x != nil {
+		return x.MinNcclVersion
+	}
+	return 0
+}
+
+func (x *PlanChoice) GetMaxNcclVersion() uint32 {
+	if x != nil {
+		return x.MaxNcclVersion
+	}
+	return 0
+}
+
 // Plan is a job's pinned decision table. Everything but created_index,
 // created_at, expires_at and content_hash is covered by content_hash.
 type Plan struct {
@@ -464,7 +595,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_gin_v1_plan_proto_msgTypes[1]
+	mi := &file_gin_v1_plan_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +607,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[1]
+	mi := &file_gin_v1_plan_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +620,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Plan) GetFormatVersion() uint32 {
@@ -579,7 +710,7 @@ type GetOrCreatePlanRequest struct {
 
 func (x *GetOrCreatePlanRequest) Reset() {
 	*x = GetOrCreatePlanRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[2]
+	mi := &file_gin_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +722,7 @@ func (x *GetOrCreatePlanRequest) String() string {
 func (*GetOrCreatePlanRequest) ProtoMessage() {}
 
 func (x *GetOrCreatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[2]
+	mi := &file_gin_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +735,7 @@ func (x *GetOrCreatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrCreatePlanRequest.ProtoReflect.Descriptor instead.
 func (*GetOrCreatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetOrCreatePlanRequest) GetJobId() string {
@@ -648,7 +779,7 @@ type GetOrCreatePlanResponse struct {
 
 func (x *GetOrCreatePlanResponse) Reset() {
 	*x = GetOrCreatePlanResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[3]
+	mi := &file_gin_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +791,7 @@ func (x *GetOrCreatePlanResponse) String() string {
 func (*GetOrCreatePlanResponse) ProtoMessage() {}
 
 func (x *GetOrCreatePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[3]
+	mi := &file_gin_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +804,7 @@ func (x *GetOrCreatePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrCreatePlanResponse.ProtoReflect.Descriptor instead.
 func (*GetOrCreatePlanResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetOrCreatePlanResponse) GetPlan() *Plan {
@@ -708,7 +839,7 @@ type GetPlanRequest struct {
 
 func (x *GetPlanRequest) Reset() {
 	*x = GetPlanRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[4]
+	mi := &file_gin_v1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +851,7 @@ func (x *GetPlanRequest) String() string {
 func (*GetPlanRequest) ProtoMessage() {}
 
 func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[4]
+	mi := &file_gin_v1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +864,7 @@ func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPlanRequest.ProtoReflect.Descriptor instead.
 func (*GetPlanRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetPlanRequest) GetJobId() string {
@@ -761,7 +892,7 @@ type GetPlanResponse struct {
 
 func (x *GetPlanResponse) Reset() {
 	*x = GetPlanResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[5]
+	mi := &file_gin_v1_plan_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +904,7 @@ func (x *GetPlanResponse) String() string {
 func (*GetPlanResponse) ProtoMessage() {}
 
 func (x *GetPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[5]
+	mi := &file_gin_v1_plan_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +917,7 @@ func (x *GetPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPlanResponse.ProtoReflect.Descriptor instead.
 func (*GetPlanResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{5}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetPlanResponse) GetPlan() *Plan {
@@ -813,7 +944,7 @@ type DeletePlanRequest struct {
 
 func (x *DeletePlanRequest) Reset() {
 	*x = DeletePlanRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[6]
+	mi := &file_gin_v1_plan_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +956,7 @@ func (x *DeletePlanRequest) String() string {
 func (*DeletePlanRequest) ProtoMessage() {}
 
 func (x *DeletePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[6]
+	mi := &file_gin_v1_plan_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +969,7 @@ func (x *DeletePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlanRequest.ProtoReflect.Descriptor instead.
 func (*DeletePlanRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{6}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeletePlanRequest) GetJobId() string {
@@ -859,7 +990,7 @@ type DeletePlanResponse struct {
 
 func (x *DeletePlanResponse) Reset() {
 	*x = DeletePlanResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[7]
+	mi := &file_gin_v1_plan_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1002,7 @@ func (x *DeletePlanResponse) String() string {
 func (*DeletePlanResponse) ProtoMessage() {}
 
 func (x *DeletePlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[7]
+	mi := &file_gin_v1_plan_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1015,7 @@ func (x *DeletePlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlanResponse.ProtoReflect.Descriptor instead.
 func (*DeletePlanResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{7}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeletePlanResponse) GetDeleted() bool {
@@ -916,7 +1047,7 @@ type Workload struct {
 
 func (x *Workload) Reset() {
 	*x = Workload{}
-	mi := &file_gin_v1_plan_proto_msgTypes[8]
+	mi := &file_gin_v1_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1059,7 @@ func (x *Workload) String() string {
 func (*Workload) ProtoMessage() {}
 
 func (x *Workload) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[8]
+	mi := &file_gin_v1_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1072,7 @@ func (x *Workload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Workload.ProtoReflect.Descriptor instead.
 func (*Workload) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{8}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Workload) GetPreset() WorkloadPreset {
@@ -1005,7 +1136,7 @@ type Prediction struct {
 
 func (x *Prediction) Reset() {
 	*x = Prediction{}
-	mi := &file_gin_v1_plan_proto_msgTypes[9]
+	mi := &file_gin_v1_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1148,7 @@ func (x *Prediction) String() string {
 func (*Prediction) ProtoMessage() {}
 
 func (x *Prediction) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[9]
+	mi := &file_gin_v1_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1161,7 @@ func (x *Prediction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prediction.ProtoReflect.Descriptor instead.
 func (*Prediction) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{9}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Prediction) GetCollective() Collective {
@@ -1140,7 +1271,7 @@ type PlacementEstimate struct {
 
 func (x *PlacementEstimate) Reset() {
 	*x = PlacementEstimate{}
-	mi := &file_gin_v1_plan_proto_msgTypes[10]
+	mi := &file_gin_v1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1283,7 @@ func (x *PlacementEstimate) String() string {
 func (*PlacementEstimate) ProtoMessage() {}
 
 func (x *PlacementEstimate) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[10]
+	mi := &file_gin_v1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1296,7 @@ func (x *PlacementEstimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementEstimate.ProtoReflect.Descriptor instead.
 func (*PlacementEstimate) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{10}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlacementEstimate) GetPlacement() string {
@@ -1243,7 +1374,7 @@ type EstimateRequest struct {
 
 func (x *EstimateRequest) Reset() {
 	*x = EstimateRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[11]
+	mi := &file_gin_v1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1386,7 @@ func (x *EstimateRequest) String() string {
 func (*EstimateRequest) ProtoMessage() {}
 
 func (x *EstimateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[11]
+	mi := &file_gin_v1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1399,7 @@ func (x *EstimateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateRequest.ProtoReflect.Descriptor instead.
 func (*EstimateRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{11}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EstimateRequest) GetNodes() string {
@@ -1327,7 +1458,7 @@ type EstimateResponse struct {
 
 func (x *EstimateResponse) Reset() {
 	*x = EstimateResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[12]
+	mi := &file_gin_v1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1470,7 @@ func (x *EstimateResponse) String() string {
 func (*EstimateResponse) ProtoMessage() {}
 
 func (x *EstimateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[12]
+	mi := &file_gin_v1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1483,7 @@ func (x *EstimateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateResponse.ProtoReflect.Descriptor instead.
 func (*EstimateResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{12}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EstimateResponse) GetPrediction() *Prediction {
@@ -1386,7 +1517,7 @@ type OrderNodesRequest struct {
 
 func (x *OrderNodesRequest) Reset() {
 	*x = OrderNodesRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[13]
+	mi := &file_gin_v1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1529,7 @@ func (x *OrderNodesRequest) String() string {
 func (*OrderNodesRequest) ProtoMessage() {}
 
 func (x *OrderNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[13]
+	mi := &file_gin_v1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1542,7 @@ func (x *OrderNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderNodesRequest.ProtoReflect.Descriptor instead.
 func (*OrderNodesRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{13}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OrderNodesRequest) GetNodes() string {
@@ -1435,7 +1566,7 @@ type OrderNodesResponse struct {
 
 func (x *OrderNodesResponse) Reset() {
 	*x = OrderNodesResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[14]
+	mi := &file_gin_v1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1578,7 @@ func (x *OrderNodesResponse) String() string {
 func (*OrderNodesResponse) ProtoMessage() {}
 
 func (x *OrderNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[14]
+	mi := &file_gin_v1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1591,7 @@ func (x *OrderNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderNodesResponse.ProtoReflect.Descriptor instead.
 func (*OrderNodesResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{14}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OrderNodesResponse) GetNodes() []string {
@@ -1502,7 +1633,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_gin_v1_plan_proto_msgTypes[15]
+	mi := &file_gin_v1_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1645,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[15]
+	mi := &file_gin_v1_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1658,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{15}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExportRequest) GetFormat() ExportFormat {
@@ -1556,7 +1687,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_gin_v1_plan_proto_msgTypes[16]
+	mi := &file_gin_v1_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1699,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_plan_proto_msgTypes[16]
+	mi := &file_gin_v1_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1712,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_plan_proto_rawDescGZIP(), []int{16}
+	return file_gin_v1_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExportResponse) GetContent() []byte {
@@ -1609,7 +1740,7 @@ var File_gin_v1_plan_proto protoreflect.FileDescriptor
 
 const file_gin_v1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\x11gin/v1/plan.proto\x12\x06gin.v1\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x02\n" +
+	"\x11gin/v1/plan.proto\x12\x06gin.v1\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\x03\n" +
 	"\bPlanRule\x122\n" +
 	"\n" +
 	"collective\x18\x01 \x01(\x0e2\x12.gin.v1.CollectiveR\n" +
@@ -1623,7 +1754,18 @@ const file_gin_v1_plan_proto_rawDesc = "" +
 	"\bchannels\x18\b \x01(\rR\bchannels\x12!\n" +
 	"\fpredicted_us\x18\t \x01(\x01R\vpredictedUs\x12\x16\n" +
 	"\x06reason\x18\n" +
-	" \x01(\tR\x06reason\"\x89\x03\n" +
+	" \x01(\tR\x06reason\x12,\n" +
+	"\achoices\x18\v \x03(\v2\x12.gin.v1.PlanChoiceR\achoices\"\xb5\x02\n" +
+	"\n" +
+	"PlanChoice\x12/\n" +
+	"\talgorithm\x18\x01 \x01(\x0e2\x11.gin.v1.AlgorithmR\talgorithm\x12,\n" +
+	"\bprotocol\x18\x02 \x01(\x0e2\x10.gin.v1.ProtocolR\bprotocol\x12\x1a\n" +
+	"\bchannels\x18\x03 \x01(\rR\bchannels\x12&\n" +
+	"\x0fnccl_if_offered\x18\x04 \x01(\bR\rncclIfOffered\x12\x1a\n" +
+	"\bevidence\x18\x05 \x01(\tR\bevidence\x12\x14\n" +
+	"\x05basis\x18\x06 \x01(\tR\x05basis\x12(\n" +
+	"\x10min_nccl_version\x18\a \x01(\rR\x0eminNcclVersion\x12(\n" +
+	"\x10max_nccl_version\x18\b \x01(\rR\x0emaxNcclVersion\"\x89\x03\n" +
 	"\x04Plan\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x14\n" +
@@ -1787,7 +1929,7 @@ func file_gin_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_gin_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_gin_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_gin_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_gin_v1_plan_proto_goTypes = []any{
 	(Collective)(0),                 // 0: gin.v1.Collective
 	(Algorithm)(0),                  // 1: gin.v1.Algorithm
@@ -1795,69 +1937,73 @@ var file_gin_v1_plan_proto_goTypes = []any{
 	(WorkloadPreset)(0),             // 3: gin.v1.WorkloadPreset
 	(ExportFormat)(0),               // 4: gin.v1.ExportFormat
 	(*PlanRule)(nil),                // 5: gin.v1.PlanRule
-	(*Plan)(nil),                    // 6: gin.v1.Plan
-	(*GetOrCreatePlanRequest)(nil),  // 7: gin.v1.GetOrCreatePlanRequest
-	(*GetOrCreatePlanResponse)(nil), // 8: gin.v1.GetOrCreatePlanResponse
-	(*GetPlanRequest)(nil),          // 9: gin.v1.GetPlanRequest
-	(*GetPlanResponse)(nil),         // 10: gin.v1.GetPlanResponse
-	(*DeletePlanRequest)(nil),       // 11: gin.v1.DeletePlanRequest
-	(*DeletePlanResponse)(nil),      // 12: gin.v1.DeletePlanResponse
-	(*Workload)(nil),                // 13: gin.v1.Workload
-	(*Prediction)(nil),              // 14: gin.v1.Prediction
-	(*PlacementEstimate)(nil),       // 15: gin.v1.PlacementEstimate
-	(*EstimateRequest)(nil),         // 16: gin.v1.EstimateRequest
-	(*EstimateResponse)(nil),        // 17: gin.v1.EstimateResponse
-	(*OrderNodesRequest)(nil),       // 18: gin.v1.OrderNodesRequest
-	(*OrderNodesResponse)(nil),      // 19: gin.v1.OrderNodesResponse
-	(*ExportRequest)(nil),           // 20: gin.v1.ExportRequest
-	(*ExportResponse)(nil),          // 21: gin.v1.ExportResponse
-	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
-	(*ReadInfo)(nil),                // 23: gin.v1.ReadInfo
-	(ReadConsistency)(0),            // 24: gin.v1.ReadConsistency
+	(*PlanChoice)(nil),              // 6: gin.v1.PlanChoice
+	(*Plan)(nil),                    // 7: gin.v1.Plan
+	(*GetOrCreatePlanRequest)(nil),  // 8: gin.v1.GetOrCreatePlanRequest
+	(*GetOrCreatePlanResponse)(nil), // 9: gin.v1.GetOrCreatePlanResponse
+	(*GetPlanRequest)(nil),          // 10: gin.v1.GetPlanRequest
+	(*GetPlanResponse)(nil),         // 11: gin.v1.GetPlanResponse
+	(*DeletePlanRequest)(nil),       // 12: gin.v1.DeletePlanRequest
+	(*DeletePlanResponse)(nil),      // 13: gin.v1.DeletePlanResponse
+	(*Workload)(nil),                // 14: gin.v1.Workload
+	(*Prediction)(nil),              // 15: gin.v1.Prediction
+	(*PlacementEstimate)(nil),       // 16: gin.v1.PlacementEstimate
+	(*EstimateRequest)(nil),         // 17: gin.v1.EstimateRequest
+	(*EstimateResponse)(nil),        // 18: gin.v1.EstimateResponse
+	(*OrderNodesRequest)(nil),       // 19: gin.v1.OrderNodesRequest
+	(*OrderNodesResponse)(nil),      // 20: gin.v1.OrderNodesResponse
+	(*ExportRequest)(nil),           // 21: gin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 22: gin.v1.ExportResponse
+	(*timestamppb.Timestamp)(nil),   // 23: google.protobuf.Timestamp
+	(*ReadInfo)(nil),                // 24: gin.v1.ReadInfo
+	(ReadConsistency)(0),            // 25: gin.v1.ReadConsistency
 }
 var file_gin_v1_plan_proto_depIdxs = []int32{
 	0,  // 0: gin.v1.PlanRule.collective:type_name -> gin.v1.Collective
 	1,  // 1: gin.v1.PlanRule.algorithm:type_name -> gin.v1.Algorithm
 	2,  // 2: gin.v1.PlanRule.protocol:type_name -> gin.v1.Protocol
-	5,  // 3: gin.v1.Plan.rules:type_name -> gin.v1.PlanRule
-	22, // 4: gin.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	22, // 5: gin.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: gin.v1.GetOrCreatePlanResponse.plan:type_name -> gin.v1.Plan
-	23, // 7: gin.v1.GetOrCreatePlanResponse.read:type_name -> gin.v1.ReadInfo
-	24, // 8: gin.v1.GetPlanRequest.consistency:type_name -> gin.v1.ReadConsistency
-	6,  // 9: gin.v1.GetPlanResponse.plan:type_name -> gin.v1.Plan
-	23, // 10: gin.v1.GetPlanResponse.read:type_name -> gin.v1.ReadInfo
-	3,  // 11: gin.v1.Workload.preset:type_name -> gin.v1.WorkloadPreset
-	0,  // 12: gin.v1.Workload.collective:type_name -> gin.v1.Collective
-	0,  // 13: gin.v1.Prediction.collective:type_name -> gin.v1.Collective
-	1,  // 14: gin.v1.Prediction.algorithm:type_name -> gin.v1.Algorithm
-	2,  // 15: gin.v1.Prediction.protocol:type_name -> gin.v1.Protocol
-	14, // 16: gin.v1.PlacementEstimate.prediction:type_name -> gin.v1.Prediction
-	0,  // 17: gin.v1.EstimateRequest.collective:type_name -> gin.v1.Collective
-	13, // 18: gin.v1.EstimateRequest.workload:type_name -> gin.v1.Workload
-	14, // 19: gin.v1.EstimateResponse.prediction:type_name -> gin.v1.Prediction
-	15, // 20: gin.v1.EstimateResponse.placements:type_name -> gin.v1.PlacementEstimate
-	23, // 21: gin.v1.EstimateResponse.read:type_name -> gin.v1.ReadInfo
-	23, // 22: gin.v1.OrderNodesResponse.read:type_name -> gin.v1.ReadInfo
-	4,  // 23: gin.v1.ExportRequest.format:type_name -> gin.v1.ExportFormat
-	23, // 24: gin.v1.ExportResponse.read:type_name -> gin.v1.ReadInfo
-	7,  // 25: gin.v1.PlanService.GetOrCreatePlan:input_type -> gin.v1.GetOrCreatePlanRequest
-	9,  // 26: gin.v1.PlanService.GetPlan:input_type -> gin.v1.GetPlanRequest
-	11, // 27: gin.v1.PlanService.DeletePlan:input_type -> gin.v1.DeletePlanRequest
-	16, // 28: gin.v1.PlanService.Estimate:input_type -> gin.v1.EstimateRequest
-	18, // 29: gin.v1.PlanService.OrderNodes:input_type -> gin.v1.OrderNodesRequest
-	20, // 30: gin.v1.PlanService.Export:input_type -> gin.v1.ExportRequest
-	8,  // 31: gin.v1.PlanService.GetOrCreatePlan:output_type -> gin.v1.GetOrCreatePlanResponse
-	10, // 32: gin.v1.PlanService.GetPlan:output_type -> gin.v1.GetPlanResponse
-	12, // 33: gin.v1.PlanService.DeletePlan:output_type -> gin.v1.DeletePlanResponse
-	17, // 34: gin.v1.PlanService.Estimate:output_type -> gin.v1.EstimateResponse
-	19, // 35: gin.v1.PlanService.OrderNodes:output_type -> gin.v1.OrderNodesResponse
-	21, // 36: gin.v1.PlanService.Export:output_type -> gin.v1.ExportResponse
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	6,  // 3: gin.v1.PlanRule.choices:type_name -> gin.v1.PlanChoice
+	1,  // 4: gin.v1.PlanChoice.algorithm:type_name -> gin.v1.Algorithm
+	2,  // 5: gin.v1.PlanChoice.protocol:type_name -> gin.v1.Protocol
+	5,  // 6: gin.v1.Plan.rules:type_name -> gin.v1.PlanRule
+	23, // 7: gin.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	23, // 8: gin.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: gin.v1.GetOrCreatePlanResponse.plan:type_name -> gin.v1.Plan
+	24, // 10: gin.v1.GetOrCreatePlanResponse.read:type_name -> gin.v1.ReadInfo
+	25, // 11: gin.v1.GetPlanRequest.consistency:type_name -> gin.v1.ReadConsistency
+	7,  // 12: gin.v1.GetPlanResponse.plan:type_name -> gin.v1.Plan
+	24, // 13: gin.v1.GetPlanResponse.read:type_name -> gin.v1.ReadInfo
+	3,  // 14: gin.v1.Workload.preset:type_name -> gin.v1.WorkloadPreset
+	0,  // 15: gin.v1.Workload.collective:type_name -> gin.v1.Collective
+	0,  // 16: gin.v1.Prediction.collective:type_name -> gin.v1.Collective
+	1,  // 17: gin.v1.Prediction.algorithm:type_name -> gin.v1.Algorithm
+	2,  // 18: gin.v1.Prediction.protocol:type_name -> gin.v1.Protocol
+	15, // 19: gin.v1.PlacementEstimate.prediction:type_name -> gin.v1.Prediction
+	0,  // 20: gin.v1.EstimateRequest.collective:type_name -> gin.v1.Collective
+	14, // 21: gin.v1.EstimateRequest.workload:type_name -> gin.v1.Workload
+	15, // 22: gin.v1.EstimateResponse.prediction:type_name -> gin.v1.Prediction
+	16, // 23: gin.v1.EstimateResponse.placements:type_name -> gin.v1.PlacementEstimate
+	24, // 24: gin.v1.EstimateResponse.read:type_name -> gin.v1.ReadInfo
+	24, // 25: gin.v1.OrderNodesResponse.read:type_name -> gin.v1.ReadInfo
+	4,  // 26: gin.v1.ExportRequest.format:type_name -> gin.v1.ExportFormat
+	24, // 27: gin.v1.ExportResponse.read:type_name -> gin.v1.ReadInfo
+	8,  // 28: gin.v1.PlanService.GetOrCreatePlan:input_type -> gin.v1.GetOrCreatePlanRequest
+	10, // 29: gin.v1.PlanService.GetPlan:input_type -> gin.v1.GetPlanRequest
+	12, // 30: gin.v1.PlanService.DeletePlan:input_type -> gin.v1.DeletePlanRequest
+	17, // 31: gin.v1.PlanService.Estimate:input_type -> gin.v1.EstimateRequest
+	19, // 32: gin.v1.PlanService.OrderNodes:input_type -> gin.v1.OrderNodesRequest
+	21, // 33: gin.v1.PlanService.Export:input_type -> gin.v1.ExportRequest
+	9,  // 34: gin.v1.PlanService.GetOrCreatePlan:output_type -> gin.v1.GetOrCreatePlanResponse
+	11, // 35: gin.v1.PlanService.GetPlan:output_type -> gin.v1.GetPlanResponse
+	13, // 36: gin.v1.PlanService.DeletePlan:output_type -> gin.v1.DeletePlanResponse
+	18, // 37: gin.v1.PlanService.Estimate:output_type -> gin.v1.EstimateResponse
+	20, // 38: gin.v1.PlanService.OrderNodes:output_type -> gin.v1.OrderNodesResponse
+	22, // 39: gin.v1.PlanService.Export:output_type -> gin.v1.ExportResponse
+	34, // [34:40] is the sub-list for method output_type
+	28, // [28:34] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_plan_proto_init() }
@@ -1872,7 +2018,7 @@ func file_gin_v1_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_plan_proto_rawDesc), len(file_gin_v1_plan_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
