@@ -60,7 +60,7 @@ echo "STOPPED exit=$rc"
 
 // TestREADMESingleMasterStarts runs the README's single-master line
 // (`gin-master --node-id m1 --data-dir /var/lib/gin-master`) exactly as
-// written on a fresh host: default binds (:5000, :5001, :5002), no
+// written on a fresh host: default binds (:5000, :5001, 127.0.0.1:5002), no
 // --raft-advertise, its certificates in GIN_TLS_CA/GIN_TLS_CERT/GIN_TLS_KEY
 // as the README's export line says (made by ginctl tls as the Security
 // section says; ginctl asks as admin). It used to die with "local bind

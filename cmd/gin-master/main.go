@@ -42,6 +42,7 @@ type options struct {
 	raftAdvertise                              string
 	tuning                                     ginraft.Tuning
 	httpBind                                   string
+	webConfigFile                              string
 	bootstrap                                  bool
 	bootstrapExpect                            int
 	join                                       string
@@ -239,7 +240,8 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
 	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
 	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address; on every interface, this host's default-route address)")
-	f.StringVar(&o.httpBind, "http-bind", ":5002", "HTTP address of /metrics (Prometheus) and /healthz; empty disables it (off with --dev unless given)")
+	f.StringVar(&o.httpBind, "http-bind", "127.0.0.1:5002", "HTTP address of /metrics (Prometheus), /healthz and the web view /ui/ (loopback by default: give :5002 for a Prometheus on another host); empty disables it (off with --dev unless given)")
+	f.StringVar(&o.webConfigFile, "web-config-file", "", "TLS and authentication of --http-bind: a Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users); empty: plain HTTP. On a cluster with TLS the web view answers only over TLS to a client certificate of the cluster (reader or above)")
 	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
 	f.StringVar(&o.raftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, and when that listens on every interface (:5001, 0.0.0.0, ::) this host's default-route address, else its only global address)")
 	f.DurationVar(&o.tuning.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "a follower that hears nothing from the leader this long starts an election (0: Raft's default, 1s)")
@@ -420,7 +422,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, RaftAdvertise: o.raftAdvertise,
 		RaftTuning: o.tuning, DataDir: o.dataDir,
 		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
-		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, Logger: log,
+		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile, Logger: log,
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,

@@ -185,8 +185,14 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	// The read-only web view (/ui/), answered from this replica like gRPC reads.
-	webui.Register(mux, webBackend{&topologyService{s: s}, &adminService{s: s}}, s.log)
+	// The read-only web view (/ui/), answered from this replica like gRPC
+	// reads, behind the gate of a TLS cluster (httpserve.go).
+	ui := http.NewServeMux()
+	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}}, s.log)
+	gate := newUIGate(s)
+	reg.MustRegister(gate)
+	mux.Handle("/ui", gate.wrap(ui))
+	mux.Handle("/ui/", gate.wrap(ui))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -194,16 +200,19 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := s.serveWeb(srv); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("master: http: %w", err)
 	}
 	return nil
 }
 
 // listenHTTP binds the HTTP listener when configured.
-func listenHTTP(bind string) (net.Listener, error) {
+func listenHTTP(bind, webConfig string) (net.Listener, error) {
 	if bind == "" {
 		return nil, nil
+	}
+	if err := checkWebConfig(webConfig); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", bind)
 	if err != nil {

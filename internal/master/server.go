@@ -92,6 +92,9 @@ type Config struct {
 	MissedHeartbeats int
 	// HTTPBind serves /metrics and /healthz; empty disables it.
 	HTTPBind string
+	// WebConfigFile is the HTTP port's TLS and authentication
+	// (prometheus/exporter-toolkit's web config; empty: plain HTTP).
+	WebConfigFile string
 	// HelloTimeout bounds the wait for an agent session's first message
 	// (default 10s): a stream that never says hello is ended with
 	// DEADLINE_EXCEEDED instead of holding its goroutine and buffers.
@@ -256,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 		_ = lis.Close()
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	httpLis, err := listenHTTP(cfg.HTTPBind)
+	httpLis, err := listenHTTP(cfg.HTTPBind, cfg.WebConfigFile)
 	if err != nil {
 		_ = lis.Close()
 		_ = node.Shutdown()
