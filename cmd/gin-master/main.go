@@ -23,6 +23,7 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/devcluster"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/hostaddr"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/inventory"
@@ -63,6 +64,7 @@ type options struct {
 	devAgents                                  int
 	devProfile, devFabric, devNodes            string
 	devFaults                                  []string
+	healthThresholds                           []string
 	tls                                        pki.Files // --tls-* (else GIN_TLS_*)
 	insecure                                   bool      // plaintext without TLS, by choice
 	recover                                    bool
@@ -281,6 +283,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.devNodes, "dev-nodes", "", "with --dev: names of the simulated nodes as a Slurm hostlist (e.g. 'n[1-4]' to match a Slurm cluster); sets their number")
 	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
+	f.StringArrayVar(&o.healthThresholds, "health-threshold", nil, "a node-verdict setting, repeatable (docs/HEALTH.md): CHECK=pass|warn|fail (a check's severity; pass turns it off), xid-fatal=LIST, xid-ignore=LIST, min-peers=N")
 	f.StringArrayVar(&o.devFaults, "dev-fault", nil, "with --dev: a simulated fault, repeatable: NODE/HCA[:PORT]=down|RATE (NIC down or retrained at RATE Gb/s), NODE/GPU<i>/nvlink<l>=down")
 	cmd.Version = buildinfo.String()
 	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
@@ -418,6 +421,10 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if o.bootstrapExpect == 1 {
 		bootstrap = true
 	}
+	th, err := healthThresholds(o.healthThresholds)
+	if err != nil {
+		return err
+	}
 	s, err := master.New(master.Config{
 		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, RaftAdvertise: o.raftAdvertise,
 		RaftTuning: o.tuning, DataDir: o.dataDir,
@@ -426,7 +433,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
 		Recover: o.recover, RecoverPeers: o.recoverMembers,
 		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
-		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
+		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20, HealthThresholds: th,
 		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
 	})
 	if err != nil {
@@ -480,9 +487,13 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 		dataDir = o.dataDir
 	}
 	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
+	th, err := healthThresholds(o.healthThresholds)
+	if err != nil {
+		return err
+	}
 	c, done, err := devcluster.Start(ctx, devcluster.Config{
 		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec, Faults: faults,
-		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log,
+		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log, HealthThresholds: th,
 	})
 	if err != nil {
 		return err
@@ -583,4 +594,15 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// healthThresholds parses the --health-threshold values.
+func healthThresholds(kvs []string) (health.Thresholds, error) {
+	var th health.Thresholds
+	for _, kv := range kvs {
+		if err := th.Set(kv); err != nil {
+			return health.Thresholds{}, fmt.Errorf("--health-threshold: %w", err)
+		}
+	}
+	return th, nil
 }

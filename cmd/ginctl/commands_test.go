@@ -275,6 +275,8 @@ func TestCommands(t *testing.T) {
 		{"order", []string{"order", "--nodes", "node[004,001,003,002]"}, ""},
 		{"order-json", []string{"order", "--nodes", "node[004,001,003,002]", "-o", "json"}, ""},
 		{"order-yaml", []string{"order", "--nodes", "node[004,001,003,002]", "-o", "yaml"}, ""},
+		{"check", []string{"check"}, ""},
+		{"check-json", []string{"check", "--nodes", "node001", "-o", "json"}, ""},
 		{"export-slurm", []string{"export", "slurm"}, ""},
 		{"export-slurm-block", []string{"export", "slurm-block"}, ""},
 		{"export-dot", []string{"export", "dot"}, ""},

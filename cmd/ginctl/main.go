@@ -113,7 +113,8 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.StringVar(&a.tls.Cert, "tls-cert", "", "mTLS: this client's certificate (default $GIN_TLS_CERT)")
 	pf.StringVar(&a.tls.Key, "tls-key", "", "mTLS: this client's key (default $GIN_TLS_KEY)")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
-		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd(), a.tlsCmd())
+		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd(), a.tlsCmd(),
+		a.checkCmd())
 	root.SetVersionTemplate(buildinfo.VersionTemplate("ginctl"))
 	root.AddCommand(a.versionCmd())
 	a.registerCompletions(root)

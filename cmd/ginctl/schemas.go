@@ -45,6 +45,7 @@ func jsonOutputs() []jsonOutput {
 		{"tls allow", "ginctl-tls-allow", (*ginv1.AllowCertificateResponse)(nil), false},
 		{"tls allow --expired", "ginctl-tls-allow-expired", []*ginv1.AllowCertificateResponse(nil), false},
 		{"node delete", "ginctl-node-delete", (*ginv1.DeleteNodeResponse)(nil), false},
+		{"check", "ginctl-check", (*ginv1.CheckResponse)(nil), false},
 	}
 }
 

@@ -102,6 +102,8 @@ func TestLayering(t *testing.T) {
 		{name: "the pictures draw from the API and the graph only", from: mod("internal/webui/draw"),
 			onlyIn: []string{mod("internal/webui/draw"), mod("api/gen/gin/v1"), mod("internal/graph"), mod("internal/render"),
 				mod("internal/natsort"), mod("internal/devid")}},
+		{name: "node verdicts are rules over the API alone", from: mod("internal/health"),
+			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/health")}},
 		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),
 			never: []string{mod("internal/raft"), mod("internal/master"), "github.com/hashicorp/raft"}},
 	}

@@ -37,6 +37,7 @@ func Table() map[string][]pki.Role {
 		ginv1.CalibrationService_ListMeasurements_FullMethodName: anyRole,
 		ginv1.CalibrationService_GetMeasurement_FullMethodName:   anyRole,
 		ginv1.AdminService_GetClusterInfo_FullMethodName:         anyRole,
+		ginv1.CheckService_Check_FullMethodName:                  anyRole,
 		healthpb.Health_Check_FullMethodName:                     anyRole,
 		healthpb.Health_Watch_FullMethodName:                     anyRole,
 		healthpb.Health_List_FullMethodName:                      anyRole,

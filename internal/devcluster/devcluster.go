@@ -16,6 +16,7 @@ import (
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/discovery/sim"
+	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/pki"
 )
@@ -39,6 +40,8 @@ type Config struct {
 	// Faults are injected into the simulated nodes before their agents
 	// start (--dev-fault): NICs down or degraded, NVLinks down.
 	Faults []Fault
+	// HealthThresholds configure the master's node verdicts.
+	HealthThresholds health.Thresholds
 	// HeartbeatInterval of the agents (default 5s).
 	HeartbeatInterval time.Duration
 	// DataDir keeps the Raft data; empty means a temporary directory that is
@@ -147,7 +150,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 	m, err := master.New(master.Config{
 		ID: MasterID, Bind: cfg.Bind, RaftBind: "127.0.0.1:0", DataDir: c.dataDir, Bootstrap: true,
 		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, HTTPBind: cfg.HTTPBind, Logger: cfg.Logger.With("component", "master"),
-		TLS: tlsc.masterSource(),
+		TLS:              tlsc.masterSource(),
+		HealthThresholds: cfg.HealthThresholds,
 	})
 	if err != nil {
 		c.cleanup()

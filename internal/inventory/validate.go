@@ -11,20 +11,22 @@ import (
 
 // Documented limits of one inventory (see api/proto/gin/v1/inventory.proto).
 const (
-	MaxGPUs            = 64
-	MaxNVLinksPerGPU   = 64
-	MaxC2CLinks        = 64
-	MaxC2CLinkMBps     = 1_000_000 // MB/s per link, like an NVLink's bound
-	MaxNVSwitches      = 64
-	MaxPCIeBridges     = 1024
-	MaxHCAs            = 64
-	MaxPortsPerHCA     = 16
-	MaxGIDsPerPort     = 256
-	MaxAddrsPerNetdev  = 64
-	MaxQPSummaries     = 4096
-	MaxNeighbors       = 1024
-	MaxNUMANodes       = 64
-	MaxStringLen       = 256
+	MaxGPUs           = 64
+	MaxNVLinksPerGPU  = 64
+	MaxC2CLinks       = 64
+	MaxC2CLinkMBps    = 1_000_000 // MB/s per link, like an NVLink's bound
+	MaxNVSwitches     = 64
+	MaxPCIeBridges    = 1024
+	MaxHCAs           = 64
+	MaxPortsPerHCA    = 16
+	MaxGIDsPerPort    = 256
+	MaxAddrsPerNetdev = 64
+	MaxQPSummaries    = 4096
+	MaxNeighbors      = 1024
+	MaxNUMANodes      = 64
+	MaxStringLen      = 256
+	// MaxXIDsPerGPU bounds the distinct XID codes a GPU reports.
+	MaxXIDsPerGPU      = 32
 	MaxNodeNameLen     = 253
 	maxViolationsShown = 20
 )
@@ -213,6 +215,8 @@ func Validate(inv *ginv1.NodeInventory) error {
 				}
 			}
 			v.count(f+".nvlinks", len(g.GetNvlinks()), MaxNVLinksPerGPU)
+			v.str(f+".vbios_version", g.GetVbiosVersion())
+			validateGPUHealth(v, f+".health", g.GetHealth())
 		}
 	}
 	// NVLink endpoints are checked once every device is known.
@@ -340,6 +344,12 @@ func validateHost(v *validator, h *ginv1.Host) {
 	for _, s := range []struct{ f, s string }{{"host.hostname", h.GetHostname()}, {"host.machine_id", h.GetMachineId()}, {"host.system_model", h.GetSystemModel()}, {"host.kernel_version", h.GetKernelVersion()}, {"host.driver_version", h.GetDriverVersion()}, {"host.cuda_driver_version", h.GetCudaDriverVersion()}} {
 		v.str(s.f, s.s)
 	}
+	if io := h.GetIommu(); io != nil {
+		v.str("host.iommu.cmdline", io.GetCmdline())
+		if _, ok := ginv1.IommuMode_name[int32(io.GetMode())]; !ok {
+			v.add("host.iommu.mode", "unknown IOMMU mode %d", io.GetMode())
+		}
+	}
 	if !v.count("host.numa_nodes", len(h.GetNumaNodes()), MaxNUMANodes) {
 		return
 	}
@@ -361,10 +371,43 @@ func validatePCIeLink(v *validator, field string, l *ginv1.PcieLink) {
 	if l.GetGeneration() > 7 {
 		v.add(field+".generation", "PCIe generation %d does not exist", l.GetGeneration())
 	}
-	switch l.GetWidth() {
-	case 0, 1, 2, 4, 8, 12, 16, 32:
-	default:
-		v.add(field+".width", "x%d is not a PCIe link width", l.GetWidth())
+	if l.GetMaxGeneration() > 7 {
+		v.add(field+".max_generation", "PCIe generation %d does not exist", l.GetMaxGeneration())
+	}
+	for _, w := range []struct {
+		f string
+		w uint32
+	}{{".width", l.GetWidth()}, {".max_width", l.GetMaxWidth()}} {
+		switch w.w {
+		case 0, 1, 2, 4, 8, 12, 16, 32:
+		default:
+			v.add(field+w.f, "x%d is not a PCIe link width", w.w)
+		}
+	}
+}
+
+// validateGPUHealth bounds a GPU's error state: the XID list, and values
+// that fit the registers NVML reads them from.
+func validateGPUHealth(v *validator, field string, h *ginv1.GpuHealth) {
+	if h == nil {
+		return
+	}
+	if h.GetClockEventReasons() > 0xffffffff {
+		v.add(field+".clock_event_reasons", "0x%x is wider than NVML's reason mask", h.GetClockEventReasons())
+	}
+	if !v.count(field+".xids", len(h.GetXids()), MaxXIDsPerGPU) {
+		return
+	}
+	seen := map[uint32]int{}
+	for i, x := range h.GetXids() {
+		f := fmt.Sprintf("%s.xids[%d]", field, i)
+		if x.GetXid() == 0 || x.GetXid() > 0xffff {
+			v.add(f+".xid", "XID %d is not an XID code", x.GetXid())
+		}
+		if j, ok := seen[x.GetXid()]; ok {
+			v.add(f+".xid", "duplicate of xids[%d].xid %d", j, x.GetXid())
+		}
+		seen[x.GetXid()] = i
 	}
 }
 
@@ -393,6 +436,9 @@ func validateBridges(v *validator, bs []*ginv1.PcieBridge) map[string]bool {
 			v.add(f+".parent_id", "a host bridge has no parent, got %q", b.GetParentId())
 		}
 		validatePCIeLink(v, f+".link", b.GetLink())
+		if a := b.GetAcs(); a != nil && (a.GetCapability() > 0xffff || a.GetControl() > 0xffff) {
+			v.add(f+".acs", "ACS registers are 16 bits, got capability 0x%x control 0x%x", a.GetCapability(), a.GetControl())
+		}
 	}
 	for i, b := range bs {
 		p := b.GetParentId()

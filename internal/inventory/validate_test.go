@@ -70,6 +70,32 @@ func TestValidate(t *testing.T) {
 		{"C1 control in the source", func(i *ginv1.NodeInventory) { i.Source = "sim\u009b" }, "source"},
 		{"invalid UTF-8 in a GPU model", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "H100\xff" }, "gpus[0].model"},
 		{"non-ASCII text is fine", func(i *ginv1.NodeInventory) { i.Gpus[0].Model = "Grafikkarte für Ärzte ✓" }, ""},
+		{"health facts", func(i *ginv1.NodeInventory) {
+			i.PcieBridges[1].Link = &ginv1.PcieLink{Generation: 3, Width: 8, MaxGeneration: 5, MaxWidth: 16}
+			i.PcieBridges[1].Acs = &ginv1.PcieAcs{Capability: 0x5f, Control: 0x1d}
+			i.Host.Iommu = &ginv1.Iommu{Mode: ginv1.IommuMode_IOMMU_MODE_PASSTHROUGH, GroupCount: 200, Cmdline: "iommu=pt"}
+			i.Host.GpudirectRdma = &ginv1.GpuDirectRdma{PeermemLoaded: true}
+			i.Gpus[0].VbiosVersion = "96.00.89.00.01"
+			i.Gpus[0].Health = &ginv1.GpuHealth{ClockEventReasons: 0x40, Xids: []*ginv1.XidEvent{{Xid: 79}, {Xid: 48}}}
+		}, ""},
+		{"max link width not a width", func(i *ginv1.NodeInventory) { i.PcieBridges[1].Link.MaxWidth = 3 }, "pcie_bridges[1].link.max_width"},
+		{"max link generation", func(i *ginv1.NodeInventory) { i.PcieBridges[1].Link.MaxGeneration = 9 }, "pcie_bridges[1].link.max_generation"},
+		{"ACS wider than 16 bits", func(i *ginv1.NodeInventory) { i.PcieBridges[1].Acs = &ginv1.PcieAcs{Control: 0x10000} }, "pcie_bridges[1].acs"},
+		{"unknown IOMMU mode", func(i *ginv1.NodeInventory) { i.Host.Iommu = &ginv1.Iommu{Mode: 99} }, "host.iommu.mode"},
+		{"ESC in the IOMMU command line", func(i *ginv1.NodeInventory) { i.Host.Iommu = &ginv1.Iommu{Cmdline: "iommu=pt\x1b[2J"} }, "host.iommu.cmdline"},
+		{"long VBIOS", func(i *ginv1.NodeInventory) { i.Gpus[0].VbiosVersion = long }, "gpus[0].vbios_version"},
+		{"throttle reasons past the mask", func(i *ginv1.NodeInventory) { i.Gpus[0].Health = &ginv1.GpuHealth{ClockEventReasons: 1 << 40} }, "gpus[0].health.clock_event_reasons"},
+		{"XID 0", func(i *ginv1.NodeInventory) { i.Gpus[0].Health = &ginv1.GpuHealth{Xids: []*ginv1.XidEvent{{Xid: 0}}} }, "gpus[0].health.xids[0].xid"},
+		{"duplicate XID", func(i *ginv1.NodeInventory) {
+			i.Gpus[0].Health = &ginv1.GpuHealth{Xids: []*ginv1.XidEvent{{Xid: 79}, {Xid: 79}}}
+		}, "gpus[0].health.xids[1].xid"},
+		{"too many XIDs", func(i *ginv1.NodeInventory) {
+			h := &ginv1.GpuHealth{}
+			for k := range MaxXIDsPerGPU + 1 {
+				h.Xids = append(h.Xids, &ginv1.XidEvent{Xid: uint32(k + 1)})
+			}
+			i.Gpus[1].Health = h
+		}, "gpus[1].health.xids"},
 		{"too many GPUs", func(i *ginv1.NodeInventory) {
 			for k := 0; k < MaxGPUs; k++ {
 				i.Gpus = append(i.Gpus, &ginv1.Gpu{Uuid: "x", Index: uint32(100 + k)})

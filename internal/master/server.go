@@ -22,6 +22,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/buildinfo"
+	nodehealth "github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/ratelog"
@@ -154,7 +155,10 @@ type Config struct {
 	// RESOURCE_EXHAUSTED naming the data dir, until space returns, and a
 	// leader of several masters hands leadership over.
 	MinFreeBytes uint64
-	Logger       *slog.Logger
+	// HealthThresholds configure the node verdicts of CheckService
+	// (internal/health; the zero value is the documented defaults).
+	HealthThresholds nodehealth.Thresholds
+	Logger           *slog.Logger
 }
 
 // Server is one gin-master: Raft node, state and gRPC services.
@@ -322,6 +326,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
 	ginv1.RegisterCalibrationServiceServer(s.grpc, newCalibrationService(store, s.apply, s.read, log))
 	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
+	ginv1.RegisterCheckServiceServer(s.grpc, newCheckService(s))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(agentServiceName, healthpb.HealthCheckResponse_NOT_SERVING) // sessionhealth.go

@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -28,6 +29,8 @@ type Collector struct {
 
 	mu   sync.Mutex
 	syms map[string]bool // LookupSymbol results, by symbol name
+	xid  xidState        // guarded by mu
+	now  func() time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -49,7 +52,7 @@ func New() (*Collector, error) {
 // already initialised (lib.Init() returned SUCCESS); Close calls
 // lib.Shutdown(). Tests pass a go-nvml mock.
 func NewWithInterface(lib nvml.Interface) *Collector {
-	return &Collector{lib: lib, syms: map[string]bool{}}
+	return &Collector{lib: lib, syms: map[string]bool{}, now: time.Now}
 }
 
 // initLib initialises lib, mapping a missing libnvidia-ml.so.1 to ErrNoDriver.
@@ -67,6 +70,11 @@ func initLib(lib nvml.Interface) error {
 // Close shuts NVML down. Calls after the first return the first result.
 func (c *Collector) Close() error {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		if c.xid.set != nil {
+			c.xid.set.Free()
+		}
+		c.mu.Unlock()
 		if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
 			c.closeErr = fmt.Errorf("nvml: shutdown: %w", ret)
 		}
@@ -141,7 +149,9 @@ func (c *Collector) Inventory(ctx context.Context) (Result, []discovery.ItemErro
 		errs.add("CUDA driver version", ret)
 	}
 	switchLinks := map[string]uint32{}
-	for i, dev := range c.devices(&errs) {
+	devs := c.devices(&errs)
+	byDev := map[nvml.Device]*ginv1.Gpu{}
+	for i, dev := range devs {
 		if err := ctx.Err(); err != nil {
 			errs.add("inventory", err)
 			break
@@ -154,12 +164,14 @@ func (c *Collector) Inventory(ctx context.Context) (Result, []discovery.ItemErro
 			continue
 		}
 		res.GPUs = append(res.GPUs, g)
+		byDev[dev] = g
 		for _, l := range g.Nvlinks {
 			if l.RemoteType == ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_SWITCH && l.RemotePciBusId != "" {
 				switchLinks[l.RemotePciBusId]++
 			}
 		}
 	}
+	c.drainXIDs(devs, byDev, &errs)
 	for id, n := range switchLinks {
 		res.NVSwitches = append(res.NVSwitches, &ginv1.NvSwitch{Id: id, PciBusId: id, LinkCount: n})
 	}
@@ -221,6 +233,7 @@ func (c *Collector) gpu(i int, dev nvml.Device, errs *errList) *ginv1.Gpu {
 	g.Fabric = c.fabric(i, dev, errs)
 	g.Nvlinks = c.nvlinks(i, dev, errs)
 	g.C2C = c2c(i, dev, errs)
+	c.health(i, dev, g, errs)
 	return g
 }
 

@@ -8,11 +8,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery"
@@ -641,4 +643,75 @@ func TestP2P(t *testing.T) {
 			t.Errorf("%d pairs, errors %v", len(pairs), errs)
 		}
 	})
+}
+
+// TestHealthAndXIDs: VBIOS, the throttle reasons masked to the faults,
+// ECC and row remapping come from NVML; XIDs queued on the event set are
+// kept per GPU, once per code, across collections, and the devices are
+// registered once.
+func TestHealthAndXIDs(t *testing.T) {
+	fx := newFixture(t, "dgx-h100")
+	g0, g3 := fx.inv.Gpus[0], fx.inv.Gpus[3]
+	g0.VbiosVersion = "96.00.89.00.01"
+	g3.Health = &ginv1.GpuHealth{ClockEventReasons: 0x40, EccUncorrectedVolatile: 3, RemappedRowsUncorrectable: 2, RowRemapPending: true}
+	c := fx.collector()
+	at := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return at }
+	fx.queue = []nvml.EventData{
+		{Device: fx.devs[3], EventType: nvml.EventTypeXidCriticalError, EventData: 79},
+		{Device: fx.devs[3], EventType: nvml.EventTypeXidCriticalError, EventData: 79},
+		{Device: fx.devs[5], EventType: nvml.EventTypeXidCriticalError, EventData: 13},
+		{Device: fx.devs[5], EventType: nvml.EventTypeSingleBitEccError, EventData: 0},
+	}
+	res, errs := c.Inventory(context.Background())
+	noErrors(t, errs)
+	if got := res.GPUs[0].GetVbiosVersion(); got != "96.00.89.00.01" {
+		t.Errorf("GPU0 VBIOS %q", got)
+	}
+	want3 := &ginv1.GpuHealth{ClockEventReasons: 0x40, EccUncorrectedVolatile: 3, RemappedRowsUncorrectable: 2, RowRemapPending: true,
+		Xids: []*ginv1.XidEvent{{Xid: 79, FirstSeen: timestamppb.New(at)}}}
+	if !proto.Equal(res.GPUs[3].GetHealth(), want3) {
+		t.Errorf("GPU3 health:\n got %v\nwant %v", res.GPUs[3].GetHealth(), want3)
+	}
+	if x := res.GPUs[5].GetHealth().GetXids(); len(x) != 1 || x[0].GetXid() != 13 {
+		t.Errorf("GPU5 XIDs %v, want [13]", x)
+	}
+	// A later collection: no new events, the XIDs stay; no re-registration.
+	later := at.Add(time.Hour)
+	c.now = func() time.Time { return later }
+	fx.queue = []nvml.EventData{{Device: fx.devs[3], EventType: nvml.EventTypeXidCriticalError, EventData: 48}}
+	res, errs = c.Inventory(context.Background())
+	noErrors(t, errs)
+	x := res.GPUs[3].GetHealth().GetXids()
+	if len(x) != 2 || x[0].GetXid() != 79 || !x[0].GetFirstSeen().AsTime().Equal(at) || x[1].GetXid() != 48 || !x[1].GetFirstSeen().AsTime().Equal(later) {
+		t.Errorf("GPU3 XIDs after the second collection: %v", x)
+	}
+	for i := range fx.devs {
+		if fx.registered[i] != 1 {
+			t.Errorf("GPU%d registered %d times, want once", i, fx.registered[i])
+		}
+	}
+	// A storm is bounded per GPU.
+	for k := range 2 * MaxXIDsPerGPU {
+		fx.queue = append(fx.queue, nvml.EventData{Device: fx.devs[1], EventType: nvml.EventTypeXidCriticalError, EventData: uint64(100 + k)})
+	}
+	res, _ = c.Inventory(context.Background())
+	if n := len(res.GPUs[1].GetHealth().GetXids()); n != MaxXIDsPerGPU {
+		t.Errorf("GPU1 kept %d XIDs, want %d", n, MaxXIDsPerGPU)
+	}
+}
+
+// TestXIDsWithoutEvents: a driver whose event set cannot be created still
+// gives the inventory, once without error for NOT_SUPPORTED.
+func TestXIDsWithoutEvents(t *testing.T) {
+	fx := newFixture(t, "dgx-h100")
+	fx.lib.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
+	c := fx.collector()
+	for range 2 {
+		res, errs := c.Inventory(context.Background())
+		noErrors(t, errs)
+		if len(res.GPUs) != 8 {
+			t.Fatalf("%d GPUs", len(res.GPUs))
+		}
+	}
 }

@@ -30,6 +30,11 @@ type fixture struct {
 	inv     *ginv1.NodeInventory
 	missing map[string]bool       // symbols the "driver" lacks
 	fields  []map[fieldKey]uint64 // per GPU: supported field values
+	// events is the XID event queue the mock event set hands out.
+	events *mock.EventSet
+	queue  []nvml.EventData
+	// registered counts RegisterEvents calls per GPU index.
+	registered map[int]int
 }
 
 // archCode maps the sim's architecture names back to NVML codes.
@@ -75,7 +80,7 @@ func newFixture(t testing.TB, profile string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &fixture{inv: inv, missing: map[string]bool{}}
+	fx := &fixture{inv: inv, missing: map[string]bool{}, registered: map[int]int{}}
 	fx.ext = &mock.ExtendedInterface{LookupSymbolFunc: func(s string) error {
 		if fx.missing[s] {
 			return fmt.Errorf("undefined symbol: %s", s)
@@ -115,7 +120,19 @@ func newFixture(t testing.TB, profile string) *fixture {
 			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
 		}
 	}
+	fx.events = &mock.EventSet{
+		WaitFunc: func(uint32) (nvml.EventData, nvml.Return) {
+			if len(fx.queue) == 0 {
+				return nvml.EventData{}, nvml.ERROR_TIMEOUT
+			}
+			ev := fx.queue[0]
+			fx.queue = fx.queue[1:]
+			return ev, nvml.SUCCESS
+		},
+		FreeFunc: func() nvml.Return { return nvml.SUCCESS },
+	}
 	fx.lib = &mock.Interface{
+		EventSetCreateFunc:             func() (nvml.EventSet, nvml.Return) { return fx.events, nvml.SUCCESS },
 		InitFunc:                       func() nvml.Return { return nvml.SUCCESS },
 		ShutdownFunc:                   func() nvml.Return { return nvml.SUCCESS },
 		ExtensionsFunc:                 func() nvml.ExtendedInterface { return fx.ext },
@@ -268,6 +285,45 @@ func (fx *fixture) newDevice(t testing.TB, i int, g *ginv1.Gpu) *mock.Device {
 				f := u64(v)
 				vals[k].ValueType, vals[k].Value, vals[k].NvmlReturn = f.ValueType, f.Value, uint32(nvml.SUCCESS)
 			}
+			return nvml.SUCCESS
+		},
+		GetVbiosVersionFunc: func() (string, nvml.Return) {
+			if g.VbiosVersion == "" {
+				return "", nvml.ERROR_NOT_SUPPORTED
+			}
+			return g.VbiosVersion, nvml.SUCCESS
+		},
+		GetCurrentClocksEventReasonsFunc: func() (uint64, nvml.Return) {
+			if g.Health == nil {
+				return 0, nvml.ERROR_NOT_SUPPORTED
+			}
+			// Idle and power-cap bits the collector must mask away.
+			return g.Health.ClockEventReasons | nvml.ClocksEventReasonGpuIdle | nvml.ClocksEventReasonSwPowerCap, nvml.SUCCESS
+		},
+		GetTotalEccErrorsFunc: func(e nvml.MemoryErrorType, c nvml.EccCounterType) (uint64, nvml.Return) {
+			if g.Health == nil {
+				return 0, nvml.ERROR_NOT_SUPPORTED
+			}
+			if e != nvml.MEMORY_ERROR_TYPE_UNCORRECTED || c != nvml.VOLATILE_ECC {
+				return 0, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return g.Health.EccUncorrectedVolatile, nvml.SUCCESS
+		},
+		GetRemappedRowsFunc: func() (int, int, bool, bool, nvml.Return) {
+			h := g.Health
+			if h == nil {
+				return 0, 0, false, false, nvml.ERROR_NOT_SUPPORTED
+			}
+			return int(h.RemappedRowsCorrectable), int(h.RemappedRowsUncorrectable), h.RowRemapPending, h.RowRemapFailed, nvml.SUCCESS
+		},
+		GetSupportedEventTypesFunc: func() (uint64, nvml.Return) {
+			return nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError, nvml.SUCCESS
+		},
+		RegisterEventsFunc: func(types uint64, set nvml.EventSet) nvml.Return {
+			if types != nvml.EventTypeXidCriticalError || set != fx.events {
+				return nvml.ERROR_INVALID_ARGUMENT
+			}
+			fx.registered[i]++
 			return nvml.SUCCESS
 		},
 		GetTemperatureFunc: func(s nvml.TemperatureSensors) (uint32, nvml.Return) {

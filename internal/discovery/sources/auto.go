@@ -152,6 +152,13 @@ func (a *autoSource) Collect(ctx context.Context) (*ginv1.NodeInventory, error) 
 		}
 	}
 	sysfs.AttachPCIe(hcas, devices)
+	errs = append(errs, sysfs.AttachACS(a.opts.SysRoot, bridges)...)
+	iommu, e := sysfs.IOMMU(a.opts.SysRoot, a.opts.ProcRoot, busIDs)
+	errs = append(errs, e...)
+	host.Iommu = iommu
+	if a.gpus != nil {
+		host.GpudirectRdma = sysfs.GPUDirectRDMA(a.opts.SysRoot, a.opts.ProcRoot, host.GetKernelVersion())
+	}
 
 	if len(hcas) > 0 {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -18,7 +18,8 @@ type DevicePCIe struct {
 	// host bridge); empty when the path could not be resolved.
 	ParentID string
 	// Link is the device's negotiated link to its parent
-	// (current_link_speed, current_link_width); nil when neither file was
+	// (current_link_speed, current_link_width, and what it is capable of:
+	// max_link_speed, max_link_width); nil when neither current file was
 	// readable. Note: GPUs idle at a lower speed to save power, so a
 	// current speed below the slot's is not necessarily a fault.
 	Link *ginv1.PcieLink
@@ -156,6 +157,22 @@ func readLink(dir string) (*ginv1.PcieLink, []discovery.ItemError) {
 	}
 	if !okSpeed && !okWidth {
 		return nil, errs
+	}
+	// What the link could train to. Older kernels and some virtual
+	// functions have no max_* files: left 0 (unknown), not an error.
+	if s, err := readFile(filepath.Join(dir, "max_link_speed")); err == nil {
+		if g, err := ParseLinkSpeed(s); err == nil {
+			l.MaxGeneration = g
+		} else {
+			errs = append(errs, itemErr(filepath.Join(dir, "max_link_speed"), err))
+		}
+	}
+	if s, err := readFile(filepath.Join(dir, "max_link_width")); err == nil {
+		if w, err := parseLinkWidth(s); err == nil {
+			l.MaxWidth = w
+		} else {
+			errs = append(errs, itemErr(filepath.Join(dir, "max_link_width"), err))
+		}
 	}
 	return l, errs
 }

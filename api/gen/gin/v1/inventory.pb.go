@@ -22,6 +22,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// IommuMode is how the IOMMU translates device DMA, as the kernel reports
+// it in /sys/kernel/iommu_groups/<n>/type.
+type IommuMode int32
+
+const (
+	IommuMode_IOMMU_MODE_UNSPECIFIED IommuMode = 0
+	// No IOMMU enabled (/sys/class/iommu is empty): DMA is untranslated.
+	IommuMode_IOMMU_MODE_OFF IommuMode = 1
+	// Groups of the node's GPUs and NICs are "identity" (iommu=pt): DMA
+	// untranslated, peer-to-peer and GPUDirect RDMA work.
+	IommuMode_IOMMU_MODE_PASSTHROUGH IommuMode = 2
+	// Some GPU or NIC group is "DMA" or "DMA-FQ": every DMA is translated,
+	// and PCIe peer-to-peer is routed through the root complex or refused.
+	IommuMode_IOMMU_MODE_TRANSLATED IommuMode = 3
+)
+
+// Enum value maps for IommuMode.
+var (
+	IommuMode_name = map[int32]string{
+		0: "IOMMU_MODE_UNSPECIFIED",
+		1: "IOMMU_MODE_OFF",
+		2: "IOMMU_MODE_PASSTHROUGH",
+		3: "IOMMU_MODE_TRANSLATED",
+	}
+	IommuMode_value = map[string]int32{
+		"IOMMU_MODE_UNSPECIFIED": 0,
+		"IOMMU_MODE_OFF":         1,
+		"IOMMU_MODE_PASSTHROUGH": 2,
+		"IOMMU_MODE_TRANSLATED":  3,
+	}
+)
+
+func (x IommuMode) Enum() *IommuMode {
+	p := new(IommuMode)
+	*p = x
+	return p
+}
+
+func (x IommuMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IommuMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_gin_v1_inventory_proto_enumTypes[0].Descriptor()
+}
+
+func (IommuMode) Type() protoreflect.EnumType {
+	return &file_gin_v1_inventory_proto_enumTypes[0]
+}
+
+func (x IommuMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IommuMode.Descriptor instead.
+func (IommuMode) EnumDescriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{0}
+}
+
 // PcieBridgeKind says what a PCIe bridge vertex is.
 type PcieBridgeKind int32
 
@@ -69,11 +128,11 @@ func (x PcieBridgeKind) String() string {
 }
 
 func (PcieBridgeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[0].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[1].Descriptor()
 }
 
 func (PcieBridgeKind) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[0]
+	return &file_gin_v1_inventory_proto_enumTypes[1]
 }
 
 func (x PcieBridgeKind) Number() protoreflect.EnumNumber {
@@ -82,7 +141,7 @@ func (x PcieBridgeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PcieBridgeKind.Descriptor instead.
 func (PcieBridgeKind) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{0}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{1}
 }
 
 // FabricState is NVML's GPU fabric registration state.
@@ -125,11 +184,11 @@ func (x FabricState) String() string {
 }
 
 func (FabricState) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[1].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[2].Descriptor()
 }
 
 func (FabricState) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[1]
+	return &file_gin_v1_inventory_proto_enumTypes[2]
 }
 
 func (x FabricState) Number() protoreflect.EnumNumber {
@@ -138,7 +197,7 @@ func (x FabricState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FabricState.Descriptor instead.
 func (FabricState) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{1}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{2}
 }
 
 // LinkState is the state of a link (NVLink or network).
@@ -175,11 +234,11 @@ func (x LinkState) String() string {
 }
 
 func (LinkState) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[2].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[3].Descriptor()
 }
 
 func (LinkState) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[2]
+	return &file_gin_v1_inventory_proto_enumTypes[3]
 }
 
 func (x LinkState) Number() protoreflect.EnumNumber {
@@ -188,7 +247,7 @@ func (x LinkState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LinkState.Descriptor instead.
 func (LinkState) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{3}
 }
 
 // LinkHealth is the agent's verdict from the link's error counters.
@@ -229,11 +288,11 @@ func (x LinkHealth) String() string {
 }
 
 func (LinkHealth) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[3].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[4].Descriptor()
 }
 
 func (LinkHealth) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[3]
+	return &file_gin_v1_inventory_proto_enumTypes[4]
 }
 
 func (x LinkHealth) Number() protoreflect.EnumNumber {
@@ -242,7 +301,7 @@ func (x LinkHealth) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LinkHealth.Descriptor instead.
 func (LinkHealth) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{4}
 }
 
 // NvLinkRemoteType is the kind of device at the far end of an NVLink.
@@ -282,11 +341,11 @@ func (x NvLinkRemoteType) String() string {
 }
 
 func (NvLinkRemoteType) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[4].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[5].Descriptor()
 }
 
 func (NvLinkRemoteType) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[4]
+	return &file_gin_v1_inventory_proto_enumTypes[5]
 }
 
 func (x NvLinkRemoteType) Number() protoreflect.EnumNumber {
@@ -295,7 +354,7 @@ func (x NvLinkRemoteType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NvLinkRemoteType.Descriptor instead.
 func (NvLinkRemoteType) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{5}
 }
 
 // HcaRole says what an HCA is for.
@@ -334,11 +393,11 @@ func (x HcaRole) String() string {
 }
 
 func (HcaRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[5].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[6].Descriptor()
 }
 
 func (HcaRole) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[5]
+	return &file_gin_v1_inventory_proto_enumTypes[6]
 }
 
 func (x HcaRole) Number() protoreflect.EnumNumber {
@@ -347,7 +406,7 @@ func (x HcaRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HcaRole.Descriptor instead.
 func (HcaRole) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{5}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
 }
 
 // PortState is the IB logical port state (sysfs "state": "4: ACTIVE").
@@ -393,11 +452,11 @@ func (x PortState) String() string {
 }
 
 func (PortState) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[6].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[7].Descriptor()
 }
 
 func (PortState) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[6]
+	return &file_gin_v1_inventory_proto_enumTypes[7]
 }
 
 func (x PortState) Number() protoreflect.EnumNumber {
@@ -406,7 +465,7 @@ func (x PortState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PortState.Descriptor instead.
 func (PortState) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
 }
 
 // PortPhysState is the IB physical port state (sysfs "phys_state": "5: LinkUp").
@@ -458,11 +517,11 @@ func (x PortPhysState) String() string {
 }
 
 func (PortPhysState) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[7].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[8].Descriptor()
 }
 
 func (PortPhysState) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[7]
+	return &file_gin_v1_inventory_proto_enumTypes[8]
 }
 
 func (x PortPhysState) Number() protoreflect.EnumNumber {
@@ -471,7 +530,7 @@ func (x PortPhysState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PortPhysState.Descriptor instead.
 func (PortPhysState) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
 }
 
 // LinkLayer is the port's link layer.
@@ -508,11 +567,11 @@ func (x LinkLayer) String() string {
 }
 
 func (LinkLayer) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[8].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[9].Descriptor()
 }
 
 func (LinkLayer) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[8]
+	return &file_gin_v1_inventory_proto_enumTypes[9]
 }
 
 func (x LinkLayer) Number() protoreflect.EnumNumber {
@@ -521,7 +580,7 @@ func (x LinkLayer) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LinkLayer.Descriptor instead.
 func (LinkLayer) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
 }
 
 // FabricNeighborSource says how a fabric neighbour was learned.
@@ -561,11 +620,11 @@ func (x FabricNeighborSource) String() string {
 }
 
 func (FabricNeighborSource) Descriptor() protoreflect.EnumDescriptor {
-	return file_gin_v1_inventory_proto_enumTypes[9].Descriptor()
+	return file_gin_v1_inventory_proto_enumTypes[10].Descriptor()
 }
 
 func (FabricNeighborSource) Type() protoreflect.EnumType {
-	return &file_gin_v1_inventory_proto_enumTypes[9]
+	return &file_gin_v1_inventory_proto_enumTypes[10]
 }
 
 func (x FabricNeighborSource) Number() protoreflect.EnumNumber {
@@ -574,7 +633,7 @@ func (x FabricNeighborSource) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FabricNeighborSource.Descriptor instead.
 func (FabricNeighborSource) EnumDescriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{10}
 }
 
 // NodeInventory is everything one gin-agent discovered on one node. It is the
@@ -584,8 +643,8 @@ func (FabricNeighborSource) EnumDescriptor() ([]byte, []int) {
 //
 // Limits (enforced by the master, see internal/inventory): at most 64 GPUs,
 // 64 NVLinks per GPU, 64 NVSwitches, 1024 PCIe bridges, 64 HCAs, 16 ports per
-// HCA, 256 GIDs per port, 4096 QP summary rows, 1024 fabric neighbours; every
-// string at most 256 bytes.
+// HCA, 256 GIDs per port, 4096 QP summary rows, 1024 fabric neighbours,
+// 32 XID codes per GPU; every string at most 256 bytes.
 type NodeInventory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The node's name as the scheduler knows it (Slurm NodeName, Kubernetes node).
@@ -733,8 +792,13 @@ type Host struct {
 	// Bandwidth of the CPU-to-CPU interconnect (UPI, xGMI), MB/s per direction;
 	// 0 when unknown or single socket.
 	InterSocketMbPerS uint64 `protobuf:"varint,8,opt,name=inter_socket_mb_per_s,json=interSocketMbPerS,proto3" json:"inter_socket_mb_per_s,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The IOMMU as the kernel set it up; unset when the agent could not tell.
+	Iommu *Iommu `protobuf:"bytes,9,opt,name=iommu,proto3" json:"iommu,omitempty"`
+	// Whether a NIC can DMA to and from GPU memory (GPUDirect RDMA); unset
+	// when the agent could not tell (no NVIDIA driver).
+	GpudirectRdma *GpuDirectRdma `protobuf:"bytes,10,opt,name=gpudirect_rdma,json=gpudirectRdma,proto3" json:"gpudirect_rdma,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Host) Reset() {
@@ -823,6 +887,141 @@ func (x *Host) GetInterSocketMbPerS() uint64 {
 	return 0
 }
 
+func (x *Host) GetIommu() *Iommu {
+	if x != nil {
+		return x.Iommu
+	}
+	return nil
+}
+
+func (x *Host) GetGpudirectRdma() *GpuDirectRdma {
+	if x != nil {
+		return x.GpudirectRdma
+	}
+	return nil
+}
+
+// Iommu is the node's IOMMU state.
+type Iommu struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mode  IommuMode              `protobuf:"varint,1,opt,name=mode,proto3,enum=gin.v1.IommuMode" json:"mode,omitempty"`
+	// Number of IOMMU groups (/sys/kernel/iommu_groups entries).
+	GroupCount uint32 `protobuf:"varint,2,opt,name=group_count,json=groupCount,proto3" json:"group_count,omitempty"`
+	// The IOMMU arguments of the kernel command line, space-separated, as
+	// written ("intel_iommu=on iommu=pt"); "" when there are none.
+	Cmdline       string `protobuf:"bytes,3,opt,name=cmdline,proto3" json:"cmdline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Iommu) Reset() {
+	*x = Iommu{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Iommu) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Iommu) ProtoMessage() {}
+
+func (x *Iommu) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Iommu.ProtoReflect.Descriptor instead.
+func (*Iommu) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Iommu) GetMode() IommuMode {
+	if x != nil {
+		return x.Mode
+	}
+	return IommuMode_IOMMU_MODE_UNSPECIFIED
+}
+
+func (x *Iommu) GetGroupCount() uint32 {
+	if x != nil {
+		return x.GroupCount
+	}
+	return 0
+}
+
+func (x *Iommu) GetCmdline() string {
+	if x != nil {
+		return x.Cmdline
+	}
+	return ""
+}
+
+// GpuDirectRdma is what GPUDirect RDMA needs on the host.
+type GpuDirectRdma struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The nvidia_peermem (or legacy nv_peer_mem) module is loaded
+	// (/sys/module/nvidia_peermem).
+	PeermemLoaded bool `protobuf:"varint,1,opt,name=peermem_loaded,json=peermemLoaded,proto3" json:"peermem_loaded,omitempty"`
+	// dma-buf can be used instead: kernel >= 5.12 and NVIDIA's open kernel
+	// modules (/proc/driver/nvidia/version names "Open Kernel Module").
+	Dmabuf        bool `protobuf:"varint,2,opt,name=dmabuf,proto3" json:"dmabuf,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GpuDirectRdma) Reset() {
+	*x = GpuDirectRdma{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GpuDirectRdma) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GpuDirectRdma) ProtoMessage() {}
+
+func (x *GpuDirectRdma) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GpuDirectRdma.ProtoReflect.Descriptor instead.
+func (*GpuDirectRdma) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GpuDirectRdma) GetPeermemLoaded() bool {
+	if x != nil {
+		return x.PeermemLoaded
+	}
+	return false
+}
+
+func (x *GpuDirectRdma) GetDmabuf() bool {
+	if x != nil {
+		return x.Dmabuf
+	}
+	return false
+}
+
 // NumaNode is one CPU NUMA node.
 type NumaNode struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -837,7 +1036,7 @@ type NumaNode struct {
 
 func (x *NumaNode) Reset() {
 	*x = NumaNode{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[2]
+	mi := &file_gin_v1_inventory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +1048,7 @@ func (x *NumaNode) String() string {
 func (*NumaNode) ProtoMessage() {}
 
 func (x *NumaNode) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[2]
+	mi := &file_gin_v1_inventory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +1061,7 @@ func (x *NumaNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NumaNode.ProtoReflect.Descriptor instead.
 func (*NumaNode) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{2}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NumaNode) GetId() uint32 {
@@ -892,14 +1091,19 @@ type PcieLink struct {
 	// PCIe generation 1..6; 0 unknown.
 	Generation uint32 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
 	// Lane count: 1, 2, 4, 8, 16; 0 unknown.
-	Width         uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	// What the link is capable of (sysfs max_link_speed, max_link_width); 0
+	// unknown. A current below the maximum is a link trained down (or, for
+	// the speed of an idle GPU, power saving).
+	MaxGeneration uint32 `protobuf:"varint,3,opt,name=max_generation,json=maxGeneration,proto3" json:"max_generation,omitempty"`
+	MaxWidth      uint32 `protobuf:"varint,4,opt,name=max_width,json=maxWidth,proto3" json:"max_width,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PcieLink) Reset() {
 	*x = PcieLink{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[3]
+	mi := &file_gin_v1_inventory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1115,7 @@ func (x *PcieLink) String() string {
 func (*PcieLink) ProtoMessage() {}
 
 func (x *PcieLink) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[3]
+	mi := &file_gin_v1_inventory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1128,7 @@ func (x *PcieLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PcieLink.ProtoReflect.Descriptor instead.
 func (*PcieLink) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{3}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PcieLink) GetGeneration() uint32 {
@@ -937,6 +1141,76 @@ func (x *PcieLink) GetGeneration() uint32 {
 func (x *PcieLink) GetWidth() uint32 {
 	if x != nil {
 		return x.Width
+	}
+	return 0
+}
+
+func (x *PcieLink) GetMaxGeneration() uint32 {
+	if x != nil {
+		return x.MaxGeneration
+	}
+	return 0
+}
+
+func (x *PcieLink) GetMaxWidth() uint32 {
+	if x != nil {
+		return x.MaxWidth
+	}
+	return 0
+}
+
+// PcieAcs is a bridge's PCIe Access Control Services capability (extended
+// capability 0x000D), the two 16-bit registers as `lspci -vvv` decodes them
+// (ACSCap, ACSCtl). ACSCtl bits: 0 SrcValid, 1 TransBlk, 2 ReqRedir,
+// 3 CmpltRedir, 4 UpstreamFwd, 5 EgressCtrl, 6 DirectTrans.
+type PcieAcs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Capability    uint32                 `protobuf:"varint,1,opt,name=capability,proto3" json:"capability,omitempty"`
+	Control       uint32                 `protobuf:"varint,2,opt,name=control,proto3" json:"control,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PcieAcs) Reset() {
+	*x = PcieAcs{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PcieAcs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PcieAcs) ProtoMessage() {}
+
+func (x *PcieAcs) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PcieAcs.ProtoReflect.Descriptor instead.
+func (*PcieAcs) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PcieAcs) GetCapability() uint32 {
+	if x != nil {
+		return x.Capability
+	}
+	return 0
+}
+
+func (x *PcieAcs) GetControl() uint32 {
+	if x != nil {
+		return x.Control
 	}
 	return 0
 }
@@ -954,14 +1228,17 @@ type PcieBridge struct {
 	// Link to the parent (unset for a host bridge).
 	Link *PcieLink `protobuf:"bytes,5,opt,name=link,proto3" json:"link,omitempty"`
 	// Free text: "Broadcom PEX89144", ...
-	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	// The bridge's ACS capability; unset when it has none or its config
+	// space could not be read (only root reads past the first 64 bytes).
+	Acs           *PcieAcs `protobuf:"bytes,7,opt,name=acs,proto3" json:"acs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PcieBridge) Reset() {
 	*x = PcieBridge{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[4]
+	mi := &file_gin_v1_inventory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1250,7 @@ func (x *PcieBridge) String() string {
 func (*PcieBridge) ProtoMessage() {}
 
 func (x *PcieBridge) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[4]
+	mi := &file_gin_v1_inventory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1263,7 @@ func (x *PcieBridge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PcieBridge.ProtoReflect.Descriptor instead.
 func (*PcieBridge) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{4}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PcieBridge) GetId() string {
@@ -1031,6 +1308,13 @@ func (x *PcieBridge) GetDescription() string {
 	return ""
 }
 
+func (x *PcieBridge) GetAcs() *PcieAcs {
+	if x != nil {
+		return x.Acs
+	}
+	return nil
+}
+
 // Gpu is one GPU.
 type Gpu struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1060,14 +1344,18 @@ type Gpu struct {
 	// Hopper and Grace Blackwell); unset where the GPU reaches the CPU over
 	// PCIe only. Device traffic to the CPU's PCIe devices (NICs) then crosses
 	// C2C and the CPU's root complex (NCCL's P2C path).
-	C2C           *C2CLink `protobuf:"bytes,15,opt,name=c2c,proto3" json:"c2c,omitempty"`
+	C2C *C2CLink `protobuf:"bytes,15,opt,name=c2c,proto3" json:"c2c,omitempty"`
+	// "96.00.89.00.01" (nvmlDeviceGetVbiosVersion).
+	VbiosVersion string `protobuf:"bytes,16,opt,name=vbios_version,json=vbiosVersion,proto3" json:"vbios_version,omitempty"`
+	// Error and throttle state; unset when NVML reported none of it.
+	Health        *GpuHealth `protobuf:"bytes,17,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Gpu) Reset() {
 	*x = Gpu{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[5]
+	mi := &file_gin_v1_inventory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1367,7 @@ func (x *Gpu) String() string {
 func (*Gpu) ProtoMessage() {}
 
 func (x *Gpu) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[5]
+	mi := &file_gin_v1_inventory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1380,7 @@ func (x *Gpu) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gpu.ProtoReflect.Descriptor instead.
 func (*Gpu) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{5}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Gpu) GetUuid() string {
@@ -1200,6 +1488,178 @@ func (x *Gpu) GetC2C() *C2CLink {
 	return nil
 }
 
+func (x *Gpu) GetVbiosVersion() string {
+	if x != nil {
+		return x.VbiosVersion
+	}
+	return ""
+}
+
+func (x *Gpu) GetHealth() *GpuHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+// GpuHealth is a GPU's error and throttle state as NVML reports it.
+type GpuHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The clock event reasons that slow a loaded GPU down against its will
+	// (nvmlDeviceGetCurrentClocksEventReasons masked to HW slowdown 0x8, SW
+	// thermal 0x20, HW thermal 0x40, HW power brake 0x80): 0 none. Idle,
+	// application clocks, power cap and sync boost are left out, since they
+	// come and go with the load.
+	ClockEventReasons uint64 `protobuf:"varint,1,opt,name=clock_event_reasons,json=clockEventReasons,proto3" json:"clock_event_reasons,omitempty"`
+	// Uncorrected ECC errors since the driver loaded (volatile).
+	EccUncorrectedVolatile uint64 `protobuf:"varint,2,opt,name=ecc_uncorrected_volatile,json=eccUncorrectedVolatile,proto3" json:"ecc_uncorrected_volatile,omitempty"`
+	// Rows remapped for correctable and uncorrectable errors
+	// (nvmlDeviceGetRemappedRows).
+	RemappedRowsCorrectable   uint32 `protobuf:"varint,3,opt,name=remapped_rows_correctable,json=remappedRowsCorrectable,proto3" json:"remapped_rows_correctable,omitempty"`
+	RemappedRowsUncorrectable uint32 `protobuf:"varint,4,opt,name=remapped_rows_uncorrectable,json=remappedRowsUncorrectable,proto3" json:"remapped_rows_uncorrectable,omitempty"`
+	// A remapping waits for a GPU reset.
+	RowRemapPending bool `protobuf:"varint,5,opt,name=row_remap_pending,json=rowRemapPending,proto3" json:"row_remap_pending,omitempty"`
+	// A remapping failed: the GPU needs service.
+	RowRemapFailed bool `protobuf:"varint,6,opt,name=row_remap_failed,json=rowRemapFailed,proto3" json:"row_remap_failed,omitempty"`
+	// XID codes NVML reported since the agent started (EventTypeXidCriticalError),
+	// each once, in order of first appearance.
+	Xids          []*XidEvent `protobuf:"bytes,7,rep,name=xids,proto3" json:"xids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GpuHealth) Reset() {
+	*x = GpuHealth{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GpuHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GpuHealth) ProtoMessage() {}
+
+func (x *GpuHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GpuHealth.ProtoReflect.Descriptor instead.
+func (*GpuHealth) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GpuHealth) GetClockEventReasons() uint64 {
+	if x != nil {
+		return x.ClockEventReasons
+	}
+	return 0
+}
+
+func (x *GpuHealth) GetEccUncorrectedVolatile() uint64 {
+	if x != nil {
+		return x.EccUncorrectedVolatile
+	}
+	return 0
+}
+
+func (x *GpuHealth) GetRemappedRowsCorrectable() uint32 {
+	if x != nil {
+		return x.RemappedRowsCorrectable
+	}
+	return 0
+}
+
+func (x *GpuHealth) GetRemappedRowsUncorrectable() uint32 {
+	if x != nil {
+		return x.RemappedRowsUncorrectable
+	}
+	return 0
+}
+
+func (x *GpuHealth) GetRowRemapPending() bool {
+	if x != nil {
+		return x.RowRemapPending
+	}
+	return false
+}
+
+func (x *GpuHealth) GetRowRemapFailed() bool {
+	if x != nil {
+		return x.RowRemapFailed
+	}
+	return false
+}
+
+func (x *GpuHealth) GetXids() []*XidEvent {
+	if x != nil {
+		return x.Xids
+	}
+	return nil
+}
+
+// XidEvent is one XID code a GPU reported.
+type XidEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Xid           uint32                 `protobuf:"varint,1,opt,name=xid,proto3" json:"xid,omitempty"`
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XidEvent) Reset() {
+	*x = XidEvent{}
+	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XidEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XidEvent) ProtoMessage() {}
+
+func (x *XidEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XidEvent.ProtoReflect.Descriptor instead.
+func (*XidEvent) Descriptor() ([]byte, []int) {
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *XidEvent) GetXid() uint32 {
+	if x != nil {
+		return x.Xid
+	}
+	return 0
+}
+
+func (x *XidEvent) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
 // C2cLink is a GPU's chip-to-chip link to its CPU, as NVML reports it
 // (FI_DEV_C2C_LINK_COUNT, FI_DEV_C2C_LINK_GET_STATUS, FI_DEV_C2C_LINK_GET_MAX_BW).
 type C2CLink struct {
@@ -1214,7 +1674,7 @@ type C2CLink struct {
 
 func (x *C2CLink) Reset() {
 	*x = C2CLink{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	mi := &file_gin_v1_inventory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1686,7 @@ func (x *C2CLink) String() string {
 func (*C2CLink) ProtoMessage() {}
 
 func (x *C2CLink) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[6]
+	mi := &file_gin_v1_inventory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1699,7 @@ func (x *C2CLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use C2CLink.ProtoReflect.Descriptor instead.
 func (*C2CLink) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{6}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *C2CLink) GetLinksUp() uint32 {
@@ -1272,7 +1732,7 @@ type MnnvlFabric struct {
 
 func (x *MnnvlFabric) Reset() {
 	*x = MnnvlFabric{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[7]
+	mi := &file_gin_v1_inventory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1744,7 @@ func (x *MnnvlFabric) String() string {
 func (*MnnvlFabric) ProtoMessage() {}
 
 func (x *MnnvlFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[7]
+	mi := &file_gin_v1_inventory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1757,7 @@ func (x *MnnvlFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MnnvlFabric.ProtoReflect.Descriptor instead.
 func (*MnnvlFabric) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{7}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MnnvlFabric) GetClusterUuid() string {
@@ -1349,7 +1809,7 @@ type NvLink struct {
 
 func (x *NvLink) Reset() {
 	*x = NvLink{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[8]
+	mi := &file_gin_v1_inventory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1821,7 @@ func (x *NvLink) String() string {
 func (*NvLink) ProtoMessage() {}
 
 func (x *NvLink) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[8]
+	mi := &file_gin_v1_inventory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1834,7 @@ func (x *NvLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NvLink.ProtoReflect.Descriptor instead.
 func (*NvLink) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{8}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NvLink) GetIndex() uint32 {
@@ -1448,7 +1908,7 @@ type NvSwitch struct {
 
 func (x *NvSwitch) Reset() {
 	*x = NvSwitch{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	mi := &file_gin_v1_inventory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1920,7 @@ func (x *NvSwitch) String() string {
 func (*NvSwitch) ProtoMessage() {}
 
 func (x *NvSwitch) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[9]
+	mi := &file_gin_v1_inventory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1933,7 @@ func (x *NvSwitch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NvSwitch.ProtoReflect.Descriptor instead.
 func (*NvSwitch) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{9}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NvSwitch) GetId() string {
@@ -1531,7 +1991,7 @@ type Hca struct {
 
 func (x *Hca) Reset() {
 	*x = Hca{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	mi := &file_gin_v1_inventory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +2003,7 @@ func (x *Hca) String() string {
 func (*Hca) ProtoMessage() {}
 
 func (x *Hca) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[10]
+	mi := &file_gin_v1_inventory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +2016,7 @@ func (x *Hca) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hca.ProtoReflect.Descriptor instead.
 func (*Hca) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{10}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Hca) GetName() string {
@@ -1669,7 +2129,7 @@ type HcaPort struct {
 
 func (x *HcaPort) Reset() {
 	*x = HcaPort{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[11]
+	mi := &file_gin_v1_inventory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +2141,7 @@ func (x *HcaPort) String() string {
 func (*HcaPort) ProtoMessage() {}
 
 func (x *HcaPort) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[11]
+	mi := &file_gin_v1_inventory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +2154,7 @@ func (x *HcaPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HcaPort.ProtoReflect.Descriptor instead.
 func (*HcaPort) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{11}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HcaPort) GetPort() uint32 {
@@ -1795,7 +2255,7 @@ type NetDevice struct {
 
 func (x *NetDevice) Reset() {
 	*x = NetDevice{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[12]
+	mi := &file_gin_v1_inventory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +2267,7 @@ func (x *NetDevice) String() string {
 func (*NetDevice) ProtoMessage() {}
 
 func (x *NetDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[12]
+	mi := &file_gin_v1_inventory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +2280,7 @@ func (x *NetDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetDevice.ProtoReflect.Descriptor instead.
 func (*NetDevice) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{12}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NetDevice) GetName() string {
@@ -1874,7 +2334,7 @@ type QpSummary struct {
 
 func (x *QpSummary) Reset() {
 	*x = QpSummary{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[13]
+	mi := &file_gin_v1_inventory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2346,7 @@ func (x *QpSummary) String() string {
 func (*QpSummary) ProtoMessage() {}
 
 func (x *QpSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[13]
+	mi := &file_gin_v1_inventory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2359,7 @@ func (x *QpSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QpSummary.ProtoReflect.Descriptor instead.
 func (*QpSummary) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{13}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QpSummary) GetDevice() string {
@@ -1957,7 +2417,7 @@ type FabricNeighbor struct {
 
 func (x *FabricNeighbor) Reset() {
 	*x = FabricNeighbor{}
-	mi := &file_gin_v1_inventory_proto_msgTypes[14]
+	mi := &file_gin_v1_inventory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2429,7 @@ func (x *FabricNeighbor) String() string {
 func (*FabricNeighbor) ProtoMessage() {}
 
 func (x *FabricNeighbor) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_inventory_proto_msgTypes[14]
+	mi := &file_gin_v1_inventory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2442,7 @@ func (x *FabricNeighbor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FabricNeighbor.ProtoReflect.Descriptor instead.
 func (*FabricNeighbor) Descriptor() ([]byte, []int) {
-	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{14}
+	return file_gin_v1_inventory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FabricNeighbor) GetHca() string {
@@ -2062,7 +2522,7 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\x10fabric_neighbors\x18\t \x03(\v2\x16.gin.v1.FabricNeighborR\x0ffabricNeighbors\x12=\n" +
 	"\fcollected_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vcollectedAt\x12\x16\n" +
-	"\x06source\x18\v \x01(\tR\x06source\"\xc5\x02\n" +
+	"\x06source\x18\v \x01(\tR\x06source\"\xa8\x03\n" +
 	"\x04Host\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x1d\n" +
 	"\n" +
@@ -2073,16 +2533,34 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\x13cuda_driver_version\x18\x06 \x01(\tR\x11cudaDriverVersion\x12/\n" +
 	"\n" +
 	"numa_nodes\x18\a \x03(\v2\x10.gin.v1.NumaNodeR\tnumaNodes\x120\n" +
-	"\x15inter_socket_mb_per_s\x18\b \x01(\x04R\x11interSocketMbPerS\"M\n" +
+	"\x15inter_socket_mb_per_s\x18\b \x01(\x04R\x11interSocketMbPerS\x12#\n" +
+	"\x05iommu\x18\t \x01(\v2\r.gin.v1.IommuR\x05iommu\x12<\n" +
+	"\x0egpudirect_rdma\x18\n" +
+	" \x01(\v2\x15.gin.v1.GpuDirectRdmaR\rgpudirectRdma\"i\n" +
+	"\x05Iommu\x12%\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x11.gin.v1.IommuModeR\x04mode\x12\x1f\n" +
+	"\vgroup_count\x18\x02 \x01(\rR\n" +
+	"groupCount\x12\x18\n" +
+	"\acmdline\x18\x03 \x01(\tR\acmdline\"N\n" +
+	"\rGpuDirectRdma\x12%\n" +
+	"\x0epeermem_loaded\x18\x01 \x01(\bR\rpeermemLoaded\x12\x16\n" +
+	"\x06dmabuf\x18\x02 \x01(\bR\x06dmabuf\"M\n" +
 	"\bNumaNode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06socket\x18\x02 \x01(\rR\x06socket\x12\x19\n" +
-	"\bcpu_list\x18\x03 \x01(\tR\acpuList\"@\n" +
+	"\bcpu_list\x18\x03 \x01(\tR\acpuList\"\x84\x01\n" +
 	"\bPcieLink\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\rR\n" +
 	"generation\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\"\xca\x01\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\x12%\n" +
+	"\x0emax_generation\x18\x03 \x01(\rR\rmaxGeneration\x12\x1b\n" +
+	"\tmax_width\x18\x04 \x01(\rR\bmaxWidth\"C\n" +
+	"\aPcieAcs\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x01 \x01(\rR\n" +
+	"capability\x12\x18\n" +
+	"\acontrol\x18\x02 \x01(\rR\acontrol\"\xed\x01\n" +
 	"\n" +
 	"PcieBridge\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
@@ -2090,7 +2568,8 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1b\n" +
 	"\tnuma_node\x18\x04 \x01(\x05R\bnumaNode\x12$\n" +
 	"\x04link\x18\x05 \x01(\v2\x10.gin.v1.PcieLinkR\x04link\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xa2\x04\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\x12!\n" +
+	"\x03acs\x18\a \x01(\v2\x0f.gin.v1.PcieAcsR\x03acs\"\xf2\x04\n" +
 	"\x03Gpu\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\rR\x05index\x12\x14\n" +
@@ -2108,7 +2587,21 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\x06fabric\x18\f \x01(\v2\x13.gin.v1.MnnvlFabricR\x06fabric\x12(\n" +
 	"\anvlinks\x18\r \x03(\v2\x0e.gin.v1.NvLinkR\anvlinks\x12\"\n" +
 	"\farchitecture\x18\x0e \x01(\tR\farchitecture\x12!\n" +
-	"\x03c2c\x18\x0f \x01(\v2\x0f.gin.v1.C2cLinkR\x03c2c\"G\n" +
+	"\x03c2c\x18\x0f \x01(\v2\x0f.gin.v1.C2cLinkR\x03c2c\x12#\n" +
+	"\rvbios_version\x18\x10 \x01(\tR\fvbiosVersion\x12)\n" +
+	"\x06health\x18\x11 \x01(\v2\x11.gin.v1.GpuHealthR\x06health\"\xed\x02\n" +
+	"\tGpuHealth\x12.\n" +
+	"\x13clock_event_reasons\x18\x01 \x01(\x04R\x11clockEventReasons\x128\n" +
+	"\x18ecc_uncorrected_volatile\x18\x02 \x01(\x04R\x16eccUncorrectedVolatile\x12:\n" +
+	"\x19remapped_rows_correctable\x18\x03 \x01(\rR\x17remappedRowsCorrectable\x12>\n" +
+	"\x1bremapped_rows_uncorrectable\x18\x04 \x01(\rR\x19remappedRowsUncorrectable\x12*\n" +
+	"\x11row_remap_pending\x18\x05 \x01(\bR\x0frowRemapPending\x12(\n" +
+	"\x10row_remap_failed\x18\x06 \x01(\bR\x0erowRemapFailed\x12$\n" +
+	"\x04xids\x18\a \x03(\v2\x10.gin.v1.XidEventR\x04xids\"W\n" +
+	"\bXidEvent\x12\x10\n" +
+	"\x03xid\x18\x01 \x01(\rR\x03xid\x129\n" +
+	"\n" +
+	"first_seen\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\"G\n" +
 	"\aC2cLink\x12\x19\n" +
 	"\blinks_up\x18\x01 \x01(\rR\alinksUp\x12!\n" +
 	"\rlink_mb_per_s\x18\x02 \x01(\x04R\n" +
@@ -2190,7 +2683,12 @@ const file_gin_v1_inventory_proto_rawDesc = "" +
 	"\n" +
 	"switch_lid\x18\x06 \x01(\rR\tswitchLid\x12\x1b\n" +
 	"\trate_gbps\x18\a \x01(\rR\brateGbps\x124\n" +
-	"\x06source\x18\b \x01(\x0e2\x1c.gin.v1.FabricNeighborSourceR\x06source*\xbe\x01\n" +
+	"\x06source\x18\b \x01(\x0e2\x1c.gin.v1.FabricNeighborSourceR\x06source*r\n" +
+	"\tIommuMode\x12\x1a\n" +
+	"\x16IOMMU_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eIOMMU_MODE_OFF\x10\x01\x12\x1a\n" +
+	"\x16IOMMU_MODE_PASSTHROUGH\x10\x02\x12\x19\n" +
+	"\x15IOMMU_MODE_TRANSLATED\x10\x03*\xbe\x01\n" +
 	"\x0ePcieBridgeKind\x12 \n" +
 	"\x1cPCIE_BRIDGE_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cPCIE_BRIDGE_KIND_HOST_BRIDGE\x10\x01\x12\x1b\n" +
@@ -2260,70 +2758,83 @@ func file_gin_v1_inventory_proto_rawDescGZIP() []byte {
 	return file_gin_v1_inventory_proto_rawDescData
 }
 
-var file_gin_v1_inventory_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_gin_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_gin_v1_inventory_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_gin_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_gin_v1_inventory_proto_goTypes = []any{
-	(PcieBridgeKind)(0),           // 0: gin.v1.PcieBridgeKind
-	(FabricState)(0),              // 1: gin.v1.FabricState
-	(LinkState)(0),                // 2: gin.v1.LinkState
-	(LinkHealth)(0),               // 3: gin.v1.LinkHealth
-	(NvLinkRemoteType)(0),         // 4: gin.v1.NvLinkRemoteType
-	(HcaRole)(0),                  // 5: gin.v1.HcaRole
-	(PortState)(0),                // 6: gin.v1.PortState
-	(PortPhysState)(0),            // 7: gin.v1.PortPhysState
-	(LinkLayer)(0),                // 8: gin.v1.LinkLayer
-	(FabricNeighborSource)(0),     // 9: gin.v1.FabricNeighborSource
-	(*NodeInventory)(nil),         // 10: gin.v1.NodeInventory
-	(*Host)(nil),                  // 11: gin.v1.Host
-	(*NumaNode)(nil),              // 12: gin.v1.NumaNode
-	(*PcieLink)(nil),              // 13: gin.v1.PcieLink
-	(*PcieBridge)(nil),            // 14: gin.v1.PcieBridge
-	(*Gpu)(nil),                   // 15: gin.v1.Gpu
-	(*C2CLink)(nil),               // 16: gin.v1.C2cLink
-	(*MnnvlFabric)(nil),           // 17: gin.v1.MnnvlFabric
-	(*NvLink)(nil),                // 18: gin.v1.NvLink
-	(*NvSwitch)(nil),              // 19: gin.v1.NvSwitch
-	(*Hca)(nil),                   // 20: gin.v1.Hca
-	(*HcaPort)(nil),               // 21: gin.v1.HcaPort
-	(*NetDevice)(nil),             // 22: gin.v1.NetDevice
-	(*QpSummary)(nil),             // 23: gin.v1.QpSummary
-	(*FabricNeighbor)(nil),        // 24: gin.v1.FabricNeighbor
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(IommuMode)(0),                // 0: gin.v1.IommuMode
+	(PcieBridgeKind)(0),           // 1: gin.v1.PcieBridgeKind
+	(FabricState)(0),              // 2: gin.v1.FabricState
+	(LinkState)(0),                // 3: gin.v1.LinkState
+	(LinkHealth)(0),               // 4: gin.v1.LinkHealth
+	(NvLinkRemoteType)(0),         // 5: gin.v1.NvLinkRemoteType
+	(HcaRole)(0),                  // 6: gin.v1.HcaRole
+	(PortState)(0),                // 7: gin.v1.PortState
+	(PortPhysState)(0),            // 8: gin.v1.PortPhysState
+	(LinkLayer)(0),                // 9: gin.v1.LinkLayer
+	(FabricNeighborSource)(0),     // 10: gin.v1.FabricNeighborSource
+	(*NodeInventory)(nil),         // 11: gin.v1.NodeInventory
+	(*Host)(nil),                  // 12: gin.v1.Host
+	(*Iommu)(nil),                 // 13: gin.v1.Iommu
+	(*GpuDirectRdma)(nil),         // 14: gin.v1.GpuDirectRdma
+	(*NumaNode)(nil),              // 15: gin.v1.NumaNode
+	(*PcieLink)(nil),              // 16: gin.v1.PcieLink
+	(*PcieAcs)(nil),               // 17: gin.v1.PcieAcs
+	(*PcieBridge)(nil),            // 18: gin.v1.PcieBridge
+	(*Gpu)(nil),                   // 19: gin.v1.Gpu
+	(*GpuHealth)(nil),             // 20: gin.v1.GpuHealth
+	(*XidEvent)(nil),              // 21: gin.v1.XidEvent
+	(*C2CLink)(nil),               // 22: gin.v1.C2cLink
+	(*MnnvlFabric)(nil),           // 23: gin.v1.MnnvlFabric
+	(*NvLink)(nil),                // 24: gin.v1.NvLink
+	(*NvSwitch)(nil),              // 25: gin.v1.NvSwitch
+	(*Hca)(nil),                   // 26: gin.v1.Hca
+	(*HcaPort)(nil),               // 27: gin.v1.HcaPort
+	(*NetDevice)(nil),             // 28: gin.v1.NetDevice
+	(*QpSummary)(nil),             // 29: gin.v1.QpSummary
+	(*FabricNeighbor)(nil),        // 30: gin.v1.FabricNeighbor
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_gin_v1_inventory_proto_depIdxs = []int32{
-	11, // 0: gin.v1.NodeInventory.host:type_name -> gin.v1.Host
-	15, // 1: gin.v1.NodeInventory.gpus:type_name -> gin.v1.Gpu
-	19, // 2: gin.v1.NodeInventory.nvswitches:type_name -> gin.v1.NvSwitch
-	14, // 3: gin.v1.NodeInventory.pcie_bridges:type_name -> gin.v1.PcieBridge
-	20, // 4: gin.v1.NodeInventory.hcas:type_name -> gin.v1.Hca
-	23, // 5: gin.v1.NodeInventory.qp_summaries:type_name -> gin.v1.QpSummary
-	24, // 6: gin.v1.NodeInventory.fabric_neighbors:type_name -> gin.v1.FabricNeighbor
-	25, // 7: gin.v1.NodeInventory.collected_at:type_name -> google.protobuf.Timestamp
-	12, // 8: gin.v1.Host.numa_nodes:type_name -> gin.v1.NumaNode
-	0,  // 9: gin.v1.PcieBridge.kind:type_name -> gin.v1.PcieBridgeKind
-	13, // 10: gin.v1.PcieBridge.link:type_name -> gin.v1.PcieLink
-	13, // 11: gin.v1.Gpu.pcie_link:type_name -> gin.v1.PcieLink
-	17, // 12: gin.v1.Gpu.fabric:type_name -> gin.v1.MnnvlFabric
-	18, // 13: gin.v1.Gpu.nvlinks:type_name -> gin.v1.NvLink
-	16, // 14: gin.v1.Gpu.c2c:type_name -> gin.v1.C2cLink
-	1,  // 15: gin.v1.MnnvlFabric.state:type_name -> gin.v1.FabricState
-	2,  // 16: gin.v1.NvLink.state:type_name -> gin.v1.LinkState
-	3,  // 17: gin.v1.NvLink.health:type_name -> gin.v1.LinkHealth
-	4,  // 18: gin.v1.NvLink.remote_type:type_name -> gin.v1.NvLinkRemoteType
-	13, // 19: gin.v1.Hca.pcie_link:type_name -> gin.v1.PcieLink
-	5,  // 20: gin.v1.Hca.role:type_name -> gin.v1.HcaRole
-	21, // 21: gin.v1.Hca.ports:type_name -> gin.v1.HcaPort
-	6,  // 22: gin.v1.HcaPort.state:type_name -> gin.v1.PortState
-	7,  // 23: gin.v1.HcaPort.phys_state:type_name -> gin.v1.PortPhysState
-	8,  // 24: gin.v1.HcaPort.link_layer:type_name -> gin.v1.LinkLayer
-	22, // 25: gin.v1.HcaPort.netdev:type_name -> gin.v1.NetDevice
-	3,  // 26: gin.v1.HcaPort.health:type_name -> gin.v1.LinkHealth
-	9,  // 27: gin.v1.FabricNeighbor.source:type_name -> gin.v1.FabricNeighborSource
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	12, // 0: gin.v1.NodeInventory.host:type_name -> gin.v1.Host
+	19, // 1: gin.v1.NodeInventory.gpus:type_name -> gin.v1.Gpu
+	25, // 2: gin.v1.NodeInventory.nvswitches:type_name -> gin.v1.NvSwitch
+	18, // 3: gin.v1.NodeInventory.pcie_bridges:type_name -> gin.v1.PcieBridge
+	26, // 4: gin.v1.NodeInventory.hcas:type_name -> gin.v1.Hca
+	29, // 5: gin.v1.NodeInventory.qp_summaries:type_name -> gin.v1.QpSummary
+	30, // 6: gin.v1.NodeInventory.fabric_neighbors:type_name -> gin.v1.FabricNeighbor
+	31, // 7: gin.v1.NodeInventory.collected_at:type_name -> google.protobuf.Timestamp
+	15, // 8: gin.v1.Host.numa_nodes:type_name -> gin.v1.NumaNode
+	13, // 9: gin.v1.Host.iommu:type_name -> gin.v1.Iommu
+	14, // 10: gin.v1.Host.gpudirect_rdma:type_name -> gin.v1.GpuDirectRdma
+	0,  // 11: gin.v1.Iommu.mode:type_name -> gin.v1.IommuMode
+	1,  // 12: gin.v1.PcieBridge.kind:type_name -> gin.v1.PcieBridgeKind
+	16, // 13: gin.v1.PcieBridge.link:type_name -> gin.v1.PcieLink
+	17, // 14: gin.v1.PcieBridge.acs:type_name -> gin.v1.PcieAcs
+	16, // 15: gin.v1.Gpu.pcie_link:type_name -> gin.v1.PcieLink
+	23, // 16: gin.v1.Gpu.fabric:type_name -> gin.v1.MnnvlFabric
+	24, // 17: gin.v1.Gpu.nvlinks:type_name -> gin.v1.NvLink
+	22, // 18: gin.v1.Gpu.c2c:type_name -> gin.v1.C2cLink
+	20, // 19: gin.v1.Gpu.health:type_name -> gin.v1.GpuHealth
+	21, // 20: gin.v1.GpuHealth.xids:type_name -> gin.v1.XidEvent
+	31, // 21: gin.v1.XidEvent.first_seen:type_name -> google.protobuf.Timestamp
+	2,  // 22: gin.v1.MnnvlFabric.state:type_name -> gin.v1.FabricState
+	3,  // 23: gin.v1.NvLink.state:type_name -> gin.v1.LinkState
+	4,  // 24: gin.v1.NvLink.health:type_name -> gin.v1.LinkHealth
+	5,  // 25: gin.v1.NvLink.remote_type:type_name -> gin.v1.NvLinkRemoteType
+	16, // 26: gin.v1.Hca.pcie_link:type_name -> gin.v1.PcieLink
+	6,  // 27: gin.v1.Hca.role:type_name -> gin.v1.HcaRole
+	27, // 28: gin.v1.Hca.ports:type_name -> gin.v1.HcaPort
+	7,  // 29: gin.v1.HcaPort.state:type_name -> gin.v1.PortState
+	8,  // 30: gin.v1.HcaPort.phys_state:type_name -> gin.v1.PortPhysState
+	9,  // 31: gin.v1.HcaPort.link_layer:type_name -> gin.v1.LinkLayer
+	28, // 32: gin.v1.HcaPort.netdev:type_name -> gin.v1.NetDevice
+	4,  // 33: gin.v1.HcaPort.health:type_name -> gin.v1.LinkHealth
+	10, // 34: gin.v1.FabricNeighbor.source:type_name -> gin.v1.FabricNeighborSource
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_inventory_proto_init() }
@@ -2336,8 +2847,8 @@ func file_gin_v1_inventory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_inventory_proto_rawDesc), len(file_gin_v1_inventory_proto_rawDesc)),
-			NumEnums:      10,
-			NumMessages:   15,
+			NumEnums:      11,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestCheckOnDevCluster runs the real binaries: a dev cluster with an
+// NVLink down on node002 and a compute port down on node003; ginctl check
+// fails exactly those two nodes, each for its fault, and passes the rest.
+func TestCheckOnDevCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := binaries(t)
+	addr, _, _ := startDev(t, bin, "--dev-fault", "node002/GPU3/nvlink7=down", "--dev-fault", "node003/mlx5_0=down")
+	out, err := runTool(t, bin, "ginctl", "--master", addr, "check", "-o", "json")
+	if err != nil {
+		t.Fatalf("ginctl check: %v\n%s", err, out)
+	}
+	var resp struct {
+		Nodes []struct {
+			Node     string `json:"node"`
+			Verdict  string `json:"verdict"`
+			Reason   string `json:"reason"`
+			Findings []struct {
+				Check    string `json:"check"`
+				Severity string `json:"severity"`
+				Subject  string `json:"subject"`
+				Impact   string `json:"impact"`
+				Fix      string `json:"fix"`
+			} `json:"findings"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(resp.Nodes) < 4 {
+		t.Fatalf("%d verdicts: %s", len(resp.Nodes), out)
+	}
+	want := map[string]string{"node002": "nvlink-down GPU3/nvlink7", "node003": "ib-port-down mlx5_0:1"}
+	for _, n := range resp.Nodes {
+		w, faulty := want[n.Node]
+		switch {
+		case !faulty && (n.Verdict != "pass" || len(n.Findings) != 0):
+			t.Errorf("%s: %s %v, want pass", n.Node, n.Verdict, n.Findings)
+		case faulty && (n.Verdict != "fail" || len(n.Findings) != 1 || n.Reason != w || n.Findings[0].Impact == "" || n.Findings[0].Fix == ""):
+			t.Errorf("%s: %s, reason %q, findings %+v; want fail for %q", n.Node, n.Verdict, n.Reason, n.Findings, w)
+		}
+	}
+	out, err = runTool(t, bin, "ginctl", "--master", addr, "check", "--nodes", "node002")
+	if err != nil || !strings.Contains(out, "node002  fail     nvlink-down  GPU3/nvlink7") || !strings.Contains(out, "impact: GPU3 lost") ||
+		!strings.Contains(out, "1 node(s): 0 pass, 0 warn, 1 fail") {
+		t.Errorf("ginctl check --nodes node002: %v\n%s", err, out)
+	}
+}
