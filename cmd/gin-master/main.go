@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -144,10 +145,10 @@ func checkTLSChoice(o options, fromEnv bool) error {
 }
 
 // handshakeQueue maps --handshake-queue (0: none waits) to
-// master.Config.HandshakeQueue (0: the default, negative: none waits).
+// master.Config.HandshakeQueue (0: the default).
 func handshakeQueue(n int) int {
 	if n == 0 {
-		return -1
+		return master.NoHandshakeQueue
 	}
 	return n
 }
@@ -239,6 +240,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 		},
 	}
 	f := cmd.Flags()
+	d := master.DefaultConfig() // every default of a master knob, in one place
 	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
 	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
 	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address; on every interface, this host's default-route address)")
@@ -258,19 +260,19 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
 	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up")
 	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
-	f.DurationVar(&o.heartbeat, "heartbeat-interval", 5*time.Second, "heartbeat interval agents are told to use")
-	f.IntVar(&o.missed, "missed-heartbeats", 3, "missed heartbeats after which a node is marked down")
-	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", master.DefaultMaxStreamsPerConn, "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
-	f.IntVar(&o.maxNodes, "max-nodes", master.DefaultMaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
-	f.IntVar(&o.maxHandshakes, "max-handshakes", master.DefaultMaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
+	f.DurationVar(&o.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "heartbeat interval agents are told to use")
+	f.IntVar(&o.missed, "missed-heartbeats", d.MissedHeartbeats, "missed heartbeats after which a node is marked down")
+	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", uint(d.MaxStreamsPerConn), "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
+	f.IntVar(&o.maxNodes, "max-nodes", d.MaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
+	f.IntVar(&o.maxHandshakes, "max-handshakes", d.MaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
 	f.Float64Var(&o.handshakeRate, "handshake-rate", 0, fmt.Sprintf("agent Hellos admitted per second (a token bucket of burst --max-handshakes; the Hellos past it wait in --handshake-queue, and one whose wait would pass --hello-timeout is refused with a retry hint of the queue's wait); 0: %d per CPU (GOMAXPROCS), %g here", master.HandshakeRatePerCPU, master.DefaultHandshakeRate()))
-	f.IntVar(&o.handshakeQueue, "handshake-queue", master.DefaultHandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
-	f.IntVar(&o.maxPlans, "max-plans", master.DefaultMaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
-	f.Uint64Var(&o.minFreeMiB, "data-dir-min-free-mib", ginraft.DefaultMinFreeBytes>>20, "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
-	f.Float64Var(&o.agentLogRate, "agent-log-rate", master.DefaultAgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
-	f.IntVar(&o.agentLogBurst, "agent-log-burst", master.DefaultAgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
+	f.IntVar(&o.handshakeQueue, "handshake-queue", d.HandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
+	f.IntVar(&o.maxPlans, "max-plans", d.MaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
+	f.Uint64Var(&o.minFreeMiB, "data-dir-min-free-mib", d.MinFreeBytes>>20, "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
+	f.Float64Var(&o.agentLogRate, "agent-log-rate", d.AgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
+	f.IntVar(&o.agentLogBurst, "agent-log-burst", d.AgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go heap (900MiB, 2GiB, off): the garbage collector runs more often near it; auto: 90% of the cgroup's memory limit (container, systemd MemoryMax=) if any, else GOMEMLIMIT or none")
-	f.DurationVar(&o.helloTimeout, "hello-timeout", master.DefaultHelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
+	f.DurationVar(&o.helloTimeout, "hello-timeout", d.HelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
@@ -345,41 +347,22 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 			return fmt.Errorf("--join: %w", err)
 		}
 	}
-	if err := o.tuning.Validate(); err != nil {
-		return fmt.Errorf("--raft-*/--snapshot-*/--trailing-logs: %w", err)
+	cfg := master.Config{
+		ID: o.nodeID, Bind: o.bind, RaftBind: o.raftBind,
+		RaftTuning: o.tuning, DataDir: o.dataDir,
+		BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
+		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile, Logger: log,
+		HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(min(o.maxStreamsPerConn, math.MaxUint32)),
+		Recover: o.recover, RecoverPeers: o.recoverMembers,
+		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
+		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
+		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
 	}
-	if o.maxNodes < 1 || o.maxNodes > 10_000_000 {
-		return fmt.Errorf("--max-nodes %d: want 1..10000000", o.maxNodes)
+	if o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
+		cfg.MinFreeBytes = ginraft.MaxMinFreeBytes + 1 // out of range without overflowing the shift
 	}
-	if o.maxPlans < 1 || o.maxPlans > 10_000_000 {
-		return fmt.Errorf("--max-plans %d: want 1..10000000", o.maxPlans)
-	}
-	if o.minFreeMiB < ginraft.MinMinFreeBytes>>20 || o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
-		return fmt.Errorf("--data-dir-min-free-mib %d: want %d..%d", o.minFreeMiB, ginraft.MinMinFreeBytes>>20, ginraft.MaxMinFreeBytes>>20)
-	}
-	if o.agentLogRate < 1.0/60 || o.agentLogRate > 1e6 {
-		return fmt.Errorf("--agent-log-rate %g: want 0.0167..1000000 lines per second", o.agentLogRate)
-	}
-	if o.agentLogBurst < 1 || o.agentLogBurst > 1e6 {
-		return fmt.Errorf("--agent-log-burst %d: want 1..1000000", o.agentLogBurst)
-	}
-	if o.maxHandshakes < 1 || o.maxHandshakes > 1_000_000 {
-		return fmt.Errorf("--max-handshakes %d: want 1..1000000", o.maxHandshakes)
-	}
-	if !(o.handshakeRate >= 0 && o.handshakeRate <= 1e6) {
-		return fmt.Errorf("--handshake-rate %g: want 0 (%d per CPU) or up to 1000000 per second", o.handshakeRate, master.HandshakeRatePerCPU)
-	}
-	if o.handshakeQueue < 0 || o.handshakeQueue > 10_000_000 {
-		return fmt.Errorf("--handshake-queue %d: want 0..10000000", o.handshakeQueue)
-	}
-	if o.maxStreamsPerConn < 1 || o.maxStreamsPerConn > 1<<16 {
-		return fmt.Errorf("--max-streams-per-conn %d: want 1..65536", o.maxStreamsPerConn)
-	}
-	if o.helloTimeout < 100*time.Millisecond || o.helloTimeout > 10*time.Minute {
-		return fmt.Errorf("--hello-timeout %s: want 100ms..10m", o.helloTimeout)
-	}
-	if o.bootstrapExpect < 0 || o.bootstrapExpect > 9 {
-		return fmt.Errorf("--bootstrap-expect %d: want 1..9 (3 or 5 for a replicated cluster)", o.bootstrapExpect)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
 		return err
@@ -425,17 +408,8 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	s, err := master.New(master.Config{
-		ID: o.nodeID, Bind: o.bind, Advertise: o.advertise, RaftBind: o.raftBind, RaftAdvertise: o.raftAdvertise,
-		RaftTuning: o.tuning, DataDir: o.dataDir,
-		Bootstrap: bootstrap, BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
-		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile, Logger: log,
-		TLS: tlsSrc, HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(o.maxStreamsPerConn),
-		Recover: o.recover, RecoverPeers: o.recoverMembers,
-		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
-		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20, HealthThresholds: th,
-		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
-	})
+	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS, cfg.HealthThresholds = o.advertise, o.raftAdvertise, bootstrap, tlsSrc, th
+	s, err := master.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,57 +31,6 @@ var errRelayTimedOut = errors.New("relay to the leader timed out")
 // unknown, unreachable or moving.
 const relayRetryWait = 50 * time.Millisecond
 
-// leaderConn is this master's one client connection to the leader, dialled
-// again when the leader's address changes.
-type leaderConn struct {
-	mu   sync.Mutex
-	addr string
-	conn *grpc.ClientConn
-}
-
-// relayClient is a RelayService client on the current leader.
-func (s *Server) relayClient() (ginv1.RelayServiceClient, error) {
-	conn, err := s.leaderClientConn()
-	if err != nil {
-		return nil, err
-	}
-	return ginv1.NewRelayServiceClient(conn), nil
-}
-
-// leaderClientConn is the connection to the current leader (errNoLeader
-// while none is known): relays, reports and forwarded calls share it.
-func (s *Server) leaderClientConn() (*grpc.ClientConn, error) {
-	addr := s.leaderHint()
-	if addr == "" {
-		return nil, errNoLeader
-	}
-	lc := &s.leaderConn
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if lc.conn == nil || lc.addr != addr {
-		if lc.conn != nil {
-			_ = lc.conn.Close()
-			lc.conn = nil
-		}
-		conn, err := grpc.NewClient(addr, s.dialCredentials(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)))
-		if err != nil {
-			return nil, fmt.Errorf("dial leader %s: %w", addr, err)
-		}
-		lc.addr, lc.conn = addr, conn
-	}
-	return lc.conn, nil
-}
-
-// close closes the connection to the leader.
-func (lc *leaderConn) close() {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if lc.conn != nil {
-		_ = lc.conn.Close()
-		lc.conn = nil
-	}
-}
-
 // onLeader runs local while this master leads and remote on the leader
 // otherwise, retrying while the leader is unknown, unreachable or has just
 // moved (every relayed write is idempotent), until ctx ends. Any other
@@ -95,7 +42,7 @@ func (s *Server) onLeader(ctx context.Context, local func() error, remote func(c
 		if s.node.IsLeader() {
 			return local()
 		}
-		c, err := s.relayClient()
+		c, err := s.link.relay()
 		if err == nil {
 			err = remote(ctx, c)
 			if err == nil || !relayRetryable(err) {

@@ -66,7 +66,7 @@ func (s *Server) leaderUnreached() time.Duration {
 	if s.node.IsLeader() {
 		return 0
 	}
-	return max(time.Since(time.Unix(0, s.reachedLeader.Load())), 0)
+	return s.link.unreachedSince(time.Now())
 }
 
 // detached reports (as errDetached) whether this master is a follower cut
@@ -80,7 +80,7 @@ func (s *Server) detached() error {
 	if lc := s.node.LastContact(); !lc.IsZero() {
 		contact = max(time.Since(lc), 0)
 	}
-	if cutOff(since, s.reportsFailed.Load(), contact, reattachGrace(s.cfg.HeartbeatInterval), s.reportPeriod(), s.raftExcuseLimit()) {
+	if cutOff(since, s.link.failed.Load(), contact, reattachGrace(s.cfg.HeartbeatInterval), s.reportPeriod(), s.raftExcuseLimit()) {
 		return fmt.Errorf("%w for %s; attach to another master", errDetached, since.Round(time.Millisecond))
 	}
 	return nil
@@ -152,21 +152,19 @@ func (s *Server) reportLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		if s.node.IsLeader() {
-			s.reachedLeader.Store(time.Now().UnixNano())
-			s.reportsFailed.Store(0)
+			s.link.reachedAt(time.Now())
 			tr.reset() // whoever leads next holds no base of ours
 			failing = false
 			continue
 		}
 		err := s.reportSessions(ctx, period, tr)
 		if err != nil {
-			s.reportsFailed.Add(1)
+			s.link.failed.Add(1)
 		}
 		switch {
 		case err == nil:
-			s.reachedLeader.Store(time.Now().UnixNano())
-			s.reportsFailed.Store(0)
-			s.reportAccepted.Store(true)
+			s.link.reachedAt(time.Now())
+			s.link.accepted.Store(true)
 			if failing {
 				s.log.Info("session reports reach the leader again", "sessions", s.sessions.count())
 			}
@@ -184,7 +182,7 @@ func (s *Server) reportLoop(ctx context.Context) {
 func (s *Server) reportSessions(ctx context.Context, timeout time.Duration, tr *reportTracker) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := s.relayClient()
+	c, err := s.link.relay()
 	if err != nil {
 		return err
 	}

@@ -22,176 +22,33 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/buildinfo"
-	nodehealth "github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
 )
 
-// DefaultHelloTimeout is Config.HelloTimeout's default.
-const DefaultHelloTimeout = 10 * time.Second
-
-// DefaultMaxStreamsPerConn is Config.MaxStreamsPerConn's default. An agent
-// holds one stream, ginctl a few at most; gRPC's own default (2^32-1)
-// let one connection open 80,000 Hello-less streams (issue #11).
-const DefaultMaxStreamsPerConn = 256
-
-// DefaultMaxNodes and DefaultMaxPlans are Config.MaxNodes's and
-// Config.MaxPlans's defaults: far above a real cluster, far below what
-// would exhaust a master's memory.
-const (
-	DefaultMaxNodes = 50000
-	DefaultMaxPlans = 100000
-)
-
-// DefaultAgentLogRate and DefaultAgentLogBurst are Config.AgentLogRate's
-// and Config.AgentLogBurst's defaults.
-const (
-	DefaultAgentLogRate  = 10
-	DefaultAgentLogBurst = 100
-)
-
-// MaxMessageBytes bounds every gRPC message the master receives.
-const MaxMessageBytes = 8 << 20
-
-// Config configures one master server.
-type Config struct {
-	// ID is the Raft server id.
-	ID string
-	// Bind is the client and agent gRPC address (":5000").
-	Bind string
-	// Advertise is the gRPC address given to clients as leader hint; defaults
-	// to the bound address.
-	Advertise string
-	// RaftBind is the Raft TCP address.
-	RaftBind string
-	// RaftAdvertise is the Raft address peers dial (host:port, resolved at
-	// start); defaults to RaftBind, which must then be a routable address.
-	RaftAdvertise string
-	// RaftTuning overrides Raft timeouts and the snapshot policy.
-	RaftTuning ginraft.Tuning
-	// DataDir holds the Raft log and snapshots.
-	DataDir string
-	// Bootstrap makes a fresh data directory a single-voter cluster.
-	Bootstrap bool
-	// BootstrapExpect > 1: a fresh server waits until this many fresh
-	// servers (itself included, found through Join) see each other, and the
-	// one with the smallest id bootstraps them.
-	BootstrapExpect int
-	// Join lists other masters' client addresses: a fresh server joins the
-	// cluster they form (retried until it works).
-	Join []string
-	// DeadServerTimeout > 0: the leader removes a voter failing heartbeats
-	// for longer (autopilot-style), keeping at least two healthy voters.
-	DeadServerTimeout time.Duration
-	// FastRaft uses short Raft timeouts (dev cluster and tests on loopback).
-	FastRaft bool
-	// HeartbeatInterval is what agents are told to use (default 5s).
-	HeartbeatInterval time.Duration
-	// MissedHeartbeats before a node is marked down (default 3).
-	MissedHeartbeats int
-	// HTTPBind serves /metrics and /healthz; empty disables it.
-	HTTPBind string
-	// WebConfigFile is the HTTP port's TLS and authentication
-	// (prometheus/exporter-toolkit's web config; empty: plain HTTP).
-	WebConfigFile string
-	// HelloTimeout bounds the wait for an agent session's first message
-	// (default 10s): a stream that never says hello is ended with
-	// DEADLINE_EXCEEDED instead of holding its goroutine and buffers.
-	HelloTimeout time.Duration
-	// MaxStreamsPerConn is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS the
-	// gRPC listener announces (default DefaultMaxStreamsPerConn): a client
-	// that asks for more waits for one to end (grpc-go queues the call)
-	// or, if it ignores the setting, gets its stream refused.
-	MaxStreamsPerConn uint32
-	// AgentLogRate and AgentLogBurst bound the agent attach/detach log
-	// lines of this master (a token bucket; default
-	// DefaultAgentLogRate/s, burst DefaultAgentLogBurst): a cluster-wide
-	// reconnect logs the first lines, then one line now and then that says
-	// how many were left out (gin_master_agent_log_lines_suppressed_total).
-	AgentLogRate float64
-	// MaxNodes and MaxPlans cap the registered nodes and the pinned plans
-	// (defaults DefaultMaxNodes, DefaultMaxPlans): a new node's inventory
-	// or a new job's plan past the cap is refused at the edge with
-	// RESOURCE_EXHAUSTED naming the flag; existing ones are still updated
-	// and read. gin_master_nodes_limit and gin_master_pinned_plans_limit
-	// export them next to the counts.
-	MaxNodes int
-	MaxPlans int
-	// MaxHandshakes bounds the agent handshakes (Hello until the agent is
-	// in sync) served at once, HandshakeQueue the Hellos waiting for one
-	// (defaults DefaultMaxHandshakes, DefaultHandshakeQueue; a negative
-	// HandshakeQueue: none waits); a Hello past both is refused with
-	// RESOURCE_EXHAUSTED and a retry hint (admission.go).
-	MaxHandshakes  int
-	HandshakeQueue int
-	// HandshakeRate bounds the agent Hellos admitted per second (a token
-	// bucket of burst MaxHandshakes; default DefaultHandshakeRate(), 125
-	// per CPU): a Hello waits in the queue for its token, and one whose
-	// wait would pass HelloTimeout is refused with a retry hint of the
-	// queue's wait (admission.go). HandshakeClock is the bucket's clock
-	// (nil: the wall clock; tests).
-	HandshakeRate  float64
-	HandshakeClock Clock
-	AgentLogBurst  int
-	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
-	AgentLogClock func() time.Time
-	// LivenessClock is the clock of the leader's node liveness (when a node
-	// was heard from, when it missed its heartbeats; nil: time.Now; tests).
-	LivenessClock func() time.Time
-	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
-	// certificate of the cluster CA required) with the authorization table
-	// of internal/authz checked on every call, and for this master's own
-	// calls to the other masters (Join, cluster info). nil: plaintext, as
-	// before.
-	TLS *pki.Source
-	// Recover and RecoverPeers: rewrite the stored Raft configuration to
-	// this server (plus RecoverPeers) before starting; see ginraft.Config.
-	Recover      bool
-	RecoverPeers []ginraft.Member
-	// MinFreeBytes is the free space kept under DataDir (0:
-	// ginraft.DefaultMinFreeBytes): below it writes are refused with
-	// RESOURCE_EXHAUSTED naming the data dir, until space returns, and a
-	// leader of several masters hands leadership over.
-	MinFreeBytes uint64
-	// HealthThresholds configure the node verdicts of CheckService
-	// (internal/health; the zero value is the documented defaults).
-	HealthThresholds nodehealth.Thresholds
-	Logger           *slog.Logger
-}
-
 // Server is one gin-master: Raft node, state and gRPC services.
 type Server struct {
 	invBounds inventoryBounds // agents' inventory changes per node (inventorybounds.go)
 
-	cfg      Config
-	log      *slog.Logger
-	store    *state.Store
-	node     *ginraft.Node
-	grpc     *grpc.Server
-	health   *health.Server
-	lis      net.Listener
-	live     *liveness
-	lead     leadership
-	sessions sessions    // this master's own agent sessions
-	scan     scannerRole // the fabric scanner, as the leader named it
-	// reachedLeader (unix ns) is when this master last led or had a
-	// session report accepted by the leader (reports.go).
-	reachedLeader atomic.Int64
-	// reportsFailed counts the session reports that failed in a row
-	// since (reports.go: the grace measured on this master's progress).
-	reportsFailed atomic.Int64
-	// reportAccepted is set once the leader has accepted a session report
-	// of this master (reports.go): it reaches the leader, so it may tell
-	// agents it takes sessions (sessionhealth.go).
-	reportAccepted atomic.Bool
-	leaderConn     leaderConn // relays and reports to the leader (relay.go)
-	planPush       planPush   // pinned plans to the agent sessions of their nodes
-	admission      *admission // agent handshakes at once
-	metrics        *metrics
-	httpLis        net.Listener
-	agentLog       *ratelog.Bucket // attach/detach lines
+	cfg       Config
+	log       *slog.Logger
+	store     *state.Store
+	node      *ginraft.Node
+	grpc      *grpc.Server
+	health    *health.Server
+	lis       net.Listener
+	live      *liveness
+	lead      leadership
+	sessions  sessions    // this master's own agent sessions
+	scan      scannerRole // the fabric scanner, as the leader named it
+	link      *leaderLink // a follower's tie to the leader (leaderlink.go)
+	planPush  planPush    // pinned plans to the agent sessions of their nodes
+	admission *admission  // agent handshakes at once
+	metrics   *metrics
+	httpLis   net.Listener
+	agentLog  *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -207,44 +64,7 @@ const shutdownGrace = 2 * time.Second
 // New opens the data directory, starts Raft and binds the gRPC listener.
 // Serve must be called to answer requests.
 func New(cfg Config) (*Server, error) {
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 5 * time.Second
-	}
-	if cfg.MissedHeartbeats <= 0 {
-		cfg.MissedHeartbeats = 3
-	}
-	if cfg.HelloTimeout <= 0 {
-		cfg.HelloTimeout = DefaultHelloTimeout
-	}
-	if cfg.MaxNodes <= 0 {
-		cfg.MaxNodes = DefaultMaxNodes
-	}
-	if cfg.MaxPlans <= 0 {
-		cfg.MaxPlans = DefaultMaxPlans
-	}
-	if cfg.MaxHandshakes <= 0 {
-		cfg.MaxHandshakes = DefaultMaxHandshakes
-	}
-	if cfg.HandshakeQueue < 0 {
-		cfg.HandshakeQueue = 0
-	} else if cfg.HandshakeQueue == 0 {
-		cfg.HandshakeQueue = DefaultHandshakeQueue
-	}
-	if cfg.HandshakeRate <= 0 {
-		cfg.HandshakeRate = DefaultHandshakeRate()
-	}
-	if cfg.AgentLogRate <= 0 {
-		cfg.AgentLogRate = DefaultAgentLogRate
-	}
-	if cfg.AgentLogBurst <= 0 {
-		cfg.AgentLogBurst = DefaultAgentLogBurst
-	}
-	if cfg.MaxStreamsPerConn == 0 {
-		cfg.MaxStreamsPerConn = DefaultMaxStreamsPerConn
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("server", cfg.ID)
 	lis, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
@@ -271,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
 		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
-	s.reachedLeader.Store(time.Now().UnixNano())
+	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = s.refreshScanner
 	s.live.writing = s.sessions.writing
@@ -279,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 		s.live.now = cfg.LivenessClock
 	}
 	fwd := &forwarder{id: cfg.ID, leads: node.IsLeader, notLeader: func() error { return toStatus(s.notLeaderErr()) },
-		leader: s.leaderClientConn, hold: forwardHold, wait: relayRetryWait}
+		leader: s.link.conn, hold: forwardHold, wait: relayRetryWait}
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the
@@ -325,8 +145,8 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
 	ginv1.RegisterCalibrationServiceServer(s.grpc, newCalibrationService(store, s.apply, s.read, log))
-	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	ginv1.RegisterCheckServiceServer(s.grpc, newCheckService(s))
+	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(agentServiceName, healthpb.HealthCheckResponse_NOT_SERVING) // sessionhealth.go
@@ -419,7 +239,7 @@ func (s *Server) Close() error {
 	done := make(chan error, 1)
 	go func() {
 		s.wg.Wait()
-		s.leaderConn.close()
+		s.link.close()
 		done <- s.node.Shutdown()
 	}()
 	select {

@@ -34,7 +34,7 @@ func (s *Server) takesSessions() bool {
 	id, _ := s.node.Leader()
 	commit, applied := s.node.Indexes()
 	return sessionsWelcome(sessionReadiness{
-		leads: s.node.IsLeader(), leaderKnown: id != "", reportAccepted: s.reportAccepted.Load(),
+		leads: s.node.IsLeader(), leaderKnown: id != "", reportAccepted: s.link.accepted.Load(),
 		detached: s.detached() != nil, commit: commit, applied: applied,
 		waiting: s.admission.waiting.Load(), queue: s.admission.queue,
 	})
