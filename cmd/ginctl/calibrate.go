@@ -35,22 +35,40 @@ node, NIC rate, node count, fabric tiers): see docs/CALIBRATION.md.`,
 }
 
 func (a *app) calibrateImportCmd() *cobra.Command {
-	var file, nodes, algo, proto string
+	var file, inspectorPath, nodes, algo, proto, job, ncclVersion string
 	var gpn int
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "import --nccl-tests FILE --nodes LIST",
-		Short: "Store the runs of an nccl-tests log, keyed by the nodes' shape",
+		Use:   "import (--nccl-tests FILE --nodes LIST | --nccl-inspector PATH [--nodes LIST] [--job ID])",
+		Short: "Store the runs of an nccl-tests log, or a job's NCCL Inspector dump, keyed by the nodes' shape",
 		Long: `Parse nccl-tests output (a file, or - for standard input: a terminal capture, a
 Slurm or mpirun log, several tests in one file) and store each run of a collective
 NCCL's tuner sees (all_reduce, all_gather, reduce_scatter, broadcast, reduce) through
 Raft. --nodes names the GIN nodes it ran on, in rank order. The forced algorithm and
 protocol come from --algo/--proto, else from the log's "NCCL_ALGO/NCCL_PROTO set by
 environment" lines, else the run measured NCCL's default choice. A log that does
-not parse changes nothing and the error names the line.`,
+not parse changes nothing and the error names the line.
+
+--nccl-inspector PATH reads what NCCL's Inspector profiler plugin wrote for a job (a
+file or a directory of them, JSON or verbose JSON): each communicator's collectives by
+size, stored as production measurements of its nodes (the dump's host names, or
+--nodes). With --job, what ran in each size range is the job's pinned plan's choice
+where it forced one, else NCCL's choice.
+
+The log's ranks must have run where --nodes says: the same host names, GPUs of the
+nodes' model, no more ranks per host than the node's GPUs. A log that differs is
+refused with the line and the difference; --force stores it anyway, flagged in its
+source.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if inspectorPath != "" {
+				if file != "" || algo != "" || proto != "" {
+					return usageError{fmt.Errorf("--nccl-inspector takes neither --nccl-tests, --algo nor --proto")}
+				}
+				return a.importInspector(cmd.Context(), inspectorPath, nodes, job, ncclVersion, force)
+			}
 			if file == "" || nodes == "" {
-				return usageError{fmt.Errorf("--nccl-tests FILE and --nodes LIST are required")}
+				return usageError{fmt.Errorf("--nccl-tests FILE and --nodes LIST (or --nccl-inspector PATH) are required")}
 			}
 			names, err := hostlist.Expand(nodes)
 			if err != nil {
@@ -82,9 +100,22 @@ not parse changes nothing and the error names the line.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			reqs, skipped, err := importRequests(log, names, nodes, gpn, algo, proto, file)
+			reqs, runOf, skipped, err := importRequestsOf(log, names, nodes, gpn, algo, proto, file)
 			if err != nil {
 				return err
+			}
+			gpus, err := a.clusterGPUs(cmd.Context(), names)
+			if err != nil {
+				return err
+			}
+			for i, req := range reqs {
+				var ranks []calib.RankPlace
+				for _, rk := range log.Runs[runOf[i]].Ranks {
+					ranks = append(ranks, calib.RankPlace{Where: fmt.Sprintf("line %d", rk.Line), Rank: rk.Rank, Host: rk.Host, GPUModel: rk.Name})
+				}
+				if err := a.flagDifferences(req, calib.CheckPlacement(ranks, names, int(req.GetGpusPerNode()), gpus), force); err != nil {
+					return err
+				}
 			}
 			var out []*ginv1.ImportMeasurementResponse
 			for _, req := range reqs {
@@ -120,12 +151,24 @@ not parse changes nothing and the error names the line.`,
 	f.IntVar(&gpn, "gpus-per-node", 0, "GPUs per node (default: from the log's rank lines)")
 	f.StringVar(&algo, "algo", "", "the algorithm NCCL_ALGO forced (ring, tree, nvls, nvlstree, ...)")
 	f.StringVar(&proto, "proto", "", "the protocol NCCL_PROTO forced (LL, LL128, Simple)")
+	f.StringVar(&inspectorPath, "nccl-inspector", "", "an NCCL Inspector dump to import: a file or a directory (NCCL_INSPECTOR_DUMP_DIR)")
+	f.StringVar(&job, "job", "", "with --nccl-inspector: the job whose pinned plan says what ran")
+	f.StringVar(&ncclVersion, "nccl-version", "", "with --nccl-inspector: the NCCL version the job ran (the dump does not say)")
+	f.BoolVar(&force, "force", false, "store a log whose hosts, GPU models or GPU counts differ from --nodes, flagged")
 	return cmd
 }
 
 // importRequests turns a parsed log into one request per storable run.
 func importRequests(log *nccltests.Log, names []string, nodes string, gpn int, algo, proto, source string) ([]*ginv1.ImportMeasurementRequest, []string, error) {
+	reqs, _, skipped, err := importRequestsOf(log, names, nodes, gpn, algo, proto, source)
+	return reqs, skipped, err
+}
+
+// importRequestsOf is importRequests with, for each request, the index of
+// its run in log.Runs.
+func importRequestsOf(log *nccltests.Log, names []string, nodes string, gpn int, algo, proto, source string) ([]*ginv1.ImportMeasurementRequest, []int, []string, error) {
 	var reqs []*ginv1.ImportMeasurementRequest
+	var runOf []int
 	var skipped []string
 	for i := range log.Runs {
 		r := &log.Runs[i]
@@ -143,29 +186,30 @@ func importRequests(log *nccltests.Log, names []string, nodes string, gpn int, a
 			continue
 		}
 		if r.NNodes > 0 && r.NNodes != len(names) {
-			return nil, nil, fmt.Errorf("%s: the log ran on %d node(s) (%s), --nodes names %d", where, r.NNodes, hostlist.Compress(r.Hosts()), len(names))
+			return nil, nil, nil, fmt.Errorf("%s: the log ran on %d node(s) (%s), --nodes names %d", where, r.NNodes, hostlist.Compress(r.Hosts()), len(names))
 		}
 		g := gpn
 		if g == 0 {
 			g = r.GPUsPerNode()
 		}
 		if g == 0 {
-			return nil, nil, fmt.Errorf("%s: the log does not say how many GPUs per node; give --gpus-per-node", where)
+			return nil, nil, nil, fmt.Errorf("%s: the log does not say how many GPUs per node; give --gpus-per-node", where)
 		}
 		if r.NRanks > 0 && r.NRanks != g*len(names) {
-			return nil, nil, fmt.Errorf("%s: %d ranks, but %d nodes × %d GPUs is %d", where, r.NRanks, len(names), g, g*len(names))
+			return nil, nil, nil, fmt.Errorf("%s: %d ranks, but %d nodes × %d GPUs is %d", where, r.NRanks, len(names), g, g*len(names))
 		}
 		forced, note, err := calib.ForcedOf(r, algo, proto)
 		if err != nil {
-			return nil, nil, usageError{err}
+			return nil, nil, nil, usageError{err}
 		}
 		if note != "" {
 			skipped = append(skipped, fmt.Sprintf("%s: %s", where, note))
 		}
 		pts, err := calib.Points(r)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", where, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", where, err)
 		}
+		runOf = append(runOf, i)
 		reqs = append(reqs, &ginv1.ImportMeasurementRequest{
 			Nodes: nodes, GpusPerNode: uint32(g), Collective: coll,
 			Algorithm: forced.Algorithm, Protocol: forced.Protocol, ForcedBy: forced.By,
@@ -173,9 +217,9 @@ func importRequests(log *nccltests.Log, names []string, nodes string, gpn int, a
 		})
 	}
 	if len(reqs) == 0 {
-		return nil, skipped, fmt.Errorf("no run of all_reduce, all_gather, reduce_scatter, broadcast or reduce in the log")
+		return nil, nil, skipped, fmt.Errorf("no run of all_reduce, all_gather, reduce_scatter, broadcast or reduce in the log")
 	}
-	return reqs, skipped, nil
+	return reqs, runOf, skipped, nil
 }
 
 func baseName(p string) string {

@@ -250,6 +250,8 @@ func TestCommands(t *testing.T) {
 	// The smoke log's all_reduce on node[001-002] × 1 GPU: its id is derived
 	// from the dev cluster's shape, so it is the same on every run.
 	const smokeID = "24e0d501f10f3ddb"
+	// The smoke log as if it had run on the dev cluster's nodes.
+	onDev := strings.NewReplacer("cnode3-002", "node001", "cnode3-003", "node002").Replace(string(smoke))
 	badLog := string(smoke[:strings.Index(string(smoke), "    67108864")]) + "    67108864       8388608    double     sum      -1  1581.10   4x.44   42.44       0  1587.93   42.26   42.26       0\n"
 	cases := []ctlCase{
 		{"nodes", []string{"nodes"}, ""},
@@ -286,9 +288,16 @@ func TestCommands(t *testing.T) {
 		{"plan-json", []string{"plan", "--job", "42", "-o", "json"}, ""},
 		{"plan-delete", []string{"plan", "delete", "--job", "42"}, ""},
 		{"plan-delete-json", []string{"plan", "delete", "--job", "42", "-o", "json"}, ""},
-		{"calibrate-import", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, string(smoke)},
-		{"calibrate-import-json", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]", "--algo", "tree", "-o", "json"}, string(smoke)},
+		{"calibrate-import", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, onDev},
+		{"calibrate-import-json", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]", "--algo", "tree", "-o", "json"}, onDev},
 		{"calibrate-import-bad", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, badLog},
+		// The published log ran on other hosts; the same log on B300s is
+		// not the dev cluster's H100s: both refused, naming the line;
+		// --force keeps the first, flagged.
+		{"calibrate-import-other-hosts", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"}, string(smoke)},
+		{"calibrate-import-other-gpu", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]"},
+			strings.ReplaceAll(onDev, "NVIDIA H100 80GB HBM3", "NVIDIA B300 SXM6 AC")},
+		{"calibrate-import-force", []string{"calibrate", "import", "--nccl-tests", "-", "--nodes", "node[001-002]", "--algo", "ring", "--force"}, string(smoke)},
 		// The imports match the dev cluster's shape (2 nodes × 1 H100, one
 		// 400 Gb/s NIC each): the one-GPU-per-node rules of a new plan and
 		// the estimate now stand on the measurements.

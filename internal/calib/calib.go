@@ -373,7 +373,11 @@ func Describe(m *ginv1.Measurement) string {
 	if m.GetShape().GetNcclVersion() != "" {
 		v = ", NCCL " + m.GetShape().GetNcclVersion()
 	}
-	return fmt.Sprintf("measurement %s (nccl-tests on %s%s)", m.GetId(), on, v)
+	what := "nccl-tests"
+	if strings.HasPrefix(m.GetSource(), "nccl-inspector:") {
+		what = "production, NCCL Inspector"
+	}
+	return fmt.Sprintf("measurement %s (%s on %s%s)", m.GetId(), what, on, v)
 }
 
 // Index answers measured cells for communicators of one graph: it derives

@@ -29,7 +29,20 @@ const (
 	MaxFiles = 65536
 	// MaxLog2Bytes is the last size bucket (as planread's).
 	MaxLog2Bytes = 40
+	// MaxRanks bounds the (communicator, rank) pairs whose host is kept.
+	MaxRanks = 1 << 18
 )
+
+// Comm is one communicator of a dump: its shape and where each of its
+// ranks ran.
+type Comm struct {
+	ID, Name       string
+	NRanks, NNodes int
+	// RankHost is each rank's host; RankWhere where it was first seen
+	// ("file object N").
+	RankHost  map[int]string
+	RankWhere map[int]string
+}
 
 // Header is an object's "header": the communicator and the rank.
 type Header struct {
@@ -137,6 +150,8 @@ func (g *Group) Hosts() map[string]HostTime {
 type Aggregate struct {
 	groups map[GroupKey]*Group
 	hosts  map[string]bool
+	comms  map[string]*Comm
+	ranks  int
 	// Versions counts objects per inspector_output_format_version.
 	Versions map[string]uint64
 	// Records is the collective objects read; Skipped the others (p2p).
@@ -147,7 +162,7 @@ type Aggregate struct {
 
 // NewAggregate returns an empty Aggregate.
 func NewAggregate() *Aggregate {
-	return &Aggregate{groups: map[GroupKey]*Group{}, hosts: map[string]bool{}, Versions: map[string]uint64{}}
+	return &Aggregate{groups: map[GroupKey]*Group{}, hosts: map[string]bool{}, comms: map[string]*Comm{}, Versions: map[string]uint64{}}
 }
 
 // Groups returns the groups, by communicator id, collective and bucket.
@@ -169,6 +184,39 @@ func (a *Aggregate) Groups() []*Group {
 	return out
 }
 
+// Comms returns the communicators, largest first (then by id).
+func (a *Aggregate) Comms() []*Comm {
+	out := make([]*Comm, 0, len(a.comms))
+	for _, c := range a.comms {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].NRanks != out[j].NRanks {
+			return out[i].NRanks > out[j].NRanks
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Hosts returns the comm's hosts in the order of their lowest rank.
+func (c *Comm) Hosts() []string {
+	ranks := make([]int, 0, len(c.RankHost))
+	for r := range c.RankHost {
+		ranks = append(ranks, r)
+	}
+	sort.Ints(ranks)
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range ranks {
+		if h := c.RankHost[r]; !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // Hosts returns the host names the dump's ranks ran on, sorted.
 func (a *Aggregate) Hosts() []string {
 	out := make([]string, 0, len(a.hosts))
@@ -187,9 +235,27 @@ func bucket(b uint64) int {
 	return min(63-bits.LeadingZeros64(b), MaxLog2Bytes)
 }
 
-// add folds one valid collective record in.
-func (a *Aggregate) add(r *Record) error {
+// add folds one valid collective record in; where names it for Comm.
+func (a *Aggregate) add(r *Record, where string) error {
 	cp := r.CollPerf
+	c, ok := a.comms[r.Header.ID]
+	if !ok {
+		c = &Comm{ID: r.Header.ID, Name: r.Header.CommName, NRanks: r.Header.NRanks, NNodes: int(r.Header.NNodes),
+			RankHost: map[int]string{}, RankWhere: map[int]string{}}
+		a.comms[r.Header.ID] = c
+	} else if c.NRanks != r.Header.NRanks || c.NNodes != int(r.Header.NNodes) {
+		return fmt.Errorf("communicator %s: %d ranks over %d nodes here, %d over %d before", c.ID, r.Header.NRanks, r.Header.NNodes, c.NRanks, c.NNodes)
+	}
+	rank := *r.Header.Rank
+	if h, ok := c.RankHost[rank]; !ok {
+		if a.ranks == MaxRanks {
+			return fmt.Errorf("more than %d (communicator, rank) pairs", MaxRanks)
+		}
+		a.ranks++
+		c.RankHost[rank], c.RankWhere[rank] = r.Metadata.Hostname, where
+	} else if h != r.Metadata.Hostname {
+		return fmt.Errorf("communicator %s rank %d ran on %s here, on %s before (%s)", c.ID, rank, r.Metadata.Hostname, h, c.RankWhere[rank])
+	}
 	k := GroupKey{CommID: r.Header.ID, NRanks: r.Header.NRanks, NNodes: int(r.Header.NNodes), Coll: Collectives[cp.Coll],
 		Bucket: bucket(*cp.MsgSizeBytes)}
 	g, ok := a.groups[k]
@@ -307,7 +373,7 @@ func (a *Aggregate) Read(name string, r io.Reader) error {
 		if err := check(&rec); err != nil {
 			return fmt.Errorf("%s: object %d (byte %d): %w", name, n, off, err)
 		}
-		if err := a.add(&rec); err != nil {
+		if err := a.add(&rec, fmt.Sprintf("%s object %d", name, n)); err != nil {
 			return fmt.Errorf("%s: object %d (byte %d): %w", name, n, off, err)
 		}
 		a.Records++

@@ -78,6 +78,8 @@ type Run struct {
 
 // Rank is one "# Rank" line.
 type Rank struct {
+	// Line is the 1-based line it was printed on.
+	Line   int
 	Rank   int
 	Host   string
 	Device int
@@ -382,7 +384,7 @@ func (p *parser) line(n int, raw string) error {
 		}
 		rk, _ := strconv.Atoi(m[1])
 		dev, _ := strconv.Atoi(m[3])
-		r.Ranks = append(r.Ranks, Rank{Rank: rk, Host: m[2], Device: dev, BusID: m[4], Name: strings.TrimSpace(m[5])})
+		r.Ranks = append(r.Ranks, Rank{Line: n, Rank: rk, Host: m[2], Device: dev, BusID: m[4], Name: strings.TrimSpace(m[5])})
 		return nil
 	}
 	if m := findIf(t, "Avg bus bandwidth", reAvg); hash && m != nil {
