@@ -226,7 +226,7 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 		fmt.Fprintf(a.stderr, "ginctl: %s\n", n)
 	}
 	fmt.Fprintf(a.stderr, "ginctl: %s: %d collective records of %d communicator(s) from %d file(s), %d p2p skipped\n",
-		path, agg.Records, len(comms), agg.Files, agg.Skipped)
+		baseName(path), agg.Records, len(comms), agg.Files, agg.Skipped)
 	if a.output == "json" {
 		return a.printJSON(out)
 	}

@@ -183,7 +183,7 @@ func check(t *testing.T, master string, tc ctlCase) ctlResult {
 	} else {
 		stdout = scrubText(stdout)
 	}
-	got := fmt.Sprintf("$ ginctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), r.code, stdout, scrubText(r.stderr))
+	got := fmt.Sprintf("$ ginctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", scrubText(strings.Join(tc.args, " ")), r.code, stdout, scrubText(r.stderr))
 	golden(t, tc.name, got)
 	return r
 }
@@ -310,6 +310,13 @@ func TestCommands(t *testing.T) {
 		{"calibrate-show-json", []string{"calibrate", "show", smokeID, "-o", "json"}, ""},
 		{"calibrate-delete", []string{"calibrate", "delete", smokeID}, ""},
 		{"calibrate-delete-json", []string{"calibrate", "delete", smokeID, "-o", "json"}, ""},
+		// A job's NCCL Inspector dump (one file per rank, as the Inspector
+		// names them), on the dev cluster's node001-002: stored as
+		// production measurements of NCCL's choice; then a dump whose ranks
+		// ran on a host the cluster does not have is refused.
+		{"calibrate-import-inspector", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "node002")}, ""},
+		{"calibrate-import-inspector-json", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "node002"), "-o", "json"}, ""},
+		{"calibrate-import-inspector-other-host", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "gpu-x9"), "--nodes", "node[001-002]"}, ""},
 		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
 		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},
 		// The deny list (the dev cluster runs without TLS: the list is kept
@@ -468,4 +475,28 @@ func TestCompletion(t *testing.T) {
 	if code != 0 || strings.Contains(out.String(), "node0") || time.Since(start) > 10*time.Second {
 		t.Errorf("completion without a master: exit %d after %s: %q", code, time.Since(start), out.String())
 	}
+}
+
+// inspectorDump writes an NCCL Inspector dump directory of a 2-rank
+// all_reduce communicator over two hosts (one rank each), 32-512 MiB, as
+// inspector_json.cc writes it (compact objects, one per line, a file per
+// host and pid), and returns it.
+func inspectorDump(t *testing.T, host0, host1 string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "nccl-inspector-77")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rank, host := range []string{host0, host1} {
+		var b strings.Builder
+		for sn, size := 0, uint64(32<<20); size <= 512<<20; sn, size = sn+1, size*2 {
+			us := 30 + float64(size)/42e3
+			fmt.Fprintf(&b, `{"header":{"id":"0x5eed","comm_name":"","rank":%d,"n_ranks":2,"nnodes":2},"metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1752867229276385,"hostname":"%s","pid":%d},"coll_perf":{"coll":"AllReduce","coll_sn":%d,"coll_msg_size_bytes":%d,"coll_exec_time_us":%d,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":%.6f,"coll_busbw_gbs":%.6f}}`+"\n",
+				rank, host, 100+rank, sn, size, int(us), float64(size)/us/1e3, float64(size)/us/1e3)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-pid%d.log", host, 100+rank)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
