@@ -87,8 +87,12 @@ func TestLayering(t *testing.T) {
 				mod("internal/graph"), mod("internal/costmodel"), mod("internal/plan"), mod("internal/state")}},
 		{name: "the generated API imports nothing of ours", from: mod("api/gen"), onlyIn: []string{mod("api/gen")}},
 		{name: "the wire contract is a leaf", from: mod("internal/apierr"), onlyIn: []string{mod("internal/apierr")}},
-		{name: "the redirect follower needs only the wire contract and master lists", from: mod("internal/redirect"),
-			onlyIn: []string{mod("internal/redirect"), mod("internal/apierr"), mod("internal/masteraddr")}},
+		{name: "the failover walk needs only the wire contract (followers forward: no hint to parse)", from: mod("internal/redirect"),
+			onlyIn: []string{mod("internal/redirect"), mod("internal/apierr")}},
+		{name: "the exports translate the graph and discover nothing", from: mod("internal/export"),
+			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), mod("internal/discovery"), "github.com/hashicorp/raft"},
+			onlyIn: []string{mod("internal/export"), mod("api/gen/gin/v1"), mod("internal/graph"), mod("internal/devid"), mod("internal/natsort"),
+				mod("internal/hostlist"), mod("internal/inventory")}},
 		{name: "the agent is a client, not a master", from: mod("internal/agent"),
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
 		{name: "gin-agent is a client, not a master", from: mod("cmd/gin-agent"),
@@ -202,5 +206,46 @@ func TestWireContractInOnePlace(t *testing.T) {
 	}
 	if len(ctors) > 0 {
 		t.Errorf("internal/master builds gRPC statuses outside errors.go (return an error, let toStatus map it): %v", ctors)
+	}
+}
+
+// One way to reach the leader (issue #25): in internal/master only the
+// leader link (leaderlink.go: relays, session reports, forwarded calls)
+// and cluster formation (cluster.go: Join, cluster info) dial other
+// masters, and the forwarded caller's key is spelled only in
+// internal/authz, which honours it.
+func TestOneWayToTheLeader(t *testing.T) {
+	_, pkgs := listModule(t)
+	dials := map[string]bool{"leaderlink.go": true, "cluster.go": true}
+	var dialling, spelled []string
+	found := false
+	for path, p := range pkgs {
+		for _, f := range p.goFiles {
+			b, err := os.ReadFile(filepath.Join(p.dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			if path == mod("internal/master") && strings.Contains(src, "grpc.NewClient(") {
+				if !dials[f] {
+					dialling = append(dialling, f)
+				}
+				found = found || f == "leaderlink.go"
+			}
+			if strings.Contains(src, `"gin-forwarded-for"`) && path != mod("internal/authz") {
+				spelled = append(spelled, path+"/"+f)
+			}
+		}
+	}
+	sort.Strings(dialling)
+	sort.Strings(spelled)
+	if !found {
+		t.Error("internal/master/leaderlink.go dials no leader: the rule guards nothing (moved?)")
+	}
+	if len(dialling) > 0 {
+		t.Errorf("internal/master dials other masters outside leaderlink.go and cluster.go (use the leader link): %v", dialling)
+	}
+	if len(spelled) > 0 {
+		t.Errorf("the forwarded-for key is spelled outside internal/authz (use authz.ForwardedForKey): %v", spelled)
 	}
 }

@@ -1,19 +1,47 @@
-// Package master is gin-master's service layer: the gRPC AgentService that
-// receives inventories and heartbeats on any master (a follower relays
-// writes to the leader through RelayService and reports its sessions:
-// relay.go, reports.go), the TopologyService and AdminService that answer
-// queries, the leader's liveness tracker, and the one place where internal
-// errors become gRPC statuses (errors.go).
+// Package master is gin-master's service layer: the gRPC services every
+// master answers, the leader-only loops, and the wiring between them and
+// internal/raft (writes: the FSM applies them to internal/state) and
+// internal/state (reads, on any replica, stating the index they were
+// served at).
 //
-// At scale (issue #16): handshakes are admitted by slots and by rate
-// (admission.go); a master says it takes agent sessions, for agents
-// returning home, only while it is in sync and not overloaded
-// (sessionhealth.go); followers report their sessions to the leader as
-// deltas (reportdelta.go); a session's long-lived goroutine only receives,
-// its work runs on short-lived ones so that its stack stays small
-// (freshstack.go).
+// # Parts
 //
-// Writes go through internal/raft (the FSM applies them to internal/state);
-// reads are served from internal/state and its canonical graph
-// (internal/graph) on any replica, stating the index they were served at.
+// Server (server.go) wires the parts and owns nothing else: the Raft
+// node, the listeners and the leadership lifecycle (leadership.go,
+// Nomad's shape: leader-only loops run exactly while this master leads).
+// A part is its own type in its own file, given what it needs (a state
+// view, an apply or read function, a clock, a logger, its config; parts.go
+// names the function types) rather than the Server. The parts stay in this
+// package, named types and files rather than subpackages, because they
+// share its unexported error kinds (errors.go) and the gRPC server; the
+// split is by type and constructor, and archtest guards the rules between
+// them:
+//
+//   - forwarder (forward.go): a follower forwards writes, and any call its
+//     handler refuses as NOT_LEADER, to the leader; clients follow no
+//     hints.
+//   - leaderLink (leaderlink.go): a follower's one connection to the
+//     leader (relayed agent writes, session reports, forwarded calls) and
+//     what the reports say about reaching it.
+//   - agent sessions (agent_service.go, sessions.go): a session per agent
+//     on any master; handshakes admitted by slots and by rate
+//     (admission.go); whether this master takes sessions
+//     (sessionhealth.go); pinned plans pushed to sessions (planpush.go);
+//     a session's long-lived goroutine only receives (freshstack.go).
+//   - follower reporting (relay.go, relay_service.go, reports.go,
+//     reportdelta.go): agent writes relayed to the leader, sessions
+//     reported to it as deltas.
+//   - liveness (liveness.go): the leader's node states from its sessions
+//     and the reports (leader-only: rearm/deactivate).
+//   - services: TopologyService (topology_service.go), PlanService
+//     (plan_service.go, estimate_service.go), AdminService
+//     (admin_service.go, deny_service.go, node_delete.go, cluster.go),
+//     CalibrationService (calibration_service.go: its own type with its
+//     own dependencies), CheckService (check_service.go).
+//   - Config (config.go): every knob, DefaultConfig and Validate.
+//   - errors.go: the one table where internal errors become gRPC
+//     statuses.
+//
+// Not every part is cut loose yet: most services and the session code
+// still hold *Server (issue #25 names the rest of the split).
 package master
