@@ -39,26 +39,48 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	if g == nil {
 		return Shape{}, errors.New("costmodel: nil graph")
 	}
+	idx, all0, err := ranksOf(g, nodes, gpusPerNode)
+	if err != nil {
+		return Shape{}, err
+	}
+	ppn := len(idx[0])
+	s := Shape{NRanks: len(nodes) * ppn, NNodes: len(nodes), IntraNVLink: true, NVSwitch: true, CompCap: 1 << 30}
+	ref := func(node, k int) graph.GPURef { return graph.GPURef{Node: nodes[node], Index: idx[node][k]} }
+	if err := s.intraNode(g, nodes, ppn, ref, all0); err != nil {
+		return Shape{}, err
+	}
+	if len(nodes) == 1 {
+		return s, nil
+	}
+	if err := s.interNode(g, nodes, ppn, ref, all0); err != nil {
+		return Shape{}, err
+	}
+	return s, nil
+}
+
+// ranksOf checks the node list and picks the ranks: the first gpusPerNode
+// GPUs (0: all of the first node's) of every node (idx[i] for nodes[i]),
+// and every GPU of the first node (all0, for the nominal links).
+func ranksOf(g *graph.Graph, nodes []string, gpusPerNode int) (idx [][]int, all0 []int, err error) {
 	if len(nodes) == 0 {
-		return Shape{}, errors.New("costmodel: no nodes")
+		return nil, nil, errors.New("costmodel: no nodes")
 	}
 	if gpusPerNode < 0 {
-		return Shape{}, fmt.Errorf("costmodel: gpus per node %d", gpusPerNode)
+		return nil, nil, fmt.Errorf("costmodel: gpus per node %d", gpusPerNode)
 	}
-	idx := make([][]int, len(nodes))
-	var all0 []int // every GPU of the first node (nominal links)
+	idx = make([][]int, len(nodes))
 	seen := make(map[string]bool, len(nodes))
 	for i, name := range nodes {
 		if seen[name] {
-			return Shape{}, fmt.Errorf("costmodel: node %s listed twice", name)
+			return nil, nil, fmt.Errorf("costmodel: node %s listed twice", name)
 		}
 		seen[name] = true
 		gpus, ok := g.NodeGPUs(name)
 		if !ok {
-			return Shape{}, fmt.Errorf("costmodel: no node %q in the graph", name)
+			return nil, nil, fmt.Errorf("costmodel: no node %q in the graph", name)
 		}
 		if len(gpus) == 0 {
-			return Shape{}, fmt.Errorf("costmodel: node %s has no GPUs", name)
+			return nil, nil, fmt.Errorf("costmodel: node %s has no GPUs", name)
 		}
 		if i == 0 {
 			all0 = gpus
@@ -67,14 +89,16 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 			}
 		}
 		if gpusPerNode > len(gpus) {
-			return Shape{}, fmt.Errorf("costmodel: node %s has %d GPUs, the job uses %d per node", name, len(gpus), gpusPerNode)
+			return nil, nil, fmt.Errorf("costmodel: node %s has %d GPUs, the job uses %d per node", name, len(gpus), gpusPerNode)
 		}
 		idx[i] = gpus[:gpusPerNode]
 	}
-	ppn := gpusPerNode
-	s := Shape{NRanks: len(nodes) * ppn, NNodes: len(nodes), IntraNVLink: true, NVSwitch: true, CompCap: 1 << 30}
-	ref := func(node, k int) graph.GPURef { return graph.GPURef{Node: nodes[node], Index: idx[node][k]} }
+	return idx, all0, nil
+}
 
+// intraNode sets the intra-node facts of s (ShapeOf's first five items,
+// and the nominal NVLink step): the ring GPU k → k+1 on every node.
+func (s *Shape) intraNode(g *graph.Graph, nodes []string, ppn int, ref func(node, k int) graph.GPURef, all0 []int) error {
 	domain := ""
 	sameDomain := len(nodes) > 1
 	for i := range nodes {
@@ -82,7 +106,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		for k := range ppn {
 			l, err := g.GPULinks(ref(i, k))
 			if err != nil {
-				return Shape{}, fmt.Errorf("costmodel: %w", err)
+				return fmt.Errorf("costmodel: %w", err)
 			}
 			if l.SwitchLinks == 0 {
 				s.NVSwitch = false
@@ -97,7 +121,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 			if ppn > 1 {
 				pth, err := g.Path(ref(i, k), ref(i, (k+1)%ppn))
 				if err != nil {
-					return Shape{}, fmt.Errorf("costmodel: %w", err)
+					return fmt.Errorf("costmodel: %w", err)
 				}
 				if pth.Class != graph.ClassNVLink {
 					s.IntraNVLink = false
@@ -129,15 +153,32 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	if ppn > 1 && s.IntraNVLink {
 		nominal, err := nominalIntra(g, nodes[0], all0)
 		if err != nil {
-			return Shape{}, err
+			return err
 		}
 		s.Nominal.IntraGBps = max(nominal, s.IntraGBps)
 	}
 	s.MNNVL = sameDomain
-	if len(nodes) == 1 {
-		return s, nil
-	}
+	return nil
+}
 
+// netSample gathers the bottlenecks of the sampled NET paths.
+type netSample struct{ minMBps, maxMBps uint64 }
+
+// add counts one sampled NET path into s and n.
+func (s *Shape) add(n *netSample, pth graph.Path) {
+	if pth.BottleneckMBps > 0 && (n.minMBps == 0 || pth.BottleneckMBps < n.minMBps) {
+		n.minMBps = pth.BottleneckMBps
+	}
+	n.maxMBps = max(n.maxMBps, pth.BottleneckMBps)
+	s.InterHops = max(s.InterHops, pth.SwitchHops)
+	s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
+	s.NICPath = max(s.NICPath, nicPath(pth))
+}
+
+// interNode sets the inter-node facts of s (ShapeOf's last items, and the
+// nominal NICs and rails) from the rail-aligned paths between ring
+// neighbours, at most maxSampledPairs pairs spread over the list.
+func (s *Shape) interNode(g *graph.Graph, nodes []string, ppn int, ref func(node, k int) graph.GPURef, all0 []int) error {
 	pairs := len(nodes) // ring neighbours, including last → first
 	step := 1
 	if pairs > maxSampledPairs {
@@ -146,7 +187,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	nics := map[string]bool{}
 	ports := -1    // fewest compute ports up on a sampled node
 	portsAll := -1 // fewest compute ports, up or down, on a sampled node
-	var minMBps, maxMBps uint64
+	var n netSample
 	for i := 0; i < pairs; i += step {
 		j := (i + 1) % len(nodes)
 		if len(nodes) == 2 && i == 1 {
@@ -163,7 +204,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		for k := range ppn {
 			pth, err := g.Path(ref(i, k), ref(j, k))
 			if err != nil {
-				return Shape{}, fmt.Errorf("costmodel: %w", err)
+				return fmt.Errorf("costmodel: %w", err)
 			}
 			if pth.Class == graph.ClassMNNVL {
 				continue
@@ -171,13 +212,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 			if i == 0 && pth.FromNIC != "" {
 				nics[pth.FromNIC] = true
 			}
-			if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
-				minMBps = pth.BottleneckMBps
-			}
-			maxMBps = max(maxMBps, pth.BottleneckMBps)
-			s.InterHops = max(s.InterHops, pth.SwitchHops)
-			s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
-			s.NICPath = max(s.NICPath, nicPath(pth))
+			s.add(&n, pth)
 		}
 	}
 	// The last pair (last → first) is always sampled.
@@ -185,13 +220,7 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 		for k := range ppn {
 			pth, err := g.Path(ref(len(nodes)-1, k), ref(0, k))
 			if err == nil && pth.Class != graph.ClassMNNVL {
-				if pth.BottleneckMBps > 0 && (minMBps == 0 || pth.BottleneckMBps < minMBps) {
-					minMBps = pth.BottleneckMBps
-				}
-				maxMBps = max(maxMBps, pth.BottleneckMBps)
-				s.InterHops = max(s.InterHops, pth.SwitchHops)
-				s.Oversubscription = max(s.Oversubscription, pth.Oversubscription)
-				s.NICPath = max(s.NICPath, nicPath(pth))
+				s.add(&n, pth)
 			}
 		}
 	}
@@ -200,14 +229,14 @@ func ShapeOf(g *graph.Graph, nodes []string, gpusPerNode int) (Shape, error) {
 	// NIC per GPU undercounts where two GPUs share a PCIe switch with two
 	// NICs (DGX A100).
 	s.NICsPerNode = min(max(len(nics), ports), ppn)
-	s.NICGbps = float64(minMBps) * 8 / 1000
+	s.NICGbps = float64(n.minMBps) * 8 / 1000
 	rails, err := nominalRails(g, nodes[0], nodes[1], all0, ppn)
 	if err != nil {
-		return Shape{}, err
+		return err
 	}
 	s.Nominal.NICsPerNode = min(max(len(nics), portsAll), ppn)
-	s.Nominal.NICGbps = float64(max(maxMBps, rails)) * 8 / 1000
-	return s, nil
+	s.Nominal.NICGbps = float64(max(n.maxMBps, rails)) * 8 / 1000
+	return nil
 }
 
 // nominalIntra is the fastest NVLink ring step (GB/s) between the GPUs
