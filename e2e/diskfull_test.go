@@ -30,13 +30,13 @@ import (
 
 // Disk-full tests: a master's --data-dir on a real small tmpfs (root; CI
 // requires it through REQUIRE_FAULT_TESTS=1). Sizes: the first WAL segment
-// is preallocated at 64 MiB, so a 96 MiB tmpfs leaves about 30 MiB; the
-// masters keep 16 MiB free (--data-dir-min-free-mib) and the ballast leaves
-// 8 MiB.
+// is preallocated at 64 MiB, so a 160 MiB tmpfs leaves about 94 MiB; the
+// masters keep 64 MiB free (--data-dir-min-free-mib, at least one segment:
+// less is refused) and the ballast leaves 32 MiB.
 const (
-	diskFullTmpfs   = 96 << 20
-	diskFullMinFree = 16 // MiB
-	diskFullLeave   = 8 << 20
+	diskFullTmpfs   = 160 << 20
+	diskFullMinFree = 64 // MiB
+	diskFullLeave   = 32 << 20
 )
 
 // diskFullCluster is n real gin-master processes and an agent for node001.

@@ -176,7 +176,8 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"--agent-log-burst 0", append(append([]string{}, insecure...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
 		{"--max-streams-per-conn 0", append(append([]string{}, insecure...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},
 		{"--max-streams-per-conn too many", append(append([]string{}, insecure...), "--max-streams-per-conn", "70000"), 1, "--max-streams-per-conn 70000"},
-		{"--data-dir-min-free-mib 0", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "0"), 1, "--data-dir-min-free-mib 0: want 1..1048576"},
+		{"--data-dir-min-free-mib 0", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "0"), 1, "--data-dir-min-free-mib 0: want 64..1048576"},
+		{"--data-dir-min-free-mib below a WAL segment", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "16"), 1, "--data-dir-min-free-mib 16: want 64..1048576 (at least one Raft log segment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -318,7 +318,7 @@ func TestRejectionBacksOffWithoutTightLoop(t *testing.T) {
 		want   string
 	}{
 		{"invalid inventory", codes.InvalidArgument, "gpus[0].pci_bus_id: \"07:00\" is not a normalised PCI address", "gpus[0].pci_bus_id"},
-		{"node registered to another machine", codes.AlreadyExists, "node \"node-a\" is registered to machine \"m2\"", "registered to machine"},
+		{"node registered to another machine", codes.AlreadyExists, "node \"node-a\" is registered to another machine; this agent is machine \"m2\"", "registered to another machine"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

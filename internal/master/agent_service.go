@@ -145,7 +145,10 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 			if ok, skipped := a.s.agentLog.Allow(); ok {
 				as.log().Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId(), "suppressed", skipped)
 			}
-			return nil, fmt.Errorf("%w: node %q is registered to machine %q; this agent is machine %q", state.ErrIdentityConflict, name, held, hello.GetMachineId())
+			// The held machine id is not told: a caller that may try names
+			// must not learn what each is bound to (the log has it).
+			return nil, fmt.Errorf("%w: node %q is registered to another machine; this agent is machine %q (a re-imaged or replaced machine: an admin frees the name, ginctl node delete %s)",
+				state.ErrIdentityConflict, name, hello.GetMachineId(), name)
 		}
 	}
 	ack := &ginv1.HelloAck{}
@@ -375,7 +378,8 @@ func (s *Server) putInventoryBound(ctx context.Context, inv *ginv1.NodeInventory
 		// The FSM skips the machine check when either id is empty (older
 		// log entries must replay the same); the edge does not.
 		if held := head.MachineID; held != "" && held != inv.GetHost().GetMachineId() {
-			return resultWithGen{}, fmt.Errorf("%w: node %q is registered to machine %q; this inventory names machine %q", state.ErrIdentityConflict, inv.GetNodeName(), held, inv.GetHost().GetMachineId())
+			return resultWithGen{}, fmt.Errorf("%w: node %q is registered to another machine; this inventory names machine %q (a re-imaged or replaced machine: an admin frees the name, ginctl node delete %s)",
+				state.ErrIdentityConflict, inv.GetNodeName(), inv.GetHost().GetMachineId(), inv.GetNodeName())
 		}
 		dup, err := state.CheckHead(head, inv, hash)
 		if err != nil {

@@ -226,7 +226,7 @@ func (cfg Config) Validate() error {
 	case cfg.MaxPlans < 1 || cfg.MaxPlans > 10_000_000:
 		return fmt.Errorf("--max-plans %d: want 1..10000000", cfg.MaxPlans)
 	case cfg.MinFreeBytes < ginraft.MinMinFreeBytes || cfg.MinFreeBytes > ginraft.MaxMinFreeBytes:
-		return fmt.Errorf("--data-dir-min-free-mib %d: want %d..%d", cfg.MinFreeBytes>>20, ginraft.MinMinFreeBytes>>20, ginraft.MaxMinFreeBytes>>20)
+		return fmt.Errorf("--data-dir-min-free-mib %d: want %d..%d (at least one Raft log segment, which a rotation preallocates)", cfg.MinFreeBytes>>20, ginraft.MinMinFreeBytes>>20, ginraft.MaxMinFreeBytes>>20)
 	case cfg.AgentLogRate < 1.0/60 || cfg.AgentLogRate > 1e6:
 		return fmt.Errorf("--agent-log-rate %g: want 0.0167..1000000 lines per second", cfg.AgentLogRate)
 	case cfg.AgentLogBurst < 1 || cfg.AgentLogBurst > 1e6:

@@ -93,3 +93,39 @@ func TestInventorySizeAndChangeRateAreBounded(t *testing.T) {
 		t.Fatalf("after the refill: %v", err)
 	}
 }
+
+// A Hello (or an inventory) for a node registered to another machine is
+// refused without telling which machine holds the name (issue #21: the
+// error named the registered machine id, which a caller could then
+// present).
+func TestIdentityConflictDoesNotRevealTheMachine(t *testing.T) {
+	s, conn := startServer(t, time.Minute)
+	real := simInventory(t, "dgx-h100", "node001")
+	real.Generation = 1
+	if _, err := s.putInventory(context.Background(), real); err != nil {
+		t.Fatal(err)
+	}
+	held := real.GetHost().GetMachineId()
+	other := simInventory(t, "dgx-h100", "node001")
+	other.Host.MachineId = "0123456789abcdef0123456789abcdef"
+	other.Generation = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := ginv1.NewAgentServiceClient(conn).Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&ginv1.SessionRequest{Msg: &ginv1.SessionRequest_Hello{Hello: &ginv1.Hello{NodeName: "node001", MachineId: other.GetHost().GetMachineId()}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, helloErr := st.Recv()
+	_, putErr := s.putInventory(context.Background(), other)
+	for what, err := range map[string]error{"Hello": helloErr, "inventory": toStatus(putErr)} {
+		if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "registered to another machine") {
+			t.Errorf("%s from another machine: %v, want ALREADY_EXISTS", what, err)
+		}
+		if strings.Contains(err.Error(), held) {
+			t.Errorf("%s from another machine: %q tells the registered machine id %s", what, err, held)
+		}
+	}
+}

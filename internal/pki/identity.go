@@ -104,6 +104,12 @@ func ParseIdentity(u *url.URL) (Identity, error) {
 	if u.Scheme != "spiffe" || u.Host != TrustDomain || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return Identity{}, fmt.Errorf("identity %q: want spiffe://%s/<role>[/<name>]", u.String(), TrustDomain)
 	}
+	// The SPIFFE ID spec allows no percent-encoding in the path, and a
+	// certificate's bytes are its identity: spiffe://gin/%61dmin must not
+	// be read as spiffe://gin/admin (url.Parse decodes it into Path).
+	if strings.Contains(u.EscapedPath(), "%") || strings.Contains(u.RawPath, "%") {
+		return Identity{}, fmt.Errorf("identity %q: percent-encoding in a SPIFFE ID's path is refused", u.String())
+	}
 	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
 	if !strings.HasPrefix(u.Path, "/") || len(parts) > 2 {
 		return Identity{}, fmt.Errorf("identity %q: want spiffe://%s/<role>[/<name>]", u.String(), TrustDomain)

@@ -33,7 +33,10 @@ func TestIdentityRoundTrip(t *testing.T) {
 		{uri: "spiffe://gin/root/x", wantErr: "role \"root\""},
 		{uri: "spiffe://gin/agent/a/b", wantErr: "want spiffe://gin"},
 		{uri: "spiffe://gin/agent/", wantErr: "empty name"},
-		{uri: "spiffe://gin/agent/a%1Bb", wantErr: "character"},
+		{uri: "spiffe://gin/agent/a%1Bb", wantErr: "percent-encoding"},
+		{uri: "spiffe://gin/%61dmin", wantErr: "percent-encoding"}, // issue #21: was read as admin
+		{uri: "spiffe://gin/agent/node%30001", wantErr: "percent-encoding"},
+		{uri: "spiffe://gin/reader%2Fx", wantErr: "percent-encoding"},
 		{uri: "spiffe://gin/admin?x=1", wantErr: "want spiffe://gin"},
 	}
 	for _, tt := range tests {

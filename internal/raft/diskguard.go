@@ -45,8 +45,13 @@ const (
 	// DefaultMinFreeBytes is Config.MinFreeBytes's default: a segment
 	// rotation (64 MiB), a snapshot of a large cluster and slack.
 	DefaultMinFreeBytes = 256 << 20
-	// MinMinFreeBytes and MaxMinFreeBytes bound Config.MinFreeBytes.
-	MinMinFreeBytes = 1 << 20
+	// MinMinFreeBytes and MaxMinFreeBytes bound Config.MinFreeBytes. The
+	// floor is raft-wal's segment size: the free space kept must hold the
+	// segment a rotation preallocates, or the rotation fails for lack of
+	// space and the log stays sealed ("segment is sealed") until the
+	// process restarts (issue #21: a follower died that way with 16 MiB).
+	// Open checks against the segment size it opens the log with.
+	MinMinFreeBytes = 64 << 20 // wal.DefaultSegmentSize (TestMinFreeBytesBounds)
 	MaxMinFreeBytes = 1 << 40
 )
 

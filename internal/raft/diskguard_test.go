@@ -163,6 +163,15 @@ func TestLogStoreFailureStopsTheNodeAndARestartKeepsAcknowledgedWrites(t *testin
 }
 
 func TestMinFreeBytesBounds(t *testing.T) {
+	if MinMinFreeBytes != wal.DefaultSegmentSize {
+		t.Fatalf("MinMinFreeBytes %d is not raft-wal's segment size %d", MinMinFreeBytes, wal.DefaultSegmentSize)
+	}
+	// Below one segment (issue #21: 16 MiB let a rotation fail and the
+	// follower die "segment is sealed").
+	if _, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), MinFreeBytes: 16 << 20}, state.New(nil)); err == nil ||
+		!strings.Contains(err.Error(), "at least one Raft log segment") {
+		t.Errorf("MinFreeBytes 16 MiB: err = %v, want it refused naming the segment", err)
+	}
 	for _, v := range []uint64{MinMinFreeBytes - 1, MaxMinFreeBytes + 1} {
 		_, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), MinFreeBytes: v}, state.New(nil))
 		if err == nil || !strings.Contains(err.Error(), "minimum free space") {

@@ -229,8 +229,10 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if cfg.MinFreeBytes == 0 {
 		cfg.MinFreeBytes = DefaultMinFreeBytes
 	}
-	if cfg.MinFreeBytes < MinMinFreeBytes || cfg.MinFreeBytes > MaxMinFreeBytes {
-		return nil, fmt.Errorf("raft: minimum free space %d bytes: want %d..%d", cfg.MinFreeBytes, uint64(MinMinFreeBytes), uint64(MaxMinFreeBytes))
+	segment := uint64(cmp.Or(cfg.walSegmentSize, wal.DefaultSegmentSize))
+	if cfg.MinFreeBytes < segment || cfg.MinFreeBytes > MaxMinFreeBytes {
+		return nil, fmt.Errorf("raft: minimum free space %d bytes: want %d..%d (at least one Raft log segment, which a rotation preallocates)",
+			cfg.MinFreeBytes, segment, uint64(MaxMinFreeBytes))
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -314,7 +314,8 @@ func checkInventory(prev *NodeHead, inv *ginv1.NodeInventory, hash string) (dup 
 	}
 	name, held := inv.GetNodeName(), prev.Generation
 	if pm, nm := prev.MachineID, inv.GetHost().GetMachineId(); pm != "" && nm != "" && pm != nm {
-		return false, fmt.Errorf("%w: node %q is machine %q, not %q", ErrIdentityConflict, name, pm, nm)
+		// The held id is not told (it reaches the agent that sent inv).
+		return false, fmt.Errorf("%w: node %q is another machine, not %q", ErrIdentityConflict, name, nm)
 	}
 	switch {
 	case inv.GetGeneration() < held:
