@@ -22,7 +22,8 @@ var contentHashRE = regexp.MustCompile(`"content_hash":\s*"([0-9a-f]{64})"`)
 // registration, five pinned plans); two die by SIGKILL, so the survivor has
 // no quorum and writes fail; the survivor is stopped and started again with
 // --recover and becomes leader alone with every acknowledged write; the
-// other two come back with wiped data dirs and the same --join line,
+// other two are admitted (ginctl members add) and come back with wiped
+// data dirs and the same --join line,
 // replicate, and keep the data when the recovered master is killed in turn.
 // It runs twice: plaintext, and with mTLS on every process.
 func TestRecoverLostQuorum(t *testing.T) {
@@ -206,14 +207,18 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 		t.Fatalf("write after recovery: %v\n%s", err, out)
 	}
 
-	// The README's rejoin: wipe the other masters' data dirs and start them
-	// with their usual command line.
+	// The README's rejoin: admit each of the other masters (joining needs
+	// an admin's word: they are no longer in the configuration), wipe their
+	// data dirs and start them with their usual command line.
 	var others []int
 	for i := range 3 {
 		if i == survivor {
 			continue
 		}
 		others = append(others, i)
+		if out, err := runTool(t, bin, "ginctl", "--master", clients[survivor], "--timeout", "5s", "members", "add", fmt.Sprintf("m%d", i+1)); err != nil {
+			t.Fatalf("members add m%d: %v\n%s", i+1, err, out)
+		}
 		if err := os.RemoveAll(dataDirs[i]); err != nil {
 			t.Fatal(err)
 		}

@@ -258,7 +258,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
 	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state (off when --join or --bootstrap-expect is given)")
 	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
-	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up")
+	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up (a master that is not a member yet joins once an admin ran ginctl members add ID)")
 	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "heartbeat interval agents are told to use")
 	f.IntVar(&o.missed, "missed-heartbeats", d.MissedHeartbeats, "missed heartbeats after which a node is marked down")

@@ -328,6 +328,11 @@ func TestCommands(t *testing.T) {
 		{"tls-denied-json", []string{"tls", "denied", "-o", "json"}, ""},
 		{"tls-allow", []string{"tls", "allow", "3F2A9C01"}, ""},
 		{"tls-allow-json", []string{"tls", "allow", "0b", "-o", "json"}, ""},
+		// Admissions: a master that is not a member joins only once admitted;
+		// members remove takes back an admission not used.
+		{"members-add", []string{"members", "add", "m4", "--address", "127.0.0.1:7001"}, ""},
+		{"members-add-json", []string{"members", "add", "m5", "-o", "json"}, ""},
+		{"members-remove-admitted", []string{"members", "remove", "m4"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { check(t, addr, tc) })
@@ -372,6 +377,7 @@ func TestErrors(t *testing.T) {
 		{ctlCase{"err-fabric-malformed", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(malformed)}, addr, exitErr},
 		{ctlCase{"err-remove-unknown-master", []string{"members", "remove", "nope"}, ""}, addr, exitErr},
 		{ctlCase{"err-remove-last-voter", []string{"members", "remove", "dev-master"}, ""}, addr, exitErr},
+		{ctlCase{"err-add-member", []string{"members", "add", "dev-master"}, ""}, addr, exitErr},
 		{ctlCase{"err-deny-bad-serial", []string{"tls", "deny", "12:xy"}, ""}, addr, exitUsage},
 		{ctlCase{"err-allow-not-denied", []string{"tls", "allow", "0C"}, ""}, addr, exitErr},
 		{ctlCase{"err-node-delete-live", []string{"node", "delete", "node001"}, ""}, addr, exitErr},

@@ -37,10 +37,10 @@ func (a *app) membersCmd() *cobra.Command {
 	rm := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a master (a dead one, or one being decommissioned) from the cluster",
-		Long: `Remove a master from the Raft configuration. Stop the master first: a running
-master started with --join notices within seconds that it was removed and joins
-again (that is how a master cut off by a partition comes back after dead-server
-cleanup).`,
+		Long: `Remove a master from the Raft configuration, or take back the admission of one
+that has not joined yet. Its name then opens nothing: it joins again only after
+ginctl members add ID. (Dead-server cleanup, which removes a master cut off by
+a partition, admits it again itself, so that master comes back on its own.)`,
 		Args: args("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *ginv1.RemoveServerResponse
@@ -57,6 +57,40 @@ cleanup).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(rm)
+	var address string
+	add := &cobra.Command{
+		Use:   "add ID",
+		Short: "Admit a new master: its next join with a master certificate for ID is accepted",
+		Long: `Admit a master that is not a member yet (admin role). Joining needs an admin's
+word: without it the leader refuses a Join from any server that is not in the
+Raft configuration, whatever master certificate it holds. Run this first, then
+start the new master with --join (a master already waiting retries by itself).
+The admission is used once: when the master has joined, and when it is removed
+(members remove), its name opens nothing again. --address binds the admission to
+the Raft address the join must name (HOST:PORT, as the master advertises it).
+The masters of a first boot (--bootstrap-expect with the listed peers) need no
+admission.`,
+		Args: args("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *ginv1.AdmitServerResponse
+			if err := a.withAdmin(cmd.Context(), func(ctx context.Context, ac ginv1.AdminServiceClient) (err error) {
+				resp, err = ac.AdmitServer(ctx, &ginv1.AdmitServerRequest{ServerId: args[0], RaftAddress: address})
+				return err
+			}); err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.printJSON(resp)
+			}
+			at := ""
+			if address != "" {
+				at = " at Raft address " + address
+			}
+			fmt.Fprintf(a.stdout, "admitted %s%s (commit index %d): start it with --join, it joins once\n", args[0], at, resp.GetIndex())
+			return nil
+		},
+	}
+	add.Flags().StringVar(&address, "address", "", "the Raft address (HOST:PORT) the new master's join must name; default any")
+	cmd.AddCommand(add, rm)
 	return cmd
 }

@@ -26,6 +26,7 @@ func jsonOutputs() []jsonOutput {
 		{"cluster", "ginctl-cluster", (*ginv1.GetClusterInfoResponse)(nil), false},
 		{"members", "ginctl-members", []*ginv1.Member(nil), false},
 		{"members remove", "ginctl-members-remove", (*ginv1.RemoveServerResponse)(nil), false},
+		{"members add", "ginctl-members-add", (*ginv1.AdmitServerResponse)(nil), false},
 		{"fabric import", "ginctl-fabric-import", (*ginv1.ImportFabricResponse)(nil), false},
 		{"plan", "ginctl-plan", (*ginv1.Plan)(nil), false},
 		{"plan delete", "ginctl-plan-delete", (*ginv1.DeletePlanResponse)(nil), false},

@@ -50,6 +50,7 @@ func Table() map[string][]pki.Role {
 		// Administration.
 		ginv1.AdminService_ImportFabric_FullMethodName:            adminOnly,
 		ginv1.AdminService_RemoveServer_FullMethodName:            adminOnly,
+		ginv1.AdminService_AdmitServer_FullMethodName:             adminOnly,
 		ginv1.AdminService_DeleteNode_FullMethodName:              adminOnly,
 		ginv1.AdminService_DenyCertificate_FullMethodName:         adminOnly,
 		ginv1.AdminService_AllowCertificate_FullMethodName:        adminOnly,

@@ -82,6 +82,7 @@ func (s *Server) cleanupDeadServers(ctx context.Context) {
 			}
 			dead.resume(id)
 			s.log.Warn("removed a dead server", "server", id, "failing_for", s.cfg.DeadServerTimeout)
+			s.readmitCleanedUp(ctx, id)
 		}
 	}
 }

@@ -229,6 +229,10 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
+	if err := s.checkJoinAdmitted(req); err != nil { // joinadmission.go
+		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		return nil, toStatus(err)
+	}
 	if err := s.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
 		s.log.Warn("join refused: raft address unreachable", "server", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
@@ -350,6 +354,17 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 		}
 	}
 	if !found {
+		if _, admitted := s.store.Admission(req.GetServerId()); admitted {
+			// Admitted, not joined yet: removing it takes the admission back.
+			if !s.node.IsLeader() {
+				return nil, toStatus(s.notLeaderErr())
+			}
+			if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
+				return nil, toStatus(err)
+			}
+			s.log.Info("admission revoked", "server", req.GetServerId())
+			return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
+		}
 		return nil, toStatus(&notFound{what: fmt.Sprintf("server %q", req.GetServerId())})
 	}
 	if voter && voters == 1 {
@@ -360,6 +375,9 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 	}
 	if err := s.node.RemoveServer(ctx, req.GetServerId()); err != nil {
 		return nil, toStatus(err)
+	}
+	if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
+		return nil, toStatus(fmt.Errorf("server %s removed, but its admission was not revoked (run ginctl members remove %s again): %w", req.GetServerId(), req.GetServerId(), err))
 	}
 	s.log.Info("server removed", "server", req.GetServerId())
 	return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,21 +283,42 @@ func TestDeadServerCleanupAndRejoin(t *testing.T) {
 	})
 }
 
-// A master removed from the configuration while it runs (here by an
-// operator; by dead-server cleanup when a partition heals) loses its leader
-// and joins again through --join, without a restart.
-func TestRemovedRunningServerRejoins(t *testing.T) {
+// A master an operator removed while it runs loses its leader and tries to
+// join again through --join: refused, its name opens nothing, until an
+// admin admits it again (ginctl members add); then it rejoins without a
+// restart. (Dead-server cleanup admits the server it removes itself:
+// TestDeadServerCleanupAndRejoin.)
+func TestRemovedRunningServerRejoinsOnceAdmitted(t *testing.T) {
 	ms := startCluster(t, 3)
 	waitUntil(t, "the cluster", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
 	victim := followerOf(ms, leader)
-	if err := leader.s.node.RemoveServer(context.Background(), victim.s.cfg.ID); err != nil {
+	conn, err := grpc.NewClient(leader.s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	admin := ginv1.NewAdminServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.RemoveServer(ctx, &ginv1.RemoveServerRequest{ServerId: victim.s.cfg.ID}); err != nil {
 		t.Fatalf("remove %s: %v", victim.s.cfg.ID, err)
 	}
 	waitUntil(t, "the removal", func() bool {
 		l := leaderOf(ms)
 		return l != nil && len(l.s.node.Stats().Members) == 2
 	})
+	// Its own Join, as formCluster sends it, is refused naming the step.
+	_, err = admin.Join(ctx, &ginv1.JoinRequest{ServerId: victim.s.cfg.ID, RaftAddress: victim.s.node.Addr(), ClientAddress: victim.s.Addr(), ClusterId: leader.s.store.ClusterID()})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "ginctl members add "+victim.s.cfg.ID) {
+		t.Fatalf("the removed master's Join: %v, want FailedPrecondition naming ginctl members add", err)
+	}
+	if n := len(leader.s.node.Stats().Members); n != 2 {
+		t.Fatalf("a refused Join changed the membership: %d servers", n)
+	}
+	if _, err := admin.AdmitServer(ctx, &ginv1.AdmitServerRequest{ServerId: victim.s.cfg.ID, RaftAddress: victim.s.node.Addr()}); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "the removed server to rejoin", func() bool {
 		l := leaderOf(ms)
 		if l == nil || len(l.s.node.Stats().Members) != 3 {
@@ -305,6 +327,8 @@ func TestRemovedRunningServerRejoins(t *testing.T) {
 		lid, _ := victim.s.node.Leader()
 		return lid == l.s.cfg.ID
 	})
+	// Used once: the admission is gone once it registered.
+	waitUntil(t, "the admission used up", func() bool { _, ok := leaderNow(t, ms).s.store.Admission(victim.s.cfg.ID); return !ok })
 }
 
 // followerOf is some member other than leader.

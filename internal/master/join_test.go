@@ -112,11 +112,14 @@ func TestJoinRequiresTheClusterID(t *testing.T) {
 }
 
 // The leader dials a joining server's Raft address before adding it: one
-// nobody can reach is refused and never becomes a voter.
+// nobody can reach is refused and never becomes a voter (even admitted).
 func TestJoinRefusesAnUnreachableRaftAddress(t *testing.T) {
 	s, conn := startServer(t, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if _, err := ginv1.NewAdminServiceClient(conn).AdmitServer(ctx, &ginv1.AdmitServerRequest{ServerId: "m9"}); err != nil {
+		t.Fatal(err)
+	}
 	before, members := s.store.Index(), s.node.Stats().Members
 	dead := freeAddr(t)
 	_, err := ginv1.NewAdminServiceClient(conn).Join(ctx, &ginv1.JoinRequest{ServerId: "m9", RaftAddress: dead, ClientAddress: listening(t), ClusterId: s.store.ClusterID()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 type testPKI struct {
 	dir string
 	ca  *pki.CA
+	mu sync.Mutex
+	// sources are the certificates source issued, by identity.
+	sources map[pki.Identity]*pki.Source
 }
 
 func newTestPKI(t testing.TB) *testPKI {
@@ -32,12 +36,20 @@ func newTestPKI(t testing.TB) *testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testPKI{dir: dir, ca: ca}
+	return &testPKI{dir: dir, ca: ca, sources: map[pki.Identity]*pki.Source{}}
 }
 
+// source is id's certificate in p.dir, issued on first use.
 func (p *testPKI) source(t testing.TB, id pki.Identity) *pki.Source {
 	t.Helper()
-	return p.sourceIn(t, p.dir, id)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.sources[id]; ok {
+		return s
+	}
+	s := p.sourceIn(t, p.dir, id)
+	p.sources[id] = s
+	return s
 }
 
 // sourceIn issues a certificate for id into dir (another dir than p.dir:
@@ -248,6 +260,26 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 		return m
 	}
 	m1 := start("m1", true, nil)
+	waitUntil(t, "m1 leads", func() bool { return m1.s.node.IsLeader() && m1.s.store.ClusterID() != "" })
+	// Joining needs an admin's word: a master certificate and the cluster
+	// id (which any reader may read) are not enough.
+	m9 := p.dial(t, m1.s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
+	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer jcancel()
+	_, err := ginv1.NewAdminServiceClient(m9).Join(jctx, &ginv1.JoinRequest{ServerId: "m9", RaftAddress: listening(t), ClusterId: m1.s.store.ClusterID()})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no admin admitted it") {
+		t.Fatalf("Join as m9 without an admission: %v, want FailedPrecondition (no admin admitted it)", err)
+	}
+	// Only an admin admits: a master certificate may not.
+	if _, err := ginv1.NewAdminServiceClient(m9).AdmitServer(jctx, &ginv1.AdmitServerRequest{ServerId: "m9"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("AdmitServer with a master certificate: %v, want PermissionDenied", err)
+	}
+	admin := ginv1.NewAdminServiceClient(p.dial(t, m1.s.Addr(), pki.Identity{Role: pki.RoleAdmin}))
+	for _, id := range []string{"m2", "m3", "m9"} {
+		if _, err := admin.AdmitServer(jctx, &ginv1.AdmitServerRequest{ServerId: id}); err != nil {
+			t.Fatalf("admit %s: %v", id, err)
+		}
+	}
 	start("m2", false, []string{m1.s.Addr()})
 	start("m3", false, []string{m1.s.Addr()})
 	waitUntil(t, "three voters over TLS", func() bool {
@@ -318,8 +350,7 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 	// A master certificate that names no member (m9 never joined) relays
 	// nothing: every RelayService call is refused naming the members, and
 	// counted.
-	m9 := p.dial(t, leaderNow(t, ms).s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
-	relay := ginv1.NewRelayServiceClient(m9)
+	relay := ginv1.NewRelayServiceClient(p.dial(t, leaderNow(t, ms).s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"}))
 	calls := map[string]func() error{
 		"PutInventory": func() error {
 			_, err := relay.PutInventory(rctx, &ginv1.RelayServicePutInventoryRequest{NodeName: "node003", ServerId: "m9",
@@ -350,9 +381,10 @@ func TestTLSClusterJoinsAndReplicates(t *testing.T) {
 
 	// With TLS on, the leader's dial of a joining server's Raft address is
 	// the Raft handshake: the master there must be the one that joins.
-	// m9 (a valid master certificate) naming m2's Raft port, or a port
-	// that does not speak TLS, is refused and not added.
+	// m9 (a valid master certificate, admitted above) naming m2's Raft
+	// port, or a port that does not speak TLS, is refused and not added.
 	leader := leaderNow(t, ms)
+	m9 = p.dial(t, leader.s.Addr(), pki.Identity{Role: pki.RoleMaster, Name: "m9"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, raftAddr := range []string{followerOf(ms, leader).s.node.Addr(), listening(t)} {

@@ -91,6 +91,8 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.AllowCertificate(index, c.AllowCertificate)
 	case *statev1.Command_DeleteNode:
 		return f.store.DeleteNode(index, c.DeleteNode)
+	case *statev1.Command_AdmitServer:
+		return f.store.AdmitServer(index, c.AdmitServer)
 	default:
 		f.store.SetIndex(index)
 		f.skipped.Add(1)

@@ -9,12 +9,15 @@ import (
 )
 
 // RegisterServer records a master's addresses; the latest registration of
-// a server id wins.
+// a server id wins. It uses up the server's admission (admission.go): a
+// master registers once it is a member.
 func (s *Store) RegisterServer(index uint64, cmd *statev1.RegisterServer) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bump(index)
-	if prev, ok := s.servers[cmd.GetServerId()]; ok && proto.Equal(prev, cmd) {
+	_, admitted := s.admissions[cmd.GetServerId()]
+	delete(s.admissions, cmd.GetServerId())
+	if prev, ok := s.servers[cmd.GetServerId()]; ok && proto.Equal(prev, cmd) && !admitted {
 		return Result{Index: index}, nil
 	}
 	if s.servers == nil {

@@ -37,6 +37,7 @@ func (s *Store) Capture() *Capture {
 		Measurements: sortedMeasurements(s.measurements), DeniedCertificates: sortedDenied(s.denied)}
 	meta.Plans = byKey(s.plans)
 	meta.Servers = byKey(s.servers)
+	meta.Admissions = byKey(s.admissions)
 	entries := byKey(s.nodes)
 	return &Capture{meta: meta, fabric: s.fabric, entries: entries, codec: s.codec}
 }
@@ -215,6 +216,13 @@ func (r *Restorer) Finish(index uint64, meta *statev1.Snapshot) error {
 	for _, sv := range meta.GetServers() {
 		servers[sv.GetServerId()] = sv
 	}
+	if len(meta.GetAdmissions()) > MaxAdmissions {
+		return fmt.Errorf("snapshot holds %d admissions, at most %d", len(meta.GetAdmissions()), MaxAdmissions)
+	}
+	admissions := make(map[string]*statev1.AdmitServer, len(meta.GetAdmissions()))
+	for _, a := range meta.GetAdmissions() {
+		admissions[a.GetServerId()] = a
+	}
 	g := r.g
 	if f := meta.GetFabric(); f != nil {
 		if g, err = g.WithFabric(f); err != nil {
@@ -228,6 +236,7 @@ func (r *Restorer) Finish(index uint64, meta *statev1.Snapshot) error {
 	s.mu.Lock()
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = r.nodes, fb, meta.GetFabricIndex(), g, index, plans
 	s.servers, s.clusterID, s.measurements, s.denied = servers, meta.GetClusterId(), measurements, denied
+	s.admissions = admissions
 	hooks := s.onDeny
 	s.mu.Unlock()
 	if len(denied) > 0 {

@@ -50,6 +50,9 @@ type Store struct {
 	// servers are the masters' registered addresses, by server id.
 	servers   map[string]*statev1.RegisterServer
 	clusterID string
+	// admissions are the masters an admin admitted to join that have not
+	// registered yet, by server id (admission.go).
+	admissions map[string]*statev1.AdmitServer
 	// measurements are the calibration measurements by id.
 	measurements map[string]*ginv1.Measurement
 	// denied is the certificate deny list by serial; onDeny are told when

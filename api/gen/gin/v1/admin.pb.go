@@ -699,6 +699,107 @@ func (x *RemoveServerRequest) GetServerId() string {
 	return ""
 }
 
+// AdmitServerRequest names the master that may join, and optionally the
+// Raft address its Join must name.
+type AdmitServerRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// "": any address (the leader still dials it and requires the master
+	// certificate naming server_id there).
+	RaftAddress   string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitServerRequest) Reset() {
+	*x = AdmitServerRequest{}
+	mi := &file_gin_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitServerRequest) ProtoMessage() {}
+
+func (x *AdmitServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitServerRequest.ProtoReflect.Descriptor instead.
+func (*AdmitServerRequest) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AdmitServerRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *AdmitServerRequest) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+// AdmitServerResponse confirms the admission.
+type AdmitServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitServerResponse) Reset() {
+	*x = AdmitServerResponse{}
+	mi := &file_gin_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitServerResponse) ProtoMessage() {}
+
+func (x *AdmitServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitServerResponse.ProtoReflect.Descriptor instead.
+func (*AdmitServerResponse) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AdmitServerResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 // RemoveServerResponse confirms the removal.
 type RemoveServerResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -709,7 +810,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[12]
+	mi := &file_gin_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +822,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[12]
+	mi := &file_gin_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +835,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoveServerResponse) GetIndex() uint64 {
@@ -754,7 +855,7 @@ type ImportFabricRequest struct {
 
 func (x *ImportFabricRequest) Reset() {
 	*x = ImportFabricRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[13]
+	mi := &file_gin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +867,7 @@ func (x *ImportFabricRequest) String() string {
 func (*ImportFabricRequest) ProtoMessage() {}
 
 func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[13]
+	mi := &file_gin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +880,7 @@ func (x *ImportFabricRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricRequest.ProtoReflect.Descriptor instead.
 func (*ImportFabricRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImportFabricRequest) GetFabric() *FabricTopology {
@@ -807,7 +908,7 @@ type ImportFabricResponse struct {
 
 func (x *ImportFabricResponse) Reset() {
 	*x = ImportFabricResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[14]
+	mi := &file_gin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +920,7 @@ func (x *ImportFabricResponse) String() string {
 func (*ImportFabricResponse) ProtoMessage() {}
 
 func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[14]
+	mi := &file_gin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +933,7 @@ func (x *ImportFabricResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabricResponse.ProtoReflect.Descriptor instead.
 func (*ImportFabricResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImportFabricResponse) GetIndex() uint64 {
@@ -879,7 +980,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_gin_v1_admin_proto_msgTypes[15]
+	mi := &file_gin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +992,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[15]
+	mi := &file_gin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1005,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 // Member is one server of the Raft configuration.
@@ -923,7 +1024,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_gin_v1_admin_proto_msgTypes[16]
+	mi := &file_gin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1036,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[16]
+	mi := &file_gin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1049,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Member) GetId() string {
@@ -1012,7 +1113,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_gin_v1_admin_proto_msgTypes[17]
+	mi := &file_gin_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1125,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_v1_admin_proto_msgTypes[17]
+	mi := &file_gin_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1138,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_gin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetClusterInfoResponse) GetServerId() string {
@@ -1169,7 +1270,12 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"2\n" +
 	"\x13RemoveServerRequest\x12\x1b\n" +
-	"\tserver_id\x18\x01 \x01(\tR\bserverId\",\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\"T\n" +
+	"\x12AdmitServerRequest\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\"+\n" +
+	"\x13AdmitServerResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\",\n" +
 	"\x14RemoveServerResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"E\n" +
 	"\x13ImportFabricRequest\x12.\n" +
@@ -1202,12 +1308,13 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\thas_state\x18\n" +
 	" \x01(\bR\bhasState\x12!\n" +
 	"\fraft_address\x18\v \x01(\tR\vraftAddress\x12%\n" +
-	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\x81\x05\n" +
+	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\xc9\x05\n" +
 	"\fAdminService\x12I\n" +
 	"\fImportFabric\x12\x1b.gin.v1.ImportFabricRequest\x1a\x1c.gin.v1.ImportFabricResponse\x12O\n" +
 	"\x0eGetClusterInfo\x12\x1d.gin.v1.GetClusterInfoRequest\x1a\x1e.gin.v1.GetClusterInfoResponse\x121\n" +
 	"\x04Join\x12\x13.gin.v1.JoinRequest\x1a\x14.gin.v1.JoinResponse\x12I\n" +
-	"\fRemoveServer\x12\x1b.gin.v1.RemoveServerRequest\x1a\x1c.gin.v1.RemoveServerResponse\x12R\n" +
+	"\fRemoveServer\x12\x1b.gin.v1.RemoveServerRequest\x1a\x1c.gin.v1.RemoveServerResponse\x12F\n" +
+	"\vAdmitServer\x12\x1a.gin.v1.AdmitServerRequest\x1a\x1b.gin.v1.AdmitServerResponse\x12R\n" +
 	"\x0fDenyCertificate\x12\x1e.gin.v1.DenyCertificateRequest\x1a\x1f.gin.v1.DenyCertificateResponse\x12U\n" +
 	"\x10AllowCertificate\x12\x1f.gin.v1.AllowCertificateRequest\x1a .gin.v1.AllowCertificateResponse\x12g\n" +
 	"\x16ListDeniedCertificates\x12%.gin.v1.ListDeniedCertificatesRequest\x1a&.gin.v1.ListDeniedCertificatesResponse\x12C\n" +
@@ -1226,7 +1333,7 @@ func file_gin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gin_v1_admin_proto_rawDescData
 }
 
-var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_gin_v1_admin_proto_goTypes = []any{
 	(*DeniedCertificate)(nil),              // 0: gin.v1.DeniedCertificate
 	(*DenyCertificateRequest)(nil),         // 1: gin.v1.DenyCertificateRequest
@@ -1240,41 +1347,45 @@ var file_gin_v1_admin_proto_goTypes = []any{
 	(*JoinRequest)(nil),                    // 9: gin.v1.JoinRequest
 	(*JoinResponse)(nil),                   // 10: gin.v1.JoinResponse
 	(*RemoveServerRequest)(nil),            // 11: gin.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),           // 12: gin.v1.RemoveServerResponse
-	(*ImportFabricRequest)(nil),            // 13: gin.v1.ImportFabricRequest
-	(*ImportFabricResponse)(nil),           // 14: gin.v1.ImportFabricResponse
-	(*GetClusterInfoRequest)(nil),          // 15: gin.v1.GetClusterInfoRequest
-	(*Member)(nil),                         // 16: gin.v1.Member
-	(*GetClusterInfoResponse)(nil),         // 17: gin.v1.GetClusterInfoResponse
-	(*timestamppb.Timestamp)(nil),          // 18: google.protobuf.Timestamp
-	(*FabricTopology)(nil),                 // 19: gin.v1.FabricTopology
+	(*AdmitServerRequest)(nil),             // 12: gin.v1.AdmitServerRequest
+	(*AdmitServerResponse)(nil),            // 13: gin.v1.AdmitServerResponse
+	(*RemoveServerResponse)(nil),           // 14: gin.v1.RemoveServerResponse
+	(*ImportFabricRequest)(nil),            // 15: gin.v1.ImportFabricRequest
+	(*ImportFabricResponse)(nil),           // 16: gin.v1.ImportFabricResponse
+	(*GetClusterInfoRequest)(nil),          // 17: gin.v1.GetClusterInfoRequest
+	(*Member)(nil),                         // 18: gin.v1.Member
+	(*GetClusterInfoResponse)(nil),         // 19: gin.v1.GetClusterInfoResponse
+	(*timestamppb.Timestamp)(nil),          // 20: google.protobuf.Timestamp
+	(*FabricTopology)(nil),                 // 21: gin.v1.FabricTopology
 }
 var file_gin_v1_admin_proto_depIdxs = []int32{
-	18, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
-	18, // 1: gin.v1.DeniedCertificate.not_after:type_name -> google.protobuf.Timestamp
-	18, // 2: gin.v1.DenyCertificateRequest.not_after:type_name -> google.protobuf.Timestamp
+	20, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
+	20, // 1: gin.v1.DeniedCertificate.not_after:type_name -> google.protobuf.Timestamp
+	20, // 2: gin.v1.DenyCertificateRequest.not_after:type_name -> google.protobuf.Timestamp
 	0,  // 3: gin.v1.DenyCertificateResponse.entry:type_name -> gin.v1.DeniedCertificate
 	0,  // 4: gin.v1.ListDeniedCertificatesResponse.entries:type_name -> gin.v1.DeniedCertificate
-	19, // 5: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
-	16, // 6: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
-	13, // 7: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
-	15, // 8: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
+	21, // 5: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
+	18, // 6: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
+	15, // 7: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
+	17, // 8: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
 	9,  // 9: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
 	11, // 10: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
-	1,  // 11: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
-	3,  // 12: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
-	5,  // 13: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
-	7,  // 14: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
-	14, // 15: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
-	17, // 16: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
-	10, // 17: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
-	12, // 18: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
-	2,  // 19: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
-	4,  // 20: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
-	6,  // 21: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
-	8,  // 22: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
-	15, // [15:23] is the sub-list for method output_type
-	7,  // [7:15] is the sub-list for method input_type
+	12, // 11: gin.v1.AdminService.AdmitServer:input_type -> gin.v1.AdmitServerRequest
+	1,  // 12: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
+	3,  // 13: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
+	5,  // 14: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
+	7,  // 15: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
+	16, // 16: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
+	19, // 17: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
+	10, // 18: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
+	14, // 19: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
+	13, // 20: gin.v1.AdminService.AdmitServer:output_type -> gin.v1.AdmitServerResponse
+	2,  // 21: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
+	4,  // 22: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
+	6,  // 23: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
+	8,  // 24: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
+	16, // [16:25] is the sub-list for method output_type
+	7,  // [7:16] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -1292,7 +1403,7 @@ func file_gin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_admin_proto_rawDesc), len(file_gin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	AdminService_GetClusterInfo_FullMethodName         = "/gin.v1.AdminService/GetClusterInfo"
 	AdminService_Join_FullMethodName                   = "/gin.v1.AdminService/Join"
 	AdminService_RemoveServer_FullMethodName           = "/gin.v1.AdminService/RemoveServer"
+	AdminService_AdmitServer_FullMethodName            = "/gin.v1.AdminService/AdmitServer"
 	AdminService_DenyCertificate_FullMethodName        = "/gin.v1.AdminService/DenyCertificate"
 	AdminService_AllowCertificate_FullMethodName       = "/gin.v1.AdminService/AllowCertificate"
 	AdminService_ListDeniedCertificates_FullMethodName = "/gin.v1.AdminService/ListDeniedCertificates"
@@ -41,8 +42,15 @@ type AdminServiceClient interface {
 	// Adds a server to the Raft configuration as a voter (on the leader;
 	// followers answer FAILED_PRECONDITION naming the leader).
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
-	// Removes a server (a dead one, or one being decommissioned).
+	// Removes a server (a dead one, or one being decommissioned); its name
+	// joins again only once an admin admits it again (AdmitServer).
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
+	// Admits a master that is not a member yet: its next Join (with a master
+	// certificate naming it, at raft_address when given) is accepted once.
+	// Without an admission only the servers of the Raft configuration pass
+	// Join (they register their addresses); the masters of a first boot
+	// (--bootstrap-expect) are in it from the start.
+	AdmitServer(ctx context.Context, in *AdmitServerRequest, opts ...grpc.CallOption) (*AdmitServerResponse, error)
 	// Puts a certificate serial on the replicated deny list: from the commit
 	// on, every master refuses that certificate (gRPC calls UNAUTHENTICATED,
 	// open connections closed, Raft handshakes refused). More than
@@ -105,6 +113,16 @@ func (c *adminServiceClient) RemoveServer(ctx context.Context, in *RemoveServerR
 	return out, nil
 }
 
+func (c *adminServiceClient) AdmitServer(ctx context.Context, in *AdmitServerRequest, opts ...grpc.CallOption) (*AdmitServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdmitServerResponse)
+	err := c.cc.Invoke(ctx, AdminService_AdmitServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) DenyCertificate(ctx context.Context, in *DenyCertificateRequest, opts ...grpc.CallOption) (*DenyCertificateResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DenyCertificateResponse)
@@ -157,8 +175,15 @@ type AdminServiceServer interface {
 	// Adds a server to the Raft configuration as a voter (on the leader;
 	// followers answer FAILED_PRECONDITION naming the leader).
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
-	// Removes a server (a dead one, or one being decommissioned).
+	// Removes a server (a dead one, or one being decommissioned); its name
+	// joins again only once an admin admits it again (AdmitServer).
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
+	// Admits a master that is not a member yet: its next Join (with a master
+	// certificate naming it, at raft_address when given) is accepted once.
+	// Without an admission only the servers of the Raft configuration pass
+	// Join (they register their addresses); the masters of a first boot
+	// (--bootstrap-expect) are in it from the start.
+	AdmitServer(context.Context, *AdmitServerRequest) (*AdmitServerResponse, error)
 	// Puts a certificate serial on the replicated deny list: from the commit
 	// on, every master refuses that certificate (gRPC calls UNAUTHENTICATED,
 	// open connections closed, Raft handshakes refused). More than
@@ -192,6 +217,9 @@ func (UnimplementedAdminServiceServer) Join(context.Context, *JoinRequest) (*Joi
 }
 func (UnimplementedAdminServiceServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveServer not implemented")
+}
+func (UnimplementedAdminServiceServer) AdmitServer(context.Context, *AdmitServerRequest) (*AdmitServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AdmitServer not implemented")
 }
 func (UnimplementedAdminServiceServer) DenyCertificate(context.Context, *DenyCertificateRequest) (*DenyCertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DenyCertificate not implemented")
@@ -298,6 +326,24 @@ func _AdminService_RemoveServer_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_AdmitServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdmitServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AdmitServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AdmitServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AdmitServer(ctx, req.(*AdmitServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_DenyCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DenyCertificateRequest)
 	if err := dec(in); err != nil {
@@ -392,6 +438,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveServer",
 			Handler:    _AdminService_RemoveServer_Handler,
+		},
+		{
+			MethodName: "AdmitServer",
+			Handler:    _AdminService_AdmitServer_Handler,
 		},
 		{
 			MethodName: "DenyCertificate",

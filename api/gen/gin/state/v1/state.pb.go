@@ -43,6 +43,7 @@ type Command struct {
 	//	*Command_DenyCertificate
 	//	*Command_AllowCertificate
 	//	*Command_DeleteNode
+	//	*Command_AdmitServer
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -193,6 +194,15 @@ func (x *Command) GetDeleteNode() *DeleteNode {
 	return nil
 }
 
+func (x *Command) GetAdmitServer() *AdmitServer {
+	if x != nil {
+		if x, ok := x.Command.(*Command_AdmitServer); ok {
+			return x.AdmitServer
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -245,6 +255,10 @@ type Command_DeleteNode struct {
 	DeleteNode *DeleteNode `protobuf:"bytes,24,opt,name=delete_node,json=deleteNode,proto3,oneof"`
 }
 
+type Command_AdmitServer struct {
+	AdmitServer *AdmitServer `protobuf:"bytes,25,opt,name=admit_server,json=admitServer,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
@@ -268,6 +282,8 @@ func (*Command_DenyCertificate) isCommand_Command() {}
 func (*Command_AllowCertificate) isCommand_Command() {}
 
 func (*Command_DeleteNode) isCommand_Command() {}
+
+func (*Command_AdmitServer) isCommand_Command() {}
 
 // PutMeasurement stores a calibration measurement, replacing the one with the
 // same id (the id is derived from the key, so replaying it changes nothing).
@@ -634,6 +650,81 @@ func (x *RegisterServer) GetRaftAddress() string {
 	return ""
 }
 
+// AdmitServer records an admin's word that a master may join (or, with
+// revoke, takes it back). A Join is accepted only for a server of the Raft
+// configuration or one admitted; the admission is used up when that
+// server registers (RegisterServer of the same id).
+type AdmitServer struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	// "": any address.
+	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// Who admitted it: the admin's identity (spiffe://gin/admin/...), "" without
+	// TLS, or "dead-server cleanup" for a master the leader removed itself.
+	AdmittedBy    string `protobuf:"bytes,3,opt,name=admitted_by,json=admittedBy,proto3" json:"admitted_by,omitempty"`
+	Revoke        bool   `protobuf:"varint,4,opt,name=revoke,proto3" json:"revoke,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitServer) Reset() {
+	*x = AdmitServer{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitServer) ProtoMessage() {}
+
+func (x *AdmitServer) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitServer.ProtoReflect.Descriptor instead.
+func (*AdmitServer) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AdmitServer) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+func (x *AdmitServer) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *AdmitServer) GetAdmittedBy() string {
+	if x != nil {
+		return x.AdmittedBy
+	}
+	return ""
+}
+
+func (x *AdmitServer) GetRevoke() bool {
+	if x != nil {
+		return x.Revoke
+	}
+	return false
+}
+
 // SetClusterId sets the cluster id once; later ones are no-ops.
 type SetClusterId struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -644,7 +735,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +747,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[8]
+	mi := &file_gin_state_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +760,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -690,7 +781,7 @@ type PutPlan struct {
 
 func (x *PutPlan) Reset() {
 	*x = PutPlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +793,7 @@ func (x *PutPlan) String() string {
 func (*PutPlan) ProtoMessage() {}
 
 func (x *PutPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[9]
+	mi := &file_gin_state_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +806,7 @@ func (x *PutPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutPlan.ProtoReflect.Descriptor instead.
 func (*PutPlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PutPlan) GetPlan() *v1.Plan {
@@ -736,7 +827,7 @@ type DeletePlan struct {
 
 func (x *DeletePlan) Reset() {
 	*x = DeletePlan{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[10]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +839,7 @@ func (x *DeletePlan) String() string {
 func (*DeletePlan) ProtoMessage() {}
 
 func (x *DeletePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[10]
+	mi := &file_gin_state_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +852,7 @@ func (x *DeletePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePlan.ProtoReflect.Descriptor instead.
 func (*DeletePlan) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{10}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeletePlan) GetJobId() string {
@@ -795,7 +886,7 @@ type PutInventory struct {
 
 func (x *PutInventory) Reset() {
 	*x = PutInventory{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[11]
+	mi := &file_gin_state_v1_state_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +898,7 @@ func (x *PutInventory) String() string {
 func (*PutInventory) ProtoMessage() {}
 
 func (x *PutInventory) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[11]
+	mi := &file_gin_state_v1_state_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +911,7 @@ func (x *PutInventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutInventory.ProtoReflect.Descriptor instead.
 func (*PutInventory) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{11}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PutInventory) GetInventory() *v1.NodeInventory {
@@ -864,7 +955,7 @@ type SetNodeState struct {
 
 func (x *SetNodeState) Reset() {
 	*x = SetNodeState{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[12]
+	mi := &file_gin_state_v1_state_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +967,7 @@ func (x *SetNodeState) String() string {
 func (*SetNodeState) ProtoMessage() {}
 
 func (x *SetNodeState) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[12]
+	mi := &file_gin_state_v1_state_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +980,7 @@ func (x *SetNodeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeState.ProtoReflect.Descriptor instead.
 func (*SetNodeState) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{12}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetNodeState) GetNodeName() string {
@@ -930,7 +1021,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[13]
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1033,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[13]
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1046,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{13}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -982,7 +1073,7 @@ type NodeRecord struct {
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1085,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1098,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -1072,13 +1163,15 @@ type Snapshot struct {
 	ClusterId          string                  `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	Measurements       []*v1.Measurement       `protobuf:"bytes,20,rep,name=measurements,proto3" json:"measurements,omitempty"`
 	DeniedCertificates []*v1.DeniedCertificate `protobuf:"bytes,21,rep,name=denied_certificates,json=deniedCertificates,proto3" json:"denied_certificates,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Masters admitted to join and not yet registered, by server id.
+	Admissions    []*AdmitServer `protobuf:"bytes,22,rep,name=admissions,proto3" json:"admissions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[15]
+	mi := &file_gin_state_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1183,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[15]
+	mi := &file_gin_state_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1196,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -1169,11 +1262,18 @@ func (x *Snapshot) GetDeniedCertificates() []*v1.DeniedCertificate {
 	return nil
 }
 
+func (x *Snapshot) GetAdmissions() []*AdmitServer {
+	if x != nil {
+		return x.Admissions
+	}
+	return nil
+}
+
 var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x12gin/v1/admin.proto\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x06\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x12gin/v1/admin.proto\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x95\a\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
@@ -1188,7 +1288,8 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x10deny_certificate\x18\x16 \x01(\v2\x1d.gin.state.v1.DenyCertificateH\x00R\x0fdenyCertificate\x12M\n" +
 	"\x11allow_certificate\x18\x17 \x01(\v2\x1e.gin.state.v1.AllowCertificateH\x00R\x10allowCertificate\x12;\n" +
 	"\vdelete_node\x18\x18 \x01(\v2\x18.gin.state.v1.DeleteNodeH\x00R\n" +
-	"deleteNodeB\t\n" +
+	"deleteNode\x12>\n" +
+	"\fadmit_server\x18\x19 \x01(\v2\x19.gin.state.v1.AdmitServerH\x00R\vadmitServerB\t\n" +
 	"\acommandJ\x04\b\b\x10\x10\"G\n" +
 	"\x0ePutMeasurement\x125\n" +
 	"\vmeasurement\x18\x01 \x01(\v2\x13.gin.v1.MeasurementR\vmeasurement\"#\n" +
@@ -1209,7 +1310,13 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x0eRegisterServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
 	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
-	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\"-\n" +
+	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\"\x86\x01\n" +
+	"\vAdmitServer\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
+	"\vadmitted_by\x18\x03 \x01(\tR\n" +
+	"admittedBy\x12\x16\n" +
+	"\x06revoke\x18\x04 \x01(\bR\x06revoke\"-\n" +
 	"\fSetClusterId\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"+\n" +
@@ -1239,7 +1346,7 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\fstate_reason\x18\x04 \x01(\tR\vstateReason\x12D\n" +
 	"\x10state_changed_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0estateChangedAt\x12#\n" +
 	"\rupdated_index\x18\x06 \x01(\x04R\fupdatedIndex\x123\n" +
-	"\abinding\x18\a \x01(\v2\x19.gin.state.v1.NodeBindingR\abinding\"\xb4\x03\n" +
+	"\abinding\x18\a \x01(\v2\x19.gin.state.v1.NodeBindingR\abinding\"\xef\x03\n" +
 	"\bSnapshot\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12.\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x18.gin.state.v1.NodeRecordR\x05nodes\x12.\n" +
@@ -1250,7 +1357,10 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\a \x01(\tR\tclusterId\x127\n" +
 	"\fmeasurements\x18\x14 \x03(\v2\x13.gin.v1.MeasurementR\fmeasurements\x12J\n" +
-	"\x13denied_certificates\x18\x15 \x03(\v2\x19.gin.v1.DeniedCertificateR\x12deniedCertificatesB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
+	"\x13denied_certificates\x18\x15 \x03(\v2\x19.gin.v1.DeniedCertificateR\x12deniedCertificates\x129\n" +
+	"\n" +
+	"admissions\x18\x16 \x03(\v2\x19.gin.state.v1.AdmitServerR\n" +
+	"admissionsB:Z8github.com/gin-topology/gin/api/gen/gin/state/v1;statev1b\x06proto3"
 
 var (
 	file_gin_state_v1_state_proto_rawDescOnce sync.Once
@@ -1264,7 +1374,7 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
 	(*PutMeasurement)(nil),        // 1: gin.state.v1.PutMeasurement
@@ -1274,60 +1384,63 @@ var file_gin_state_v1_state_proto_goTypes = []any{
 	(*DeleteNode)(nil),            // 5: gin.state.v1.DeleteNode
 	(*NodeBinding)(nil),           // 6: gin.state.v1.NodeBinding
 	(*RegisterServer)(nil),        // 7: gin.state.v1.RegisterServer
-	(*SetClusterId)(nil),          // 8: gin.state.v1.SetClusterId
-	(*PutPlan)(nil),               // 9: gin.state.v1.PutPlan
-	(*DeletePlan)(nil),            // 10: gin.state.v1.DeletePlan
-	(*PutInventory)(nil),          // 11: gin.state.v1.PutInventory
-	(*SetNodeState)(nil),          // 12: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 13: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 14: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 15: gin.state.v1.Snapshot
-	(*v1.Measurement)(nil),        // 16: gin.v1.Measurement
-	(*v1.DeniedCertificate)(nil),  // 17: gin.v1.DeniedCertificate
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*v1.Plan)(nil),               // 19: gin.v1.Plan
-	(*v1.NodeInventory)(nil),      // 20: gin.v1.NodeInventory
-	(v1.NodeState)(0),             // 21: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 22: gin.v1.FabricTopology
+	(*AdmitServer)(nil),           // 8: gin.state.v1.AdmitServer
+	(*SetClusterId)(nil),          // 9: gin.state.v1.SetClusterId
+	(*PutPlan)(nil),               // 10: gin.state.v1.PutPlan
+	(*DeletePlan)(nil),            // 11: gin.state.v1.DeletePlan
+	(*PutInventory)(nil),          // 12: gin.state.v1.PutInventory
+	(*SetNodeState)(nil),          // 13: gin.state.v1.SetNodeState
+	(*ImportFabric)(nil),          // 14: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 15: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 16: gin.state.v1.Snapshot
+	(*v1.Measurement)(nil),        // 17: gin.v1.Measurement
+	(*v1.DeniedCertificate)(nil),  // 18: gin.v1.DeniedCertificate
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*v1.Plan)(nil),               // 20: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 21: gin.v1.NodeInventory
+	(v1.NodeState)(0),             // 22: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 23: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
-	11, // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
-	12, // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	13, // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
-	9,  // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
-	10, // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
+	12, // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
+	13, // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
+	14, // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	10, // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
+	11, // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
 	7,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
-	8,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
+	9,  // 6: gin.state.v1.Command.set_cluster_id:type_name -> gin.state.v1.SetClusterId
 	1,  // 7: gin.state.v1.Command.put_measurement:type_name -> gin.state.v1.PutMeasurement
 	2,  // 8: gin.state.v1.Command.delete_measurement:type_name -> gin.state.v1.DeleteMeasurement
 	3,  // 9: gin.state.v1.Command.deny_certificate:type_name -> gin.state.v1.DenyCertificate
 	4,  // 10: gin.state.v1.Command.allow_certificate:type_name -> gin.state.v1.AllowCertificate
 	5,  // 11: gin.state.v1.Command.delete_node:type_name -> gin.state.v1.DeleteNode
-	16, // 12: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
-	17, // 13: gin.state.v1.DenyCertificate.entry:type_name -> gin.v1.DeniedCertificate
-	18, // 14: gin.state.v1.DeleteNode.at:type_name -> google.protobuf.Timestamp
-	19, // 15: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
-	20, // 16: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	18, // 17: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	6,  // 18: gin.state.v1.PutInventory.binding:type_name -> gin.state.v1.NodeBinding
-	21, // 19: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	18, // 20: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	22, // 21: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	20, // 22: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	21, // 23: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	18, // 24: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	6,  // 25: gin.state.v1.NodeRecord.binding:type_name -> gin.state.v1.NodeBinding
-	14, // 26: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	22, // 27: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	19, // 28: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
-	7,  // 29: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
-	16, // 30: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
-	17, // 31: gin.state.v1.Snapshot.denied_certificates:type_name -> gin.v1.DeniedCertificate
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	8,  // 12: gin.state.v1.Command.admit_server:type_name -> gin.state.v1.AdmitServer
+	17, // 13: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
+	18, // 14: gin.state.v1.DenyCertificate.entry:type_name -> gin.v1.DeniedCertificate
+	19, // 15: gin.state.v1.DeleteNode.at:type_name -> google.protobuf.Timestamp
+	20, // 16: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	21, // 17: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	19, // 18: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	6,  // 19: gin.state.v1.PutInventory.binding:type_name -> gin.state.v1.NodeBinding
+	22, // 20: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	19, // 21: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	23, // 22: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	21, // 23: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	22, // 24: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	19, // 25: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	6,  // 26: gin.state.v1.NodeRecord.binding:type_name -> gin.state.v1.NodeBinding
+	15, // 27: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	23, // 28: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	20, // 29: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	7,  // 30: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
+	17, // 31: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
+	18, // 32: gin.state.v1.Snapshot.denied_certificates:type_name -> gin.v1.DeniedCertificate
+	8,  // 33: gin.state.v1.Snapshot.admissions:type_name -> gin.state.v1.AdmitServer
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -1348,6 +1461,7 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_DenyCertificate)(nil),
 		(*Command_AllowCertificate)(nil),
 		(*Command_DeleteNode)(nil),
+		(*Command_AdmitServer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1355,7 +1469,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
