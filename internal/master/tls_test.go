@@ -24,7 +24,7 @@ import (
 type testPKI struct {
 	dir string
 	ca  *pki.CA
-	mu sync.Mutex
+	mu  sync.Mutex
 	// sources are the certificates source issued, by identity.
 	sources map[pki.Identity]*pki.Source
 }

@@ -31,8 +31,12 @@ func TestAdmissionsRules(t *testing.T) {
 			return s.RegisterServer(i, &statev1.RegisterServer{ServerId: "m4", RaftAddress: "10.0.0.4:5001"})
 		}, false, false},
 		{"admitted again", func(i uint64) (Result, error) { return s.AdmitServer(i, admit) }, true, true},
-		{"revoked", func(i uint64) (Result, error) { return s.AdmitServer(i, &statev1.AdmitServer{ServerId: "m4", Revoke: true}) }, true, false},
-		{"revoked again", func(i uint64) (Result, error) { return s.AdmitServer(i, &statev1.AdmitServer{ServerId: "m4", Revoke: true}) }, false, false},
+		{"revoked", func(i uint64) (Result, error) {
+			return s.AdmitServer(i, &statev1.AdmitServer{ServerId: "m4", Revoke: true})
+		}, true, false},
+		{"revoked again", func(i uint64) (Result, error) {
+			return s.AdmitServer(i, &statev1.AdmitServer{ServerId: "m4", Revoke: true})
+		}, false, false},
 	}
 	for i, st := range steps {
 		res, err := st.apply(uint64(i + 1))
