@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -56,6 +57,10 @@ type Config struct {
 	// more roles with pki or ginctl tls); the master serves mTLS and every
 	// agent dials with its own certificate. gin-master --dev never sets it.
 	TLSDir string
+	// LeaderTasks and Collectors go to the master (master.Config): leader-only
+	// loops such as gin-master --kube-labels, and their metrics.
+	LeaderTasks []master.LeaderTask
+	Collectors  []prometheus.Collector
 }
 
 // NodeName is the name of the i-th simulated node (0-based): node001, ...
@@ -152,6 +157,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, <-chan error, error) {
 		FastRaft: true, HeartbeatInterval: cfg.HeartbeatInterval, HTTPBind: cfg.HTTPBind, Logger: cfg.Logger.With("component", "master"),
 		TLS:              tlsc.masterSource(),
 		HealthThresholds: cfg.HealthThresholds,
+		LeaderTasks:      cfg.LeaderTasks, Collectors: cfg.Collectors,
 	})
 	if err != nil {
 		c.cleanup()

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	nodehealth "github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
@@ -145,7 +147,12 @@ type Config struct {
 	// HealthThresholds configure the node verdicts of CheckService
 	// (internal/health; the zero value is the documented defaults).
 	HealthThresholds nodehealth.Thresholds
-	Logger           *slog.Logger
+	// LeaderTasks are leader-only loops given from outside the master
+	// (gin-master --kube-labels), run as the others are (leadertask.go).
+	LeaderTasks []LeaderTask
+	// Collectors are more Prometheus metrics for /metrics (the tasks').
+	Collectors []prometheus.Collector
+	Logger     *slog.Logger
 }
 
 // NoHandshakeQueue is Config.HandshakeQueue when no Hello waits for a

@@ -32,6 +32,9 @@ func (s *Server) leaderLoops() []leaderLoop {
 		// Pinned plans past their expiry are deleted.
 		{"plan-expiry", func(ctx context.Context) { s.planExpiryLoop(ctx, time.Minute) }},
 	}
+	for _, t := range s.cfg.LeaderTasks {
+		loops = append(loops, leaderLoop{t.Name, func(ctx context.Context) { t.Run(ctx, s.store) }})
+	}
 	if s.cfg.DeadServerTimeout > 0 {
 		// Voters failing heartbeats for too long are removed (autopilot).
 		loops = append(loops, leaderLoop{"dead-server-cleanup", s.cleanupDeadServers})

@@ -176,6 +176,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), s.metrics.rejected, s.metrics.applyLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(s.cfg.Collectors...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
