@@ -27,6 +27,8 @@ func TestProcessExitStatus(t *testing.T) {
 	}{
 		{"unknown flag", testproc.ModeMain, []string{"--no-such-flag"}, 64, false, "unknown flag: --no-such-flag"},
 		{"bad value", testproc.ModeMain, []string{"--log-level", "loud", "--data-dir", dir}, 64, false, `--log-level "loud"`},
+		{"--kube-* without --kube-labels", testproc.ModeMain, []string{"--kube-taint-fail", "--data-dir", dir}, 64, false, "--kube-taint-fail needs --kube-labels"},
+		{"--kube-labels with a missing kubeconfig", testproc.ModeMain, []string{"--insecure", "--kube-labels", "--kubeconfig", filepath.Join(dir, "none"), "--data-dir", dir}, 78, false, "--kube-labels: kubeconfig"},
 		{"no TLS, no --insecure", testproc.ModeMain, []string{"--node-id", "m1", "--data-dir", dir}, 78, false, "no TLS certificates"},
 		{"panic", testproc.ModePanic, nil, 2, true, "panic: " + testproc.SelfPanic},
 	}

@@ -71,6 +71,7 @@ type options struct {
 	recover                                    bool
 	recoverPeers                               string
 	recoverMembers                             []ginraft.Member // parsed --recover-peers
+	kube                                       kubeOptions      // --kube-*
 }
 
 // checkRecoverFlags refuses --recover and --recover-peers where they
@@ -209,6 +210,10 @@ Then try: ginctl nodes; ginctl topo -m`,
 				code = exitUsage
 				return err
 			}
+			if err := o.kube.check(cmd.Flags()); err != nil {
+				code = exitUsage
+				return err
+			}
 			ml, err := memlimit.Parse(o.memoryLimit)
 			if err != nil {
 				code = exitUsage
@@ -280,6 +285,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (README, Recovering from lost quorum)")
 	f.StringVar(&o.recoverPeers, "recover-peers", "", "with --recover: other survivors in the recovered configuration, id=raft-host:port,... (each recovered with the same list)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	o.kube.flags(f)
 	f.BoolVar(&o.dev, "dev", false, "run a complete simulated cluster on loopback (master + agents)")
 	f.IntVar(&o.devAgents, "dev-agents", 4, fmt.Sprintf("with --dev: number of simulated nodes (1..%d)", devcluster.MaxAgents))
 	f.StringVar(&o.devNodes, "dev-nodes", "", "with --dev: names of the simulated nodes as a Slurm hostlist (e.g. 'n[1-4]' to match a Slurm cluster); sets their number")
@@ -393,6 +399,10 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		log.Warn("--recover: the Raft configuration in the data dir will be rewritten to this master (plus --recover-peers) and its whole log committed", "data_dir", o.dataDir, "node_id", o.nodeID, "recover_peers", o.recoverPeers)
 	}
+	tasks, collectors, err := o.kube.tasks(log)
+	if err != nil {
+		return configError{err}
+	}
 	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
@@ -409,6 +419,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS, cfg.HealthThresholds = o.advertise, o.raftAdvertise, bootstrap, tlsSrc, th
+	cfg.LeaderTasks, cfg.Collectors = tasks, collectors
 	s, err := master.New(cfg)
 	if err != nil {
 		return err
@@ -460,6 +471,10 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	if cmd.Flags().Changed("data-dir") {
 		dataDir = o.dataDir
 	}
+	tasks, collectors, err := o.kube.tasks(log)
+	if err != nil {
+		return err
+	}
 	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
 	th, err := healthThresholds(o.healthThresholds)
 	if err != nil {
@@ -468,6 +483,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger
 	c, done, err := devcluster.Start(ctx, devcluster.Config{
 		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec, Faults: faults,
 		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log, HealthThresholds: th,
+		LeaderTasks: tasks, Collectors: collectors,
 	})
 	if err != nil {
 		return err

@@ -284,6 +284,7 @@ func TestCommands(t *testing.T) {
 		{"export-dot", []string{"export", "dot"}, ""},
 		{"export-nccl-topo", []string{"export", "nccl-topo", "--node", "node001"}, ""},
 		{"export-prometheus-sd", []string{"export", "prometheus-sd", "--agent-port", "9100"}, ""},
+		{"export-kueue", []string{"export", "kueue"}, ""},
 		{"plan-create", []string{"plan", "--job", "42", "--nodes", "node[001-002]"}, ""},
 		{"plan-json", []string{"plan", "--job", "42", "-o", "json"}, ""},
 		{"plan-delete", []string{"plan", "delete", "--job", "42"}, ""},

@@ -312,12 +312,13 @@ func (a *app) orderCmd() *cobra.Command {
 func (a *app) exportCmd() *cobra.Command {
 	var node, out string
 	var agentPort, masterPort int
+	var kueueName string
 	formats := map[string]ginv1.ExportFormat{
 		"slurm": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_TREE, "slurm-block": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_BLOCK,
 		"json": ginv1.ExportFormat_EXPORT_FORMAT_JSON, "dot": ginv1.ExportFormat_EXPORT_FORMAT_DOT, "nccl-topo": ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO,
 	}
 	cmd := &cobra.Command{
-		Use:   "export slurm|slurm-block|json|dot|nccl-topo|prometheus-sd [--node NAME] [--out FILE]",
+		Use:   "export slurm|slurm-block|json|dot|nccl-topo|prometheus-sd|kueue [--node NAME] [--out FILE]",
 		Short: "Export the topology: Slurm topology.conf, JSON, Graphviz, NCCL_TOPO_FILE",
 		Long: `Export the cluster topology:
   slurm        Slurm topology.conf for TopologyPlugin=topology/tree
@@ -327,7 +328,9 @@ func (a *app) exportCmd() *cobra.Command {
   nccl-topo    an NCCL_TOPO_FILE for one node (--node)
   prometheus-sd  Prometheus file_sd targets: every node's gin-agent (node:--agent-port,
                job gin-agent) and every master (its host:--master-port, job gin-master);
-               with --out the file is replaced atomically (run it from cron)`,
+               with --out the file is replaced atomically (run it from cron)
+  kueue        a Kueue Topology (kueue.x-k8s.io/v1beta2) whose levels are the Node
+               labels gin-master --kube-labels keeps, outermost first (--kueue-name)`,
 		Args:              args("FORMAT"),
 		ValidArgsFunction: completeFormats(formats),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -337,9 +340,12 @@ func (a *app) exportCmd() *cobra.Command {
 			if args[0] == "prometheus-sd" {
 				return a.exportPrometheusSD(cmd.Context(), out, agentPort, masterPort)
 			}
+			if args[0] == "kueue" {
+				return a.exportKueue(cmd.Context(), out, kueueName)
+			}
 			f, ok := formats[args[0]]
 			if !ok {
-				return usagef("unknown format %q: want slurm, slurm-block, json, dot, nccl-topo or prometheus-sd", args[0])
+				return usagef("unknown format %q: want slurm, slurm-block, json, dot, nccl-topo, prometheus-sd or kueue", args[0])
 			}
 			if f == ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO && node == "" {
 				return usagef("nccl-topo needs --node")
@@ -360,6 +366,7 @@ func (a *app) exportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "node (for nccl-topo)")
+	cmd.Flags().StringVar(&kueueName, "kueue-name", "gin", "kueue: the Topology's name (a ResourceFlavor's topologyName)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	cmd.Flags().IntVar(&agentPort, "agent-port", promsd.DefaultAgentPort, "prometheus-sd: the agents' --metrics-bind port")
 	cmd.Flags().IntVar(&masterPort, "master-port", promsd.DefaultMasterPort, "prometheus-sd: the masters' --http-bind port")

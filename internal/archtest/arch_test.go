@@ -108,6 +108,10 @@ func TestLayering(t *testing.T) {
 				mod("internal/natsort"), mod("internal/devid")}},
 		{name: "node verdicts are rules over the API alone", from: mod("internal/health"),
 			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/health")}},
+		{name: "gin-agent does not link Kubernetes' client", from: mod("cmd/gin-agent"), never: []string{"k8s.io", "sigs.k8s.io"}},
+		{name: "ginctl does not link Kubernetes' client", from: mod("cmd/ginctl"), never: []string{"k8s.io", "sigs.k8s.io"}},
+		{name: "the master's core does not link Kubernetes' client (leader tasks bring it)", from: mod("internal/master"), never: []string{"k8s.io", "sigs.k8s.io"}},
+		{name: "the Node label contract is a leaf", from: mod("internal/nodelabels"), onlyIn: []string{mod("internal/nodelabels")}},
 		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),
 			never: []string{mod("internal/raft"), mod("internal/master"), "github.com/hashicorp/raft"}},
 	}
@@ -247,5 +251,27 @@ func TestOneWayToTheLeader(t *testing.T) {
 	}
 	if len(spelled) > 0 {
 		t.Errorf("the forwarded-for key is spelled outside internal/authz (use authz.ForwardedForKey): %v", spelled)
+	}
+}
+
+// Kubernetes' client is behind one package: only internal/kubelabels
+// imports k8s.io/..., so its size and its dependencies stay out of
+// everything else (gin-master links it through that package alone).
+func TestKubernetesClientBehindOnePackage(t *testing.T) {
+	_, pkgs := listModule(t)
+	importers := 0
+	for path, p := range pkgs {
+		for _, i := range p.imports {
+			if !under(i, "k8s.io") && !under(i, "sigs.k8s.io") {
+				continue
+			}
+			importers++
+			if path != mod("internal/kubelabels") {
+				t.Errorf("%s imports %s; only internal/kubelabels may", path, i)
+			}
+		}
+	}
+	if importers == 0 {
+		t.Error("nothing imports k8s.io: the rule guards nothing")
 	}
 }

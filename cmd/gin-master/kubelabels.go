@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/gin-topology/gin/internal/kubelabels"
+	"github.com/gin-topology/gin/internal/master"
+	"github.com/gin-topology/gin/internal/nodelabels"
+	"github.com/gin-topology/gin/internal/state"
+)
+
+// kubeOptions are the --kube-* flags.
+type kubeOptions struct {
+	enabled    bool
+	kubeconfig string
+	topograph  bool
+	taint      bool
+	qps        float32
+	burst      int
+}
+
+func (k *kubeOptions) flags(f *pflag.FlagSet) {
+	f.BoolVar(&k.enabled, "kube-labels", false, "while this master leads, keep GIN's labels ("+nodelabels.Prefix+"leaf, spine, block, nvlink-domain, health) on every Kubernetes Node named like a GIN node (docs/kubernetes.md); in-cluster credentials unless --kubeconfig")
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "with --kube-labels: kubeconfig file of the API server and GIN's identity (default: the pod's service account)")
+	f.BoolVar(&k.topograph, "kube-topograph-labels", false, "with --kube-labels: also write topograph's keys ("+nodelabels.TopographTier0+", tier-1, tier-2, "+nodelabels.TopographDomain+")")
+	f.BoolVar(&k.taint, "kube-taint-fail", false, "with --kube-labels: taint Nodes whose health verdict is fail ("+nodelabels.TaintKey+"="+nodelabels.TaintValue+":"+nodelabels.TaintEffect+") and untaint them when they pass")
+	f.Float32Var(&k.qps, "kube-qps", kubelabels.DefaultQPS, "with --kube-labels: requests per second to the API server at most")
+	f.IntVar(&k.burst, "kube-burst", kubelabels.DefaultBurst, "with --kube-labels: requests sent at once before --kube-qps applies")
+}
+
+// check refuses --kube-* flags without --kube-labels and bad values.
+func (k *kubeOptions) check(f *pflag.FlagSet) error {
+	if !k.enabled {
+		for _, n := range []string{"kubeconfig", "kube-topograph-labels", "kube-taint-fail", "kube-qps", "kube-burst"} {
+			if f.Changed(n) {
+				return fmt.Errorf("--%s needs --kube-labels", n)
+			}
+		}
+		return nil
+	}
+	if !(k.qps >= 0.1 && k.qps <= 10000) {
+		return fmt.Errorf("--kube-qps %g: want 0.1..10000", k.qps)
+	}
+	if k.burst < 1 || k.burst > 10000 {
+		return fmt.Errorf("--kube-burst %d: want 1..10000", k.burst)
+	}
+	return nil
+}
+
+// tasks returns the leader-only loop and its metrics for the master, none
+// without --kube-labels. The client configuration is read here, at start,
+// so that a missing kubeconfig or service account fails the start.
+func (k *kubeOptions) tasks(log *slog.Logger) ([]master.LeaderTask, []prometheus.Collector, error) {
+	if !k.enabled {
+		return nil, nil, nil
+	}
+	cfg, err := kubelabels.Config(k.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
+	}
+	l, err := kubelabels.New(cfg, kubelabels.Options{Topograph: k.topograph, TaintFail: k.taint, QPS: k.qps, Burst: k.burst,
+		Logger: log.With("component", "kube-labels")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
+	}
+	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "prefix", nodelabels.Prefix)
+	run := func(ctx context.Context, st *state.Store) { l.Run(ctx, st) }
+	return []master.LeaderTask{{Name: "kube-labels", Run: run}}, l.Collectors(), nil
+}
