@@ -278,131 +278,178 @@ func (p *parser) run(line int) (*Run, error) {
 	return p.cur, nil
 }
 
+// line reads one line of the log, in this order: an NCCL debug message
+// (debugLine), a fact NCCL prints (fact), the rest of a row a debug line
+// cut (joinPending), a line describing the run (runLine), the table
+// (tableLine).
 func (p *parser) line(n int, raw string) error {
 	s := strip(raw)
 	if loc := findDebug(s); loc != nil {
-		before := s[:loc[0]]
-		msg := s[loc[1]:]
-		if bf := strings.Fields(before); len(bf) > 0 && isUint(bf[0]) && p.lay.seen {
-			// A row cut by a debug line: keep its start for the next
-			// line. NCCL's "host:pid:tid" may have swallowed the
-			// out-of-place #wrong digit ("0host:…"): mark it unknown.
-			keys := p.lastKeys
-			if keys == 0 {
-				keys = p.lay.keys
-			}
-			if p.lay.hasWrong && keys > 0 && len(bf) == keys+3 {
-				before += " N/A"
-			}
-			p.pending, p.pendingLine = before, n
-		}
-		return p.debug(n, msg)
+		return p.debugLine(n, s, loc)
 	}
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return nil
 	}
-	// Facts that NCCL prints bare (version) or inside INFO lines.
+	for _, step := range []func(n int, t string) (bool, error){p.fact, p.joinPending, p.runLine, p.tableLine} {
+		if done, err := step(n, t); done || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// debugLine handles a line holding an NCCL debug message (loc: where it
+// starts and its text does): a table row cut by it is kept for the next
+// line.
+func (p *parser) debugLine(n int, s string, loc []int) error {
+	before := s[:loc[0]]
+	msg := s[loc[1]:]
+	if bf := strings.Fields(before); len(bf) > 0 && isUint(bf[0]) && p.lay.seen {
+		// A row cut by a debug line: keep its start for the next
+		// line. NCCL's "host:pid:tid" may have swallowed the
+		// out-of-place #wrong digit ("0host:…"): mark it unknown.
+		keys := p.lastKeys
+		if keys == 0 {
+			keys = p.lay.keys
+		}
+		if p.lay.hasWrong && keys > 0 && len(bf) == keys+3 {
+			before += " N/A"
+		}
+		p.pending, p.pendingLine = before, n
+	}
+	return p.debug(n, msg)
+}
+
+// fact reads the facts NCCL prints bare (its version) or inside INFO
+// lines (environment settings, failures).
+func (p *parser) fact(_ int, t string) (bool, error) {
 	if m := findIf(t, "NCCL version", reNCCLVer); m != nil && !strings.HasPrefix(t, "#") {
 		p.version = m[1]
 		if p.cur != nil {
 			p.cur.NCCLVersion = m[1]
 		}
-		return nil
+		return true, nil
 	}
 	if m := findIf(t, "set by environment", reEnv); m != nil {
 		p.setEnv(m[1], m[2])
-		return nil
+		return true, nil
 	}
 	if strings.Contains(t, "failure") && reFailure.MatchString(t) {
 		if p.cur != nil && p.cur.Failure == "" {
 			p.cur.Failure = t
 		}
-		return nil
+		return true, nil
 	}
-	if p.pending != "" {
-		if isNumericTail(t) {
-			joined := p.pending + " " + t
-			line := p.pendingLine
-			p.pending = ""
-			return p.row(line, joined)
-		}
-		p.flushPending()
+	return false, nil
+}
+
+// joinPending finishes a row a debug line cut, when t is its numeric
+// tail; else the kept start is given up.
+func (p *parser) joinPending(_ int, t string) (bool, error) {
+	if p.pending == "" {
+		return false, nil
 	}
+	if isNumericTail(t) {
+		joined := p.pending + " " + t
+		line := p.pendingLine
+		p.pending = ""
+		return true, p.row(line, joined)
+	}
+	p.flushPending()
+	return false, nil
+}
+
+// runLine reads the lines that describe a run: the nccl-tests version,
+// the test's start, its parameters, a rank, the average bus bandwidth,
+// and the table's '#' header.
+func (p *parser) runLine(n int, t string) (bool, error) {
 	hash := strings.HasPrefix(t, "#")
 	if m := findIf(t, "nccl-tests version", reTestsVer); hash && m != nil {
 		if err := p.startIfUsed(n); err != nil {
-			return err
+			return true, err
 		}
 		r, err := p.run(n)
 		if err != nil {
-			return err
+			return true, err
 		}
 		r.TestsVersion = m[1]
 		if m[2] != "" && r.NCCLVersion == "" {
 			r.NCCLVersion = versionFromCode(m[2])
 		}
-		return nil
+		return true, nil
 	}
 	if m := findIf(t, "Collective test starting", reTestStart); hash && m != nil {
 		if err := p.startIfUsed(n); err != nil {
-			return err
+			return true, err
 		}
 		r, err := p.run(n)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if mm := reTestSuffix.FindStringSubmatch(m[1]); mm != nil {
 			r.Test = mm[1]
 		}
-		return nil
+		return true, nil
 	}
 	if m := findIf(t, "nGpus", reParams); m != nil {
 		if err := p.startIfUsed(n); err != nil {
-			return err
+			return true, err
 		}
 		r, err := p.run(n)
 		if err != nil {
-			return err
+			return true, err
 		}
 		r.NThread, _ = strconv.Atoi(m[1])
 		r.NGpus, _ = strconv.Atoi(m[2])
-		return nil
+		return true, nil
 	}
 	if m := findIf(t, "Rank", reRank); m != nil {
-		if p.cur != nil && len(p.cur.Rows) > 0 {
-			if err := p.newRun(n); err != nil {
-				return err
-			}
-		}
-		r, err := p.run(n)
-		if err != nil {
-			return err
-		}
-		if len(r.Ranks) >= MaxRanks {
-			return &LineError{Line: n, Msg: fmt.Sprintf("more than %d ranks", MaxRanks)}
-		}
-		rk, _ := strconv.Atoi(m[1])
-		dev, _ := strconv.Atoi(m[3])
-		r.Ranks = append(r.Ranks, Rank{Line: n, Rank: rk, Host: m[2], Device: dev, BusID: m[4], Name: strings.TrimSpace(m[5])})
-		return nil
+		return true, p.rank(n, m)
 	}
 	if m := findIf(t, "Avg bus bandwidth", reAvg); hash && m != nil {
 		if p.cur == nil {
-			return nil
+			return true, nil
 		}
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 			p.fail(n, "average bus bandwidth %q is not a number", m[1])
-			return nil
+			return true, nil
 		}
 		p.cur.AvgBusBW, p.cur.HasAvg = v, true
-		return nil
+		return true, nil
 	}
-	if strings.HasPrefix(t, "#") {
+	if hash {
 		p.header(n, strings.TrimSpace(strings.TrimPrefix(t, "#")))
-		return nil
+		return true, nil
 	}
+	return false, nil
+}
+
+// rank records a "#  Rank  0 Group ... on host device ..." line (m: its
+// reRank match); a rank after rows starts a new run.
+func (p *parser) rank(n int, m []string) error {
+	if p.cur != nil && len(p.cur.Rows) > 0 {
+		if err := p.newRun(n); err != nil {
+			return err
+		}
+	}
+	r, err := p.run(n)
+	if err != nil {
+		return err
+	}
+	if len(r.Ranks) >= MaxRanks {
+		return &LineError{Line: n, Msg: fmt.Sprintf("more than %d ranks", MaxRanks)}
+	}
+	rk, _ := strconv.Atoi(m[1])
+	dev, _ := strconv.Atoi(m[3])
+	r.Ranks = append(r.Ranks, Rank{Line: n, Rank: rk, Host: m[2], Device: dev, BusID: m[4], Name: strings.TrimSpace(m[5])})
+	return nil
+}
+
+// tableLine reads the rest: the test named in an echoed command, v1's
+// column names without '#', and the table's rows.
+func (p *parser) tableLine(n int, t string) (bool, error) {
 	if p.cur != nil && p.cur.Test == "" {
 		if m := findIf(t, "_perf", reTestInCmd); m != nil {
 			p.cur.Test = m[1]
@@ -411,28 +458,28 @@ func (p *parser) line(n int, raw string) error {
 	// v1 printed the column names without '#'.
 	if strings.HasPrefix(t, "bytes ") || strings.HasPrefix(t, "size ") || t == "out-of-place in-place" || strings.HasPrefix(t, "out-of-place ") || strings.HasPrefix(t, "(B)") {
 		p.header(n, t)
-		return nil
+		return true, nil
 	}
 	if first, _, _ := strings.Cut(t, " "); isUint(strings.TrimSpace(strings.SplitN(first, "\t", 2)[0])) {
 		if p.cur == nil || !p.lay.seen {
 			// Numbers outside a table (an echoed command, a paste
 			// without the header): only read if it looks like a row.
 			if p.cur == nil || len(strings.Fields(t)) < 6 {
-				return nil
+				return true, nil
 			}
 		}
-		return p.row(n, t)
+		return true, p.row(n, t)
 	}
 	if p.cur == nil {
 		if m := findIf(t, "_perf", reTestInCmd); m != nil {
 			// An echoed command before the header names the test.
 			if err := p.newRun(n); err != nil {
-				return err
+				return true, err
 			}
 			p.cur.Test = m[1]
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // startIfUsed starts a new run when the current one already has rows or a
