@@ -2,6 +2,8 @@ package authz
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"sync"
@@ -18,8 +20,16 @@ import (
 )
 
 // DefaultMaxStreamsPerIdentity bounds the streams (agent sessions,
-// watches) one certificate identity holds open at once.
+// watches) one certificate identity holds open at once from one host.
 const DefaultMaxStreamsPerIdentity = 64
+
+// StreamHostsPerIdentity is how many hosts' worth of streams one identity
+// holds in all (DefaultMaxStreamsPerIdentity × this): an identity that
+// many hosts share (the reader certificate of every job) is bounded per
+// host first, so one job's 64 watches cannot lock every other job out
+// (issue #21), and in all, so that the certificate cannot hold streams
+// without end.
+const StreamHostsPerIdentity = 16
 
 // Authorizer checks calls against a table (Table() in the masters) and
 // bounds the streams each identity holds open.
@@ -31,7 +41,14 @@ type Authorizer struct {
 	heavy      *heavyReads  // HeavyReads at once per identity
 
 	mu      sync.Mutex
-	streams map[pki.Identity]int
+	streams map[streamKey]int    // open streams per identity and host
+	total   map[pki.Identity]int // open streams per identity
+}
+
+// streamKey is an identity on one host (the peer's IP address).
+type streamKey struct {
+	id   pki.Identity
+	host string
 }
 
 // New returns an Authorizer over table with DefaultMaxStreamsPerIdentity.
@@ -40,28 +57,50 @@ func New(table map[string][]pki.Role) *Authorizer {
 }
 
 // NewWithLimit returns an Authorizer over table allowing each identity at
-// most maxStreams open streams (further ones: RESOURCE_EXHAUSTED).
+// most maxStreams open streams from one host and StreamHostsPerIdentity
+// times that in all (further ones: RESOURCE_EXHAUSTED).
 func NewWithLimit(table map[string][]pki.Role, maxStreams int) *Authorizer {
-	return &Authorizer{table: table, maxStreams: maxStreams, streams: map[pki.Identity]int{},
+	return &Authorizer{table: table, maxStreams: maxStreams, streams: map[streamKey]int{}, total: map[pki.Identity]int{},
 		heavy: newHeavyReads(DefaultMaxHeavyReadsPerIdentity)}
 }
 
-func (a *Authorizer) acquire(id pki.Identity) bool {
+// acquire takes a stream of k, or says which bound it is past ("" when
+// taken).
+func (a *Authorizer) acquire(k streamKey) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.streams[id] >= a.maxStreams {
-		return false
+	switch {
+	case a.streams[k] >= a.maxStreams:
+		return fmt.Sprintf("%s already holds %d open streams from %s, the most one identity may from one host", k.id, a.maxStreams, k.host)
+	case a.total[k.id] >= a.maxStreams*StreamHostsPerIdentity:
+		return fmt.Sprintf("%s already holds %d open streams, the most one identity may", k.id, a.maxStreams*StreamHostsPerIdentity)
 	}
-	a.streams[id]++
-	return true
+	a.streams[k]++
+	a.total[k.id]++
+	return ""
 }
 
-func (a *Authorizer) release(id pki.Identity) {
+func (a *Authorizer) release(k streamKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.streams[id]--; a.streams[id] <= 0 {
-		delete(a.streams, id)
+	if a.streams[k]--; a.streams[k] <= 0 {
+		delete(a.streams, k)
 	}
+	if a.total[k.id]--; a.total[k.id] <= 0 {
+		delete(a.total, k.id)
+	}
+}
+
+// peerHost is the IP address of the call's peer ("" when unknown).
+func peerHost(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+		return host
+	}
+	return p.Addr.String()
 }
 
 type identityKey struct{}
@@ -184,14 +223,15 @@ func (a *Authorizer) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	id, _ := Identity(ctx)
-	if !a.acquire(id) {
-		st := status.Newf(codes.ResourceExhausted, "%s already holds %d open streams, the most one identity may", id, a.maxStreams)
+	k := streamKey{id: id, host: peerHost(ctx)}
+	if why := a.acquire(k); why != "" {
+		st := status.New(codes.ResourceExhausted, why)
 		if wd, err := st.WithDetails(apierr.Info(apierr.ReasonStreamLimit, nil)); err == nil {
 			st = wd
 		}
 		return st.Err()
 	}
-	defer a.release(id)
+	defer a.release(k)
 	return h(srv, &identityStream{ServerStream: ss, ctx: ctx})
 }
 
