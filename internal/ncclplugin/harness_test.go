@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -870,5 +871,62 @@ func TestResolvedAgainstCostTable(t *testing.T) {
 	}
 	if d := at16G(r); d.fa != 0 || d.fp != 2 {
 		t.Fatalf("unknown version: forced %d/%d, want the measured tree", d.fa, d.fp)
+	}
+}
+
+var reHotpath = regexp.MustCompile(`HOTPATH median_ns=([0-9.]+)`)
+
+// TestHotPathAgainstBaseline times getCollInfo of this library against a
+// baseline build (GIN_HOTPATH_BASELINE: a directory holding an older
+// libnccl-tuner-gin.so and its libnccl-tuner-gin-go.so), alternating the
+// two nine times in one run with the same 135-rule plan, and logs each
+// run's median ns/call and the fastest and median of those (on a shared,
+// loaded machine the fastest run is the least disturbed one);
+// docs/BENCHMARKS.md has the figures. Skipped without a baseline.
+func TestHotPathAgainstBaseline(t *testing.T) {
+	base := os.Getenv("GIN_HOTPATH_BASELINE")
+	if base == "" {
+		t.Skip("GIN_HOTPATH_BASELINE names no baseline build")
+	}
+	lib, hns := artifacts(t)
+	p := forcingPlan(t, "job-h")
+	file := writePlan(t, p)
+	gb := writePlan(t, gb200Plan(t, "job-h"))
+	env := append(baseEnv(), "NCCL_GIN_ENABLED=1", "SLURM_JOB_ID=job-h")
+	timeOf := func(l, plan string, args ...string) float64 {
+		cmd := exec.Command(hns, append(append([]string{"--iters", "200000"}, args...), l, "32", "4")...)
+		if plan == gb {
+			cmd = exec.Command(hns, append(append([]string{"--iters", "200000"}, args...), l, "12", "3")...)
+		}
+		cmd.Env = append(env, "NCCL_GIN_PLAN_FILE="+plan)
+		out, err := cmd.CombinedOutput()
+		m := reHotpath.FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("%s: %v\n%s", l, err, out)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	var olds, news, choices []float64
+	for range 9 {
+		olds = append(olds, timeOf(filepath.Join(base, "libnccl-tuner-gin.so"), file))
+		news = append(news, timeOf(lib, file))
+		choices = append(choices, timeOf(lib, gb, "--nvls", "off"))
+	}
+	med := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	low := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return s[0]
+	}
+	t.Logf("baseline %v: fastest %.2f ns, median %.2f ns", olds, low(olds), med(olds))
+	t.Logf("this build %v: fastest %.2f ns (%.2f×), median %.2f ns (%.2f×)", news, low(news), low(news)/low(olds), med(news), med(news)/med(olds))
+	t.Logf("two-choice rule, first not offered %v: fastest %.2f ns (%.2f×), median %.2f ns", choices, low(choices), low(choices)/low(olds), med(choices))
+	if low(news) > 2*low(olds) {
+		t.Errorf("getCollInfo fastest run %.2f ns, more than twice the baseline's %.2f ns", low(news), low(olds))
 	}
 }

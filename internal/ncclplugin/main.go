@@ -133,7 +133,8 @@ func fill(t *C.gin_table, c *compiled) {
 				cc.n = C.uint8_t(d.N)
 				for i, ch := range d.Choices[:d.N] {
 					cc.c[i] = C.gin_choice{algo: C.int8_t(ch.Algo), proto: C.int8_t(ch.Proto), flags: C.uint8_t(ch.Flags),
-						channels: C.int16_t(ch.Channels), minVersion: C.uint32_t(ch.MinVersion), maxVersion: C.uint32_t(ch.MaxVersion)}
+						channels: C.int16_t(ch.Channels)}
+					cs.ver[coll][b][i] = C.gin_versions{minVersion: C.uint32_t(ch.MinVersion), maxVersion: C.uint32_t(ch.MaxVersion)}
 				}
 			}
 		}

@@ -232,7 +232,7 @@ static gin_table *gin_parse_table(const unsigned char *b, size_t n, const char *
       for (int k = 0; k < GIN_BUCKETS; k++) {
         gin_cell *cell = &sh->cell[c][k];
         if (v1) {
-          gin_choice one = {(int8_t)b[off], (int8_t)b[off + 1], 0, (int16_t)gin_be16(b + off + 2), 0, 0};
+          gin_choice one = {(int8_t)b[off], (int8_t)b[off + 1], 0, (int16_t)gin_be16(b + off + 2)};
           off += 4;
           if (one.algo < -1 || one.algo >= GIN_MAX_ALGOS || one.proto < -1 || one.proto >= GIN_MAX_PROTOS || one.channels < 0)
             goto range_free;
@@ -243,14 +243,15 @@ static gin_table *gin_parse_table(const unsigned char *b, size_t n, const char *
         if (off + 1 > end || b[off] > GIN_MAX_CHOICES || off + 1 + (size_t)b[off] * GIN_CHOICE_BYTES > end) goto truncated_free;
         cell->n = b[off++];
         for (int i = 0; i < cell->n; i++, off += GIN_CHOICE_BYTES) {
-          gin_choice ch = {(int8_t)b[off], (int8_t)b[off + 1], b[off + 2], (int16_t)gin_be16(b + off + 3), gin_be32(b + off + 5),
-                           gin_be32(b + off + 9)};
+          gin_choice ch = {(int8_t)b[off], (int8_t)b[off + 1], b[off + 2], (int16_t)gin_be16(b + off + 3)};
+          gin_versions v = {gin_be32(b + off + 5), gin_be32(b + off + 9)};
           if (ch.algo < -1 || ch.algo >= GIN_MAX_ALGOS || ch.proto < -1 || ch.proto >= GIN_MAX_PROTOS || ch.channels < 0 ||
               (ch.flags & ~GIN_CHOICE_IF_OFFERED) != 0 || (ch.algo < 0 && (ch.proto >= 0 || ch.flags != 0)) ||
               (ch.algo >= 0 && ch.proto < 0 && !(ch.flags & GIN_CHOICE_IF_OFFERED)) ||
-              ((ch.minVersion == 0) != (ch.maxVersion == 0)) || ch.minVersion > ch.maxVersion)
+              ((v.minVersion == 0) != (v.maxVersion == 0)) || v.minVersion > v.maxVersion)
             goto range_free;
           cell->c[i] = ch;
+          sh->ver[c][k][i] = v;
         }
       }
   }
@@ -427,10 +428,10 @@ static void gin_choice_name(const gin_choice *c, char *buf, size_t n) {
  * choice applies on a running NCCL whose release series (major.minor) lies
  * from its oldest measurement's series to its newest's; any choice applies
  * where the running version is unknown. */
-static int gin_series_ok(const gin_choice *c, uint32_t running) {
-  if (c->minVersion == 0 || running == 0) return 1;
+static int gin_series_ok(const gin_versions *v, uint32_t running) {
+  if (v->minVersion == 0 || running == 0) return 1;
   uint32_t s = running / 100;
-  return c->minVersion / 100 <= s && s <= c->maxVersion / 100;
+  return v->minVersion / 100 <= s && s <= v->maxVersion / 100;
 }
 
 /* gin_bind makes the communicator's context from a decoded plan whose cur
@@ -445,8 +446,10 @@ static gin_comm *gin_bind(gin_table *t, uint64_t commId, gin_logger_t logFn) {
     free(t);
     return NULL;
   }
-  cm->shape = *t->cur;
-  free(t);
+  const gin_shape *sh = t->cur;
+  cm->nRanks = sh->nRanks;
+  cm->nNodes = sh->nNodes;
+  memcpy(cm->cell, sh->cell, sizeof cm->cell);
   cm->logFn = logFn;
   cm->commId = commId;
   cm->ncclVersion = gin_nccl_version();
@@ -454,30 +457,31 @@ static gin_comm *gin_bind(gin_table *t, uint64_t commId, gin_logger_t logFn) {
   int measured = 0, skipped = 0;
   for (int c = 0; c < GIN_NUM_COLLS; c++)
     for (int b = 0; b < GIN_BUCKETS;) {
-      gin_cell *cell = &cm->shape.cell[c][b];
+      const gin_cell *cell = &sh->cell[c][b];
       int e = b;
-      while (e + 1 < GIN_BUCKETS && memcmp(&cm->shape.cell[c][e + 1], cell, sizeof *cell) == 0) e++;
+      while (e + 1 < GIN_BUCKETS && memcmp(&sh->cell[c][e + 1], cell, sizeof *cell) == 0 &&
+             memcmp(sh->ver[c][e + 1], sh->ver[c][b], sizeof sh->ver[c][b]) == 0)
+        e++;
       for (int i = 0; i < cell->n; i++) {
-        gin_choice *ch = &cell->c[i];
-        if (ch->minVersion == 0) continue;
+        const gin_versions *v = &sh->ver[c][b][i];
+        if (v->minVersion == 0) continue;
         measured++;
-        if (gin_series_ok(ch, cm->ncclVersion)) continue;
+        if (gin_series_ok(v, cm->ncclVersion)) continue;
         skipped++;
-        gin_choice_name(ch, cn, sizeof cn);
-        gin_version_name(ch->minVersion, lo, sizeof lo);
-        gin_version_name(ch->maxVersion, hi, sizeof hi);
+        gin_choice_name(&cell->c[i], cn, sizeof cn);
+        gin_version_name(v->minVersion, lo, sizeof lo);
+        gin_version_name(v->maxVersion, hi, sizeof hi);
         gin_range_name(b, e, rg, sizeof rg);
         snprintf(msg, sizeof msg,
                  "GIN: commId 0x%llx %s %s: choice %d (%s) was measured on NCCL %s..%s; running %s is another release series, "
                  "so the measured override is not applied here (version rule: same major.minor series only)",
                  (unsigned long long)commId, gin_coll_names[c], rg, i + 1, cn, lo, hi, run);
         gin_log(logFn, GIN_LOG_INFO, GIN_FLAG_INIT | GIN_FLAG_TUNING, msg);
+        for (int k = b; k <= e; k++) cm->cell[c][k].c[i].flags |= GIN_CHOICE_SKIP;
       }
-      for (int k = b; k <= e; k++) /* the same cell: apply the rule to every bucket of the range */
-        for (int i = 0; i < cm->shape.cell[c][k].n; i++)
-          if (!gin_series_ok(&cm->shape.cell[c][k].c[i], cm->ncclVersion)) cm->shape.cell[c][k].c[i].flags |= GIN_CHOICE_SKIP;
       b = e + 1;
     }
+  free(t);
   snprintf(msg, sizeof msg, "GIN: commId 0x%llx: running NCCL %s (%s); %d measured choices, %d set aside by the version rule%s",
            (unsigned long long)commId, run, cm->ncclVersion ? "ncclGetVersion" : "ncclGetVersion not found in the process",
            measured, skipped, cm->ncclVersion || measured == 0 ? "" : "; measured choices applied as planned");
@@ -492,10 +496,10 @@ static void gin_log_resolved(const gin_comm *cm) {
   char msg[1024], rg[48], cn[48], tried[256];
   for (int c = 0; c < GIN_NUM_COLLS; c++)
     for (int b = 0; b < GIN_BUCKETS;) {
-      const gin_cell *cell = &cm->shape.cell[c][b];
+      const gin_cell *cell = &cm->cell[c][b];
       uint8_t r = cm->resolved[c][b];
       int e = b;
-      while (e + 1 < GIN_BUCKETS && cm->resolved[c][e + 1] == r && memcmp(&cm->shape.cell[c][e + 1], cell, sizeof *cell) == 0) e++;
+      while (e + 1 < GIN_BUCKETS && cm->resolved[c][e + 1] == r && memcmp(&cm->cell[c][e + 1], cell, sizeof *cell) == 0) e++;
       if (r != 0 && cell->n > 0) {
         size_t used = 0;
         tried[0] = 0;
@@ -611,7 +615,7 @@ static inline const gin_cell *gin_cell_for(const gin_comm *cm, int collType, siz
   if (cm == NULL || collType < 0 || collType >= GIN_NUM_COLLS) return NULL;
   int b = nBytes <= 1 ? 0 : 63 - __builtin_clzll((unsigned long long)nBytes);
   *bucket = b;
-  const gin_cell *c = &cm->shape.cell[collType][b];
+  const gin_cell *c = &cm->cell[collType][b];
   return c->n > 0 ? c : NULL;
 }
 

@@ -136,13 +136,13 @@ typedef struct {
 /* gin_comm.resolved: 0 never called, 1+i choice i, GIN_RESOLVED_NCCL none usable. */
 #define GIN_RESOLVED_NCCL 0xFF
 
+/* What getCollInfo reads: 6 bytes a choice, 26 a cell, so that a cell's
+ * choices share a cache line; the versions are read at init only. */
 typedef struct {
   int8_t algo;
   int8_t proto;
   uint8_t flags;
   int16_t channels;
-  uint32_t minVersion;
-  uint32_t maxVersion;
 } gin_choice;
 
 typedef struct {
@@ -151,9 +151,15 @@ typedef struct {
 } gin_cell;
 
 typedef struct {
+  uint32_t minVersion;
+  uint32_t maxVersion;
+} gin_versions;
+
+typedef struct {
   uint32_t nRanks;
   uint32_t nNodes;
   gin_cell cell[GIN_NUM_COLLS][GIN_BUCKETS];
+  gin_versions ver[GIN_NUM_COLLS][GIN_BUCKETS][GIN_MAX_CHOICES];
 } gin_shape;
 
 /* A decoded plan (the agent's table or the Go loader's). cur points into
@@ -170,7 +176,9 @@ typedef struct {
  * with a relaxed store when it changes, read by finalize, which logs it
  * once), and what the logs name. */
 typedef struct {
-  gin_shape shape;
+  uint32_t nRanks;
+  uint32_t nNodes;
+  gin_cell cell[GIN_NUM_COLLS][GIN_BUCKETS];
   uint8_t resolved[GIN_NUM_COLLS][GIN_BUCKETS];
   gin_logger_t logFn;
   uint64_t commId;
