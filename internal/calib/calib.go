@@ -347,6 +347,22 @@ func Lookup(ms []*ginv1.Measurement, key *ginv1.PlacementShape, coll ginv1.Colle
 			best[k] = m
 		}
 	}
+	// A newer run of a forced algorithm supersedes an older one of the
+	// same algorithm where either left the protocol to NCCL (tree/* and
+	// tree/simple measure the same choice at sizes where NCCL picks
+	// Simple): the later measurement, production data of the job's own
+	// forced cell included, decides.
+	for k, m := range best {
+		if k.a == ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+			continue
+		}
+		for k2, m2 := range best {
+			if k2.a == k.a && k2.p != k.p && (k.p == 0 || k2.p == 0) && m2.GetCreatedIndex() > m.GetCreatedIndex() {
+				delete(best, k)
+				break
+			}
+		}
+	}
 	out := make([]Cell, 0, len(best))
 	for k, m := range best {
 		us, how, _ := At(m, bytes, model(m))

@@ -115,3 +115,37 @@ func TestGB200ChoicesResolve(t *testing.T) {
 		t.Errorf("a plan without measurements has choices: %v", r0)
 	}
 }
+
+// TestProductionDataDropsOverride: an imported forced tree run 20%
+// faster than NCCL's default makes the plan override NCCL; production
+// data of the job's forced tree/simple, imported later and no faster than
+// the default, drops the override, and the reason names it.
+func TestProductionDataDropsOverride(t *testing.T) {
+	c := newCluster(t, "dgx-h100", 2, flat)
+	g := c.graph(t)
+	def := measured(t, c, c.names, 8, 0, "default", 1, 1)
+	tree := measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "flag", 0.8, 2)
+	p, err := BuildWith(g, "job-1", c.names, 8, calib.NewIndex(g, nil, []*ginv1.Measurement{def, tree}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ruleAt(t, p, 16, 2, 64<<20); r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_TREE {
+		t.Fatalf("before production data: %v", r)
+	}
+	prod := measured(t, c, c.names, 8, ginv1.Algorithm_ALGORITHM_TREE, "log", 0.99, 3)
+	prod.Protocol, prod.Source = ginv1.Protocol_PROTOCOL_SIMPLE, "nccl-inspector:nccl-inspector-77 job 9 (forced by the pinned plan)"
+	prod.Id = state.MeasurementID(prod)
+	p, err = BuildWith(g, "job-2", c.names, 8, calib.NewIndex(g, nil, []*ginv1.Measurement{def, tree, prod}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ruleAt(t, p, 16, 2, 64<<20)
+	if r.GetAlgorithm() != ginv1.Algorithm_ALGORITHM_UNSPECIFIED {
+		t.Fatalf("after production data the plan still overrides: %v", r)
+	}
+	for _, w := range []string{"leave it to NCCL: measured", "is not 5% faster", "production, NCCL Inspector"} {
+		if !strings.Contains(r.GetReason(), w) {
+			t.Errorf("reason %q lacks %q", r.GetReason(), w)
+		}
+	}
+}
