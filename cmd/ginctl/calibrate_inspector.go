@@ -134,9 +134,14 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 		}
 	}
 	var plan *ginv1.Plan
+	var notes []string
 	if job != "" {
 		if err := a.withPlans(ctx, func(ctx context.Context, pc ginv1.PlanServiceClient) error {
 			resp, err := pc.GetPlan(ctx, &ginv1.GetPlanRequest{JobId: job, Consistency: a.consistency()})
+			if status.Code(err) == codes.NotFound {
+				notes = append(notes, fmt.Sprintf("job %s has no pinned plan (any more): NCCL's choice everywhere", job))
+				return nil
+			}
 			plan = resp.GetPlan()
 			return err
 		}); err != nil {
@@ -144,7 +149,6 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 		}
 	}
 	var reqs []*ginv1.ImportMeasurementRequest
-	var notes []string
 	type cellKey struct {
 		comm string
 		coll int

@@ -317,6 +317,10 @@ func TestCommands(t *testing.T) {
 		// ran on a host the cluster does not have is refused.
 		{"calibrate-import-inspector", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "node002")}, ""},
 		{"calibrate-import-inspector-json", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "node002"), "-o", "json"}, ""},
+		{"calibrate-import-inspector-job", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "node002"), "--job", "77"}, ""},
+		{"job-report", []string{"job", "report", "--job", "77"}, ""},
+		{"job-report-json", []string{"job", "report", "--job", "77", "-o", "json"}, ""},
+		{"job-report-none", []string{"job", "report", "--job", "78"}, ""},
 		{"calibrate-import-inspector-other-host", []string{"calibrate", "import", "--nccl-inspector", inspectorDump(t, "node001", "gpu-x9"), "--nodes", "node[001-002]"}, ""},
 		{"fabric-import-json", []string{"fabric", "import", "--ibnetdiscover", "-", "-o", "json"}, string(dump)},
 		{"fabric-import", []string{"fabric", "import", "--ibnetdiscover", "-"}, string(dump)},

@@ -38,6 +38,7 @@ func jsonOutputs() []jsonOutput {
 		{"calibrate list", "ginctl-calibrate-list", (*ginv1.ListMeasurementsResponse)(nil), false},
 		{"calibrate show", "ginctl-calibrate-show", (*ginv1.GetMeasurementResponse)(nil), false},
 		{"calibrate delete", "ginctl-calibrate-delete", (*ginv1.DeleteMeasurementResponse)(nil), false},
+		{"job report", "ginctl-job-report", jobReport{}, false},
 		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},
 		{"tls cert create", "ginctl-tls-cert-create", tlsCreated{}, false},
 		{"tls init", "ginctl-tls-init", []tlsInitResult(nil), false},
