@@ -10,9 +10,10 @@ import (
 )
 
 // Leadership has a lifecycle (Nomad's shape): one monitor follows Raft's
-// leadership signal; establishLeadership starts every leader-only subsystem
-// with a context of its own, revokeLeadership cancels that context and waits
-// until every one of them has returned. No leader-only loop asks IsLeader on
+// leadership signal; establishLeadership enables every leader-only part
+// (leaderParts) and starts every leader-only loop (leaderLoops) with a
+// context of its own, revokeLeadership cancels that context, waits until
+// every loop has returned and disables the parts. No leader-only loop asks IsLeader on
 // its ticks: it runs exactly while this server leads.
 
 // leaderLoop is one leader-only subsystem: run returns when ctx ends.
@@ -42,6 +43,30 @@ func (s *Server) leaderLoops() []leaderLoop {
 	return loops
 }
 
+// leaderPart is a part that works only while this master leads (Nomad's
+// SetEnabled): enabled once leadership is established (after the barrier,
+// before the leader-only loops start), disabled once they have stopped.
+type leaderPart interface {
+	SetEnabled(on bool)
+}
+
+// leaderParts lists the leader-only parts; a new one is added here.
+func (s *Server) leaderParts() []leaderPart {
+	return []leaderPart{
+		s.live, // node liveness: timers re-armed with their post-election grace
+	}
+}
+
+// SetEnabled turns the leader's liveness on (timers re-armed with their
+// post-election grace) and off.
+func (l *liveness) SetEnabled(on bool) {
+	if on {
+		l.rearm()
+	} else {
+		l.deactivate()
+	}
+}
+
 // leadership is the state of the leader-only subsystems. Only the monitor
 // goroutine establishes and revokes; running may be read by anyone.
 type leadership struct {
@@ -60,7 +85,9 @@ func (s *Server) establishLeadership(ctx context.Context) error {
 	if err := s.node.Barrier(ctx); err != nil {
 		return err
 	}
-	s.live.rearm()
+	for _, p := range s.leaderParts() {
+		p.SetEnabled(true)
+	}
 	s.refreshScanner()
 	lctx, cancel := context.WithCancel(ctx)
 	s.lead.cancel = cancel
@@ -86,7 +113,9 @@ func (s *Server) revokeLeadership() {
 	s.lead.cancel()
 	s.lead.wg.Wait()
 	s.lead.cancel = nil
-	s.live.deactivate()
+	for _, p := range s.leaderParts() {
+		p.SetEnabled(false)
+	}
 	s.log.Info("leadership revoked; leader-only loops stopped")
 }
 
