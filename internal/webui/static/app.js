@@ -21,14 +21,24 @@ function stateCell(state) {
   return el("td", { class: "state-" + state }, state);
 }
 
+// tableUpTo is the node count up to which the nodes are also tabled here
+// (draw.CollapseAbove): past it the drawn fabric shows them, and a table of
+// every node would cost the browser seconds.
+const tableUpTo = 512;
+
 function renderLeaves(nodes) {
+  const root = document.getElementById("leaves");
+  if (nodes.length > tableUpTo) {
+    root.replaceChildren(el("p", { class: "note" }, nodes.length + " nodes: too many to table here; the fabric above draws them all " +
+      "(click a group's expand link for its nodes) and ", el("a", { href: "api/nodes" }, "api/nodes"), " lists them as JSON."));
+    return;
+  }
   const byLeaf = new Map();
   for (const n of nodes) {
     const leaf = n.leaf_switch || "(fabric not imported)";
     if (!byLeaf.has(leaf)) byLeaf.set(leaf, []);
     byLeaf.get(leaf).push(n);
   }
-  const root = document.getElementById("leaves");
   root.replaceChildren();
   for (const [leaf, ns] of [...byLeaf.entries()].sort()) {
     const body = el("tbody");
