@@ -13,7 +13,7 @@ import (
 // TestPicturesInChromium opens the drawn web view of a dev cluster whose
 // node002 has GPU3's NVLink 7 down (--dev-fault node002/GPU3/nvlink7=down)
 // in headless Chromium: the fabric has one data-node element per node and
-// marks node002 (and only it); a click on node002 opens its page, whose
+// marks node002 (and only it) as the health check fails it; a click on node002 opens its page, whose
 // GPU × NVLink grid marks GPU3's link 7 down (and no other) and whose
 // findings name it; the job's page highlights its two nodes and charts the
 // plan with GIN's choices; the estimate page charts the placement classes.
@@ -55,11 +55,11 @@ func TestPicturesInChromium(t *testing.T) {
 		t.Errorf("the fabric draws %d data-node elements, want one per node (4)", n)
 	}
 	states := evalIn[string](br, `[...document.querySelectorAll("svg.fabric [data-node]")].map(e => e.dataset.node + "=" + e.dataset.state).sort().join(" ")`)
-	if want := "node001=pass node002=warn node003=pass node004=pass"; states != want {
+	if want := "node001=pass node002=fail node003=pass node004=pass"; states != want {
 		t.Errorf("fabric node states %q, want %q (node002 marked)", states, want)
 	}
-	if s := evalIn[string](br, `document.querySelector("svg.fabric").textContent`); !strings.Contains(s, "4 nodes: 3 pass, 1 warn") {
-		t.Errorf("fabric headline %q, want 4 nodes: 3 pass, 1 warn", s)
+	if s := evalIn[string](br, `document.querySelector("svg.fabric").textContent`); !strings.Contains(s, "4 nodes: 3 pass, 1 fail") {
+		t.Errorf("fabric headline %q, want 4 nodes: 3 pass, 1 fail", s)
 	}
 	br.screenshot("webui-fabric.png")
 
@@ -78,8 +78,8 @@ func TestPicturesInChromium(t *testing.T) {
 	if n := evalIn[int](br, `document.querySelectorAll("svg.nvlinks [data-link]").length`); n != 8*18 {
 		t.Errorf("%d NVLinks drawn, want 8 × 18", n)
 	}
-	if s := br.text(`#findings`); !strings.Contains(s, "GPU3/nvlink7") || !strings.Contains(s, "NVLink down") {
-		t.Errorf("findings %q, want GPU3/nvlink7 down", s)
+	if s := br.text(`#findings`); !strings.Contains(s, "GPU3/nvlink7") || !strings.Contains(s, "nvlink-down") || !strings.Contains(s, "Fix:") {
+		t.Errorf("findings %q, want the health check's nvlink-down on GPU3/nvlink7 with its fix", s)
 	}
 	if s := evalIn[string](br, `document.querySelector("svg.matrix").textContent`); !strings.Contains(s, "NV17") || !strings.Contains(s, "NV18") {
 		t.Errorf("topo -m picture %q, want NV17 (GPU3, one link down) and NV18", s)

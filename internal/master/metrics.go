@@ -189,7 +189,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	// The read-only web view (/ui/), answered from this replica like gRPC
 	// reads, behind the gate of a TLS cluster (httpserve.go).
 	ui := http.NewServeMux()
-	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}}, s.log)
+	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}, newCheckService(s)}, s.log)
 	gate := newUIGate(s)
 	reg.MustRegister(gate)
 	mux.Handle("/ui", gate.wrap(ui))
@@ -227,6 +227,9 @@ func listenHTTP(bind, webConfig string) (net.Listener, error) {
 type webBackend struct {
 	*topologyService
 	*adminService
+	// check answers the health verdicts the pictures colour nodes by (its
+	// own cache of assessments, as CheckService keeps one).
+	check *checkService
 }
 
 // PinnedPlans implements webui.Backend.

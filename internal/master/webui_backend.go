@@ -23,3 +23,9 @@ func (w webBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) 
 func (w webBackend) Estimate(ctx context.Context, req *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
 	return (&planService{s: w.topologyService.s}).Estimate(ctx, req)
 }
+
+// NodeVerdicts implements webui.VerdictSource: the health check's verdicts
+// of every node at this replica's current state (read only: shared).
+func (w webBackend) NodeVerdicts(context.Context) (map[string]*ginv1.NodeVerdict, error) {
+	return w.check.verdictsAt(w.topologyService.s.store.View()), nil
+}

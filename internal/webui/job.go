@@ -226,7 +226,7 @@ func planCharts(sc scene, plan *ginv1.Plan, ms []*ginv1.Measurement) ([]draw.Cha
 					continue
 				}
 				ch.Choices = append(ch.Choices, draw.Mark{X: float64(b), Y: busbw(coll, shape.NRanks, b, us), Series: -1,
-					Label: fmt.Sprintf("%s: %s/%s (%s): %s", draw.SizeWord(b), algoWord(a), protoWord(p), who, r.GetReason())})
+					Label: fmt.Sprintf("%s: %s/%s (%s)%s: %s", draw.SizeWord(b), algoWord(a), protoWord(p), who, choicesWord(r), r.GetReason())})
 			}
 		}
 		if keyErr == nil {
@@ -250,4 +250,24 @@ func planCharts(sc scene, plan *ginv1.Plan, ms []*ginv1.Measurement) ([]draw.Cha
 		charts = append(charts, ch)
 	}
 	return charts, note
+}
+
+// choicesWord lists a rule's ordered choices as ginctl plan prints them
+// ("nccl(nvls_tree), tree/simple"); "" for a rule of one choice.
+func choicesWord(r *ginv1.PlanRule) string {
+	if len(r.GetChoices()) < 2 {
+		return ""
+	}
+	var ws []string
+	for _, c := range r.GetChoices() {
+		switch {
+		case c.GetAlgorithm() == ginv1.Algorithm_ALGORITHM_UNSPECIFIED:
+			ws = append(ws, "nccl")
+		case c.GetNcclIfOffered():
+			ws = append(ws, "nccl("+algoWord(c.GetAlgorithm())+")")
+		default:
+			ws = append(ws, algoWord(c.GetAlgorithm())+"/"+protoWord(c.GetProtocol()))
+		}
+	}
+	return ", choices in order " + strings.Join(ws, ", ")
 }

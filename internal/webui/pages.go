@@ -22,11 +22,43 @@ import (
 //go:embed templates
 var templateFS embed.FS
 
-// VerdictSource is what a Backend implements when health verdicts exist
-// (the health check's); without it the pictures colour nodes by
-// draw.FromSummaries (state, NVLinks and compute ports from the inventory).
+// VerdictSource is what a Backend implements when it has the health
+// check's verdicts (the master: CheckService's); without it the pictures
+// colour nodes by draw.FromSummaries (state, NVLinks and compute ports
+// from the inventory). The map is read only.
 type VerdictSource interface {
-	Verdicts(ctx context.Context, nodes []*ginv1.NodeSummary) (draw.Verdicts, error)
+	NodeVerdicts(ctx context.Context) (map[string]*ginv1.NodeVerdict, error)
+}
+
+// healthVerdicts are the health check's verdicts as the pictures read them.
+type healthVerdicts map[string]*ginv1.NodeVerdict
+
+func (h healthVerdicts) Verdict(node string) (draw.Verdict, bool) {
+	nv, ok := h[node]
+	if !ok {
+		return draw.Verdict{}, false
+	}
+	v := draw.Verdict{Level: levelOf(nv.GetVerdict())}
+	for _, f := range nv.GetFindings() {
+		text := f.GetCheck() + ": " + f.GetSeen()
+		if f.GetImpact() != "" {
+			text += " (" + f.GetImpact() + ")"
+		}
+		v.Findings = append(v.Findings, draw.Finding{Level: levelOf(f.GetSeverity()), Subject: f.GetSubject(), Text: text, Fix: f.GetFix()})
+	}
+	return v, true
+}
+
+func levelOf(v ginv1.Verdict) draw.Level {
+	switch v {
+	case ginv1.Verdict_VERDICT_PASS:
+		return draw.LevelPass
+	case ginv1.Verdict_VERDICT_WARN:
+		return draw.LevelWarn
+	case ginv1.Verdict_VERDICT_FAIL:
+		return draw.LevelFail
+	}
+	return draw.LevelUnknown
 }
 
 // Bounds of the page parameters.
@@ -85,10 +117,12 @@ func (h *handler) scene(ctx context.Context) (scene, error) {
 	}
 	sc := scene{nodes: ns.GetNodes(), g: g, fabric: f}
 	if vs, ok := h.b.(VerdictSource); ok {
-		if sc.verdicts, err = vs.Verdicts(ctx, sc.nodes); err != nil {
+		nv, err := vs.NodeVerdicts(ctx)
+		if err != nil {
 			return scene{}, err
 		}
-		sc.source = "Verdicts from the health check."
+		sc.verdicts = healthVerdicts(nv)
+		sc.source = "Verdicts of the health check (ginctl check)."
 	} else {
 		sc.verdicts = draw.FromSummaries(sc.nodes)
 		sc.source = "Verdict from the inventory (node state, NVLinks and compute ports up); the health check's verdicts replace it when they exist."
@@ -221,16 +255,16 @@ func (h *handler) nodePage(w http.ResponseWriter, r *http.Request) {
 	findings := draw.InventoryFindings(inv)
 	source := "Findings from the inventory (links down, ports not active, error-counter verdicts); the health check's findings replace them when they exist."
 	if vs, ok := h.b.(VerdictSource); ok {
-		v, err := vs.Verdicts(ctx, []*ginv1.NodeSummary{s})
+		nv, err := vs.NodeVerdicts(ctx)
 		if err != nil {
 			h.fail(w, err)
 			return
 		}
-		if vd, ok := v.Verdict(name); ok {
-			findings, source = vd.Findings, "Findings of the health check."
+		if vd, ok := healthVerdicts(nv).Verdict(name); ok {
+			findings, source = vd.Findings, "Findings of the health check (ginctl check --nodes "+name+")."
 		}
 	}
-	if s.GetState() != ginv1.NodeState_NODE_STATE_UP {
+	if _, health := h.b.(VerdictSource); !health && s.GetState() != ginv1.NodeState_NODE_STATE_UP {
 		findings = append([]draw.Finding{{Level: draw.LevelWarn, Text: fmt.Sprintf("node %s: %s", strings.TrimPrefix(strings.ToLower(s.GetState().String()), "node_state_"), s.GetStateReason())}}, findings...)
 	}
 	var jobs []string

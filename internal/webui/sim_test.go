@@ -17,7 +17,6 @@ import (
 	"github.com/gin-topology/gin/internal/estimate"
 	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/plan"
-	"github.com/gin-topology/gin/internal/webui/draw"
 )
 
 // simBackend answers the page's reads from a simulated cluster through the
@@ -29,7 +28,6 @@ type simBackend struct {
 	nodes   []*ginv1.NodeSummary
 	plans   []*ginv1.Plan
 	busy    map[string]bool
-	verdict VerdictSource // nil: the Backend has no health verdicts
 }
 
 // newSimBackend simulates n nodes of profile in a fat tree of spec; fault
@@ -133,17 +131,15 @@ type withVerdicts struct {
 	fail string
 }
 
-func (w withVerdicts) Verdicts(_ context.Context, nodes []*ginv1.NodeSummary) (draw.Verdicts, error) {
-	return fixedVerdicts{w.fail}, nil
-}
-
-type fixedVerdicts struct{ fail string }
-
-func (f fixedVerdicts) Verdict(n string) (draw.Verdict, bool) {
-	if n == f.fail {
-		return draw.Verdict{Level: draw.LevelFail, Findings: []draw.Finding{{Level: draw.LevelFail, Subject: "GPU0", Text: "GPU memory errors above the threshold"}}}, true
+func (w withVerdicts) NodeVerdicts(context.Context) (map[string]*ginv1.NodeVerdict, error) {
+	out := map[string]*ginv1.NodeVerdict{}
+	for _, n := range w.nodes {
+		out[n.Name] = &ginv1.NodeVerdict{Node: n.Name, Verdict: ginv1.Verdict_VERDICT_PASS}
 	}
-	return draw.Verdict{Level: draw.LevelPass}, true
+	out[w.fail] = &ginv1.NodeVerdict{Node: w.fail, Verdict: ginv1.Verdict_VERDICT_FAIL, Findings: []*ginv1.Finding{{
+		Check: "ecc-uncorrected", Severity: ginv1.Verdict_VERDICT_FAIL, Subject: "GPU0", Seen: "GPU memory errors above the threshold",
+		Impact: "a job here may crash", Fix: "drain and replace the GPU"}}}
+	return out, nil
 }
 
 func get(t *testing.T, b Backend, path string) (int, string) {
@@ -174,7 +170,7 @@ func TestPagesOnSimCluster(t *testing.T) {
 	}{
 		{"/ui/", b, []string{`data-node="node002"`, `data-state="warn"`, `data-node="node004" data-state="down"`, "4 nodes: 2 pass, 1 warn, 1 down"}},
 		{"/ui/node?name=node002", b, []string{`data-link="node002/GPU3/nvlink7" data-state="down"`, "GPU3/nvlink7", `href="job?id=4242"`, ">NV17<", "PCIe tree", "Findings from the inventory"}},
-		{"/ui/node?name=node001", withVerdicts{b, "node001"}, []string{"GPU memory errors", "Findings of the health check"}},
+		{"/ui/node?name=node001", withVerdicts{b, "node001"}, []string{"ecc-uncorrected: GPU memory errors above the threshold (a job here may crash)", "drain and replace the GPU", "Findings of the health check"}},
 		{"/ui/", withVerdicts{b, "node001"}, []string{`data-node="node001" data-state="fail"`}},
 		{"/ui/job?id=4242", b, []string{`n pass job" data-node="node001"`, `n warn job" data-node="node002"`, "all_reduce on 16 ranks over 2 nodes", "data-choice=", `data-series="ring"`}},
 		{"/ui/estimate?gpus=16", b, []string{`data-series="one-leaf"`, `data-series="spine"`, "<td>one-leaf</td><td>yes</td>"}},

@@ -37,6 +37,8 @@ type Finding struct {
 	// link ("GPU3/nvlink7", "mlx5_0/1"); "" for the node as a whole.
 	Subject string
 	Text    string
+	// Fix is what to do about it, when the health check says.
+	Fix string
 }
 
 // Verdict is a node's health verdict.
@@ -45,15 +47,15 @@ type Verdict struct {
 	Findings []Finding
 }
 
-// Verdicts says each node's health verdict. The health check's verdicts
-// plug in here; FromSummaries is what the pictures use until they exist.
+// Verdicts says each node's health verdict: the health check's (the web
+// view adapts CheckService's), or FromSummaries where there are none.
 type Verdicts interface {
 	Verdict(node string) (Verdict, bool)
 }
 
 // SummaryVerdicts derives verdicts from what the inventory already says:
 // a DOWN node fails, a draining one warns, NVLinks or compute ports not up
-// warn. It is the fallback until the health check's verdicts exist.
+// warn. It is the fallback where the health check's verdicts are not there.
 type SummaryVerdicts map[string]Verdict
 
 // FromSummaries derives the inventory verdicts of the listed nodes.
@@ -102,11 +104,11 @@ func InventoryFindings(inv *ginv1.NodeInventory) []Finding {
 			subj := fmt.Sprintf("GPU%d/nvlink%d", g.GetIndex(), l.GetIndex())
 			switch {
 			case l.GetState() == ginv1.LinkState_LINK_STATE_DOWN:
-				out = append(out, Finding{LevelWarn, subj, "NVLink down"})
+				out = append(out, Finding{Level: LevelWarn, Subject: subj, Text: "NVLink down"})
 			case l.GetHealth() == ginv1.LinkHealth_LINK_HEALTH_FAILED:
-				out = append(out, Finding{LevelFail, subj, "NVLink failed (error counters)"})
+				out = append(out, Finding{Level: LevelFail, Subject: subj, Text: "NVLink failed (error counters)"})
 			case l.GetHealth() == ginv1.LinkHealth_LINK_HEALTH_DEGRADED:
-				out = append(out, Finding{LevelWarn, subj, "NVLink degraded (error counters)"})
+				out = append(out, Finding{Level: LevelWarn, Subject: subj, Text: "NVLink degraded (error counters)"})
 			}
 		}
 	}
@@ -115,11 +117,11 @@ func InventoryFindings(inv *ginv1.NodeInventory) []Finding {
 			subj := fmt.Sprintf("%s/%d", h.GetName(), p.GetPort())
 			switch {
 			case !portActive(p):
-				out = append(out, Finding{LevelWarn, subj, fmt.Sprintf("%s port %s", roleWord(h.GetRole()), portStateWord(p.GetState()))})
+				out = append(out, Finding{Level: LevelWarn, Subject: subj, Text: fmt.Sprintf("%s port %s", roleWord(h.GetRole()), portStateWord(p.GetState()))})
 			case p.GetHealth() == ginv1.LinkHealth_LINK_HEALTH_FAILED:
-				out = append(out, Finding{LevelFail, subj, "port failed (error counters)"})
+				out = append(out, Finding{Level: LevelFail, Subject: subj, Text: "port failed (error counters)"})
 			case p.GetHealth() == ginv1.LinkHealth_LINK_HEALTH_DEGRADED:
-				out = append(out, Finding{LevelWarn, subj, "port degraded (error counters)"})
+				out = append(out, Finding{Level: LevelWarn, Subject: subj, Text: "port degraded (error counters)"})
 			}
 		}
 	}
