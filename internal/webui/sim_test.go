@@ -22,12 +22,12 @@ import (
 // simBackend answers the page's reads from a simulated cluster through the
 // same graph, planner and estimator the master uses.
 type simBackend struct {
-	invs    map[string]*ginv1.NodeInventory
-	g       *graph.Graph
-	fabric  *ginv1.FabricTopology
-	nodes   []*ginv1.NodeSummary
-	plans   []*ginv1.Plan
-	busy    map[string]bool
+	invs   map[string]*ginv1.NodeInventory
+	g      *graph.Graph
+	fabric *ginv1.FabricTopology
+	nodes  []*ginv1.NodeSummary
+	plans  []*ginv1.Plan
+	busy   map[string]bool
 }
 
 // newSimBackend simulates n nodes of profile in a fat tree of spec; fault
