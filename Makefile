@@ -47,7 +47,7 @@ install: build
 # fault campaign on real processes in network namespaces (skipped when not
 # root, unless REQUIRE_FAULT_TESTS=1 as in CI).
 test: vet check-tidy
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 40m $(PKGS)
 	$(MAKE) check-generate
 	$(MAKE) verify-units
 	@if docker info >/dev/null 2>&1 || [ "$(REQUIRE_DOCKER)" = 1 ]; then $(MAKE) docker-test; \
