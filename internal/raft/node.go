@@ -178,6 +178,7 @@ type Node struct {
 	counted   *countingLogStore // logs as Raft uses it, counting errors
 	guard     *diskGuard
 	rpcGuard  *rpcGuard // nil without TLS
+	preAuth   *preAuth  // nil without TLS
 	failed    *failure  // the log store's first write error
 	// fullHandoff is when this leader last handed leadership over because
 	// its data dir was full (unix ns; 0: never).
@@ -291,7 +292,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	trans, rguard, err := newTransport(cfg, adv, store, hlog, log)
+	trans, rguard, padmit, err := newTransport(cfg, adv, store, hlog, log)
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
@@ -377,7 +378,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return f.Configuration(), true
 		})
 	}
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, failed: failed, store: store, log: log, fsm: fsm}
+	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, preAuth: padmit, failed: failed, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
 }
@@ -582,6 +583,15 @@ func waitFuture(ctx context.Context, f hraft.Future) error {
 	case err := <-done:
 		return err
 	}
+}
+
+// RaftConnsRefused counts the connections the Raft TLS port closed before
+// their handshake (preauth.go); zero without TLS.
+func (n *Node) RaftConnsRefused() PreAuthRefused {
+	if n.rpcGuard == nil || n.preAuth == nil {
+		return PreAuthRefused{}
+	}
+	return PreAuthRefused{Source: n.preAuth.refusedSource.Load(), Busy: n.preAuth.refusedBusy.Load()}
 }
 
 // RefusedRPCs returns how many inbound Raft RPCs the TLS layer refused

@@ -20,12 +20,22 @@ import (
 
 // Bounds of the TLS stream layer.
 const (
-	// raftHandshakeTimeout bounds one TLS handshake on the Raft port (a
-	// peer that connects and says nothing is dropped after it).
+	// raftHandshakeTimeout bounds one TLS handshake from a member's
+	// address (see preauth.go).
 	raftHandshakeTimeout = 5 * time.Second
-	// maxRaftHandshakes bounds the handshakes in flight; further
-	// connections wait in the kernel's backlog.
+	// strangerHandshakeTimeout bounds one TLS handshake from any other
+	// address: a TLS 1.3 handshake takes milliseconds, so a peer that has
+	// not finished in this time holds its slot for nothing.
+	strangerHandshakeTimeout = 2 * time.Second
+	// maxRaftHandshakes bounds the handshakes from strangers in flight;
+	// a connection past it is closed at once (preauth.go).
 	maxRaftHandshakes = 64
+	// maxMemberHandshakes bounds the handshakes from members' addresses
+	// in flight, in a pool of their own.
+	maxMemberHandshakes = 32
+	// maxHandshakesPerSource bounds the handshakes one stranger address
+	// holds in flight.
+	maxHandshakesPerSource = 4
 	// refusedLogRate and refusedLogBurst bound the log lines about refused
 	// handshakes (a token bucket): the first ones, then one a second that
 	// says how many were left out ("suppressed").
@@ -51,6 +61,8 @@ type tlsLayer struct {
 	// guard checks every inbound RPC against the Raft configuration
 	// (rpcguard.go); its membership is set once Raft runs.
 	guard *rpcGuard
+	// admit bounds the handshakes before authentication (preauth.go).
+	admit *preAuth
 	// refusedLog bounds the lines about refused handshakes: anyone who
 	// reaches the Raft port can cause one per connection.
 	refusedLog *ratelog.Bucket
@@ -130,6 +142,7 @@ func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, deny pki.Deny
 		lis: lis, advertise: advertise, log: log, deny: deny,
 		refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil),
 		guard:      newRPCGuard(log),
+		admit:      newPreAuth(maxMemberHandshakes, maxRaftHandshakes, maxHandshakesPerSource, raftHandshakeTimeout, strangerHandshakeTimeout),
 		server:     pki.ServerConfigDenying(src, masters, deny),
 		src:        src,
 		conns:      make(chan net.Conn), closed: make(chan struct{}),
@@ -141,7 +154,6 @@ func newTLSLayer(bind string, advertise net.Addr, src *pki.Source, deny pki.Deny
 
 func (l *tlsLayer) acceptLoop() {
 	defer l.wg.Done()
-	sem := make(chan struct{}, maxRaftHandshakes)
 	for {
 		c, err := l.lis.Accept()
 		if err != nil {
@@ -162,26 +174,27 @@ func (l *tlsLayer) acceptLoop() {
 			}
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-l.closed:
+		// Never blocks: a connection without a slot is closed here, so a
+		// flood cannot stall Accept for the members behind it.
+		release, timeout, ok := l.admit.admit(c.RemoteAddr(), l.guard.memberHost)
+		if !ok {
 			_ = c.Close()
-			return
+			continue
 		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			defer func() { <-sem }()
-			l.handshake(c)
+			defer release()
+			l.handshake(c, timeout)
 		}()
 	}
 }
 
-func (l *tlsLayer) handshake(c net.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), raftHandshakeTimeout)
+func (l *tlsLayer) handshake(c net.Conn, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	tc := tls.Server(c, l.server)
-	_ = c.SetDeadline(time.Now().Add(raftHandshakeTimeout))
+	_ = c.SetDeadline(time.Now().Add(timeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if ok, skipped := l.refusedLog.Allow(); ok {
 			l.log.Warn("raft connection refused in the TLS handshake (only master certificates of the cluster CA may speak Raft)",
@@ -256,19 +269,19 @@ func (l *tlsLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net
 // when cfg.TLS is set, refusing the certificates store's deny list names.
 // With TLS the returned guard checks every inbound RPC against the
 // configuration once its membership is set; nil for plain TCP.
-func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, *rpcGuard, error) {
+func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logger, log *slog.Logger) (*hraft.NetworkTransport, *rpcGuard, *preAuth, error) {
 	if cfg.TLS == nil {
 		t, err := hraft.NewTCPTransportWithLogger(cfg.Bind, adv, 3, 10*time.Second, hlog)
-		return t, nil, err
+		return t, nil, nil, err
 	}
 	layer, err := newTLSLayer(cfg.Bind, adv, cfg.TLS, store, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if adv == nil {
 		if ta, ok := layer.lis.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
 			_ = layer.Close()
-			return nil, nil, errors.New("local bind address is not advertisable")
+			return nil, nil, nil, errors.New("local bind address is not advertisable")
 		}
 	}
 	trans := hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
@@ -278,5 +291,5 @@ func newTransport(cfg Config, adv net.Addr, store *state.Store, hlog hclog.Logge
 	// Closing a connection may wait for its TLS close_notify to be
 	// written: never on the FSM's goroutine.
 	store.OnDeny(func() { go layer.endDenied() })
-	return trans, layer.guard, nil
+	return trans, layer.guard, layer.admit, nil
 }
