@@ -19,6 +19,30 @@ if [ -z "${GIN_TLS_CERT:-}" ] && [ -r /etc/gin/scheduler.pem ]; then
 fi
 set +a
 [ -n "${SLURM_JOB_ID:-}" ] || exit 0
+# The job's NCCL Inspector dumps (gin-prolog.sh, GIN_INSPECTOR_DIR): the
+# job's first node imports them as production measurements of the job
+# (ginctl calibrate import --nccl-inspector DIR --job ID), before the plan
+# that says what ran expires, then removes the directory. Other nodes only
+# remove theirs when it is not shared (GIN_INSPECTOR_SHARED=0).
+if [ -n "${GIN_INSPECTOR_DIR:-}" ] && [ -d "$GIN_INSPECTOR_DIR/$SLURM_JOB_ID" ]; then
+  idir="$GIN_INSPECTOR_DIR/$SLURM_JOB_ID"
+  me=${SLURMD_NODENAME:-$(hostname -s)}
+  first=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null | head -n1)
+  if [ -z "$first" ] || [ "$me" = "$first" ]; then
+    if [ -n "$(ls -A "$idir" 2>/dev/null)" ]; then
+      args=(--timeout 60s calibrate import --nccl-inspector "$idir" --job "$SLURM_JOB_ID")
+      [ -n "${SLURM_JOB_NODELIST:-}" ] && args+=(--nodes "$SLURM_JOB_NODELIST")
+      [ -n "${GIN_NCCL_VERSION:-}" ] && args+=(--nccl-version "$GIN_NCCL_VERSION")
+      if ! err=$("$GINCTL" "${args[@]}" 2>&1 >/dev/null); then
+        logger -t gin-epilog "job $SLURM_JOB_ID: NCCL Inspector dump not imported: ${err##*$'\n'}" 2>/dev/null || true
+        echo "gin-epilog: job $SLURM_JOB_ID: NCCL Inspector dump not imported: $err" >&2
+      fi
+    fi
+    rm -rf -- "$idir"
+  elif [ "${GIN_INSPECTOR_SHARED:-1}" = 0 ]; then
+    rm -rf -- "$idir"
+  fi
+fi
 if ! err=$("$GINCTL" --timeout 10s plan delete --job "$SLURM_JOB_ID" 2>&1 >/dev/null); then
   logger -t gin-epilog "job $SLURM_JOB_ID: plan not expired: ${err##*$'\n'}" 2>/dev/null || true
   echo "gin-epilog: job $SLURM_JOB_ID: plan not expired: $err" >&2

@@ -13,7 +13,7 @@
 set -u
 GIN_AGENT=${GIN_AGENT:-/usr/local/bin/gin-agent}
 GIN_SLURM_DEFAULTS=${GIN_SLURM_DEFAULTS:-/etc/default/gin-slurm}
-[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET
+[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET, GIN_INSPECTOR_DIR
 SOCK=${GIN_PLAN_SOCKET:-/run/gin/agent.sock}
 STRICT=${GIN_PROLOG_STRICT:-0}
 [ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
@@ -24,6 +24,20 @@ if [ -z "$gpn" ] && [ -n "${SLURM_JOB_GPUS:-}" ]; then
   gpn=$(awk -F, '{print NF}' <<<"$SLURM_JOB_GPUS")
 fi
 case "$gpn" in ''|*[!0-9]*) ;; *) args+=(--gpus-per-node "$gpn") ;; esac
+# NCCL Inspector dumps (GIN_INSPECTOR_DIR set): a per-job directory the
+# job's user may write and nobody else may read, which gin-task-prolog.sh
+# points NCCL_INSPECTOR_DUMP_DIR at and gin-epilog.sh imports. On a
+# directory all the job's nodes share, the epilog of the job's first node
+# imports every rank's dump.
+if [ -n "${GIN_INSPECTOR_DIR:-}" ]; then
+  idir="$GIN_INSPECTOR_DIR/$SLURM_JOB_ID"
+  if mkdir -p "$idir" 2>/dev/null && chmod 0700 "$idir" && { [ -z "${SLURM_JOB_UID:-}" ] || chown "$SLURM_JOB_UID" "$idir" 2>/dev/null || [ "$(id -u)" != 0 ]; }; then
+    :
+  else
+    logger -t gin-prolog "job $SLURM_JOB_ID: cannot prepare $idir for NCCL Inspector dumps" 2>/dev/null || true
+    echo "gin-prolog: job $SLURM_JOB_ID: cannot prepare $idir for NCCL Inspector dumps" >&2
+  fi
+fi
 if ! err=$("$GIN_AGENT" "${args[@]}" 2>&1 >/dev/null); then
   logger -t gin-prolog "job $SLURM_JOB_ID: plan not held by the node's agent: ${err##*$'\n'}" 2>/dev/null || true
   echo "gin-prolog: job $SLURM_JOB_ID: plan not held by the node's agent: $err" >&2
