@@ -14,7 +14,6 @@ import (
 	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/inspector"
-	"github.com/gin-topology/gin/internal/measurelimit"
 	"github.com/gin-topology/gin/internal/planread"
 )
 
@@ -204,7 +203,7 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 			byCell[ran] = req
 			reqs = append(reqs, req)
 		}
-		if len(req.Points) == measurelimit.MaxPoints {
+		if len(req.Points) == calib.MaxPoints {
 			continue
 		}
 		req.Points = append(req.Points, &ginv1.MeasuredPoint{Bytes: bytes, TimeUs: g.MeanUs(), BusBwGbps: g.MeanBusBW()})

@@ -99,7 +99,6 @@ func TestLayering(t *testing.T) {
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
 		{name: "ginctl is a client, not a master", from: mod("cmd/ginctl"),
 			never: []string{mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},
-		{name: "measurement bounds are a leaf", from: mod("internal/measurelimit"), onlyIn: []string{mod("internal/measurelimit")}},
 		{name: "the NCCL Inspector reader is a leaf", from: mod("internal/inspector"), onlyIn: []string{mod("internal/inspector")}},
 		{name: "discovery knows nothing of agents, masters or Raft", from: mod("internal/discovery"),
 			never: []string{mod("internal/agent"), mod("internal/master"), mod("internal/raft"), mod("internal/state"), "github.com/hashicorp/raft"}},

@@ -10,9 +10,13 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/costmodel"
 	"github.com/gin-topology/gin/internal/graph"
-	"github.com/gin-topology/gin/internal/measurelimit"
 	"github.com/gin-topology/gin/internal/nccltests"
 )
+
+// MaxPoints is the most message sizes (points) one stored measurement
+// holds: ginctl refuses to send more (Points) and the master's replicated
+// state refuses to store more (state.CheckMeasurement).
+const MaxPoints = 256
 
 // GPUModel names a node's GPU model ("" when unknown); the master answers
 // it from the stored inventories.
@@ -166,7 +170,7 @@ func Collective(test string) (ginv1.Collective, bool) {
 }
 
 // Points turns a run's table into stored points (the faster cell per size,
-// at most measurelimit.MaxPoints, sizes ascending, zero sizes and times
+// at most MaxPoints, sizes ascending, zero sizes and times
 // dropped).
 func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
 	var out []*ginv1.MeasuredPoint
@@ -188,8 +192,8 @@ func Points(run *nccltests.Run) ([]*ginv1.MeasuredPoint, error) {
 	if len(out) == 0 {
 		return nil, errors.New("the table has no size with a non-zero time")
 	}
-	if len(out) > measurelimit.MaxPoints {
-		return nil, fmt.Errorf("%d sizes, more than %d", len(out), measurelimit.MaxPoints)
+	if len(out) > MaxPoints {
+		return nil, fmt.Errorf("%d sizes, more than %d", len(out), MaxPoints)
 	}
 	return out, nil
 }

@@ -15,7 +15,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/measurelimit"
+	"github.com/gin-topology/gin/internal/calib"
 )
 
 // Bounds on calibration measurements (CheckMeasurement).
@@ -104,8 +104,8 @@ func CheckMeasurement(m *ginv1.Measurement) error {
 		}
 	}
 	pts := m.GetPoints()
-	if len(pts) == 0 || len(pts) > measurelimit.MaxPoints {
-		return fmt.Errorf("%d points, want 1..%d", len(pts), measurelimit.MaxPoints)
+	if len(pts) == 0 || len(pts) > calib.MaxPoints {
+		return fmt.Errorf("%d points, want 1..%d", len(pts), calib.MaxPoints)
 	}
 	for i, p := range pts {
 		switch {

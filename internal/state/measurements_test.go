@@ -9,7 +9,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/measurelimit"
+	"github.com/gin-topology/gin/internal/calib"
 )
 
 func goodMeasurement() *ginv1.Measurement {
@@ -47,7 +47,7 @@ func TestCheckMeasurement(t *testing.T) {
 		{"no points", func(m *ginv1.Measurement) { m.Points = nil }, true, "0 points"},
 		{"too many points", func(m *ginv1.Measurement) {
 			m.Points = nil
-			for i := range measurelimit.MaxPoints + 1 {
+			for i := range calib.MaxPoints + 1 {
 				m.Points = append(m.Points, &ginv1.MeasuredPoint{Bytes: uint64(i + 1), TimeUs: 1})
 			}
 		}, true, "points, want"},

@@ -1,5 +1,0 @@
-package measurelimit
-
-// MaxPoints is the most message sizes (points) one stored measurement
-// holds.
-const MaxPoints = 256
