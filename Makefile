@@ -99,9 +99,10 @@ check-tidy:
 lint: vet
 	$(BUF) lint
 
-# Run the whole dev cluster (master + 4 simulated DGX H100 agents) on loopback.
+# Run the whole dev cluster (master + 4 simulated DGX H100 agents) on loopback,
+# with the web view at http://127.0.0.1:5002/ui/.
 dev: build
-	$(BIN)/gin-master --dev
+	$(BIN)/gin-master --dev --http-bind 127.0.0.1:5002
 
 clean:
 	rm -rf $(BIN)

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-topology/gin/internal/testproc"
 )
 
-// TestTLSDenyAndNodeDelete runs the README's deny-list and node-removal
+// TestTLSDenyAndNodeDelete runs docs/SECURITY.md's deny-list and node-removal
 // lines on the real binaries: an agent registers node001 over mTLS; the
 // node cannot be deleted under its live session; `ginctl tls deny --cert`
 // (the serial `ginctl tls cert create` printed) ends the agent's session, whose
@@ -101,7 +101,7 @@ func TestTLSDenyAndNodeDelete(t *testing.T) {
 	if out, err := ctl(append(admin, "node", "delete", "node001")...); err == nil || !strings.Contains(out, "live agent session") {
 		t.Fatalf("node delete under a live session: %v\n%s", err, out)
 	}
-	// As the README does it: by the certificate file (its serial is the one
+	// As docs/SECURITY.md does it: by the certificate file (its serial is the one
 	// cert create printed).
 	out := mustCtl(append(admin, "tls", "deny", "--cert", filepath.Join(tdir, "agent-node001.pem"), "--reason", "node stolen")...)
 	if !strings.Contains(out, "denied serial "+agentSerial) {

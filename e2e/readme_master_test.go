@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// readmeLine returns the command line the README gives after the comment
-// line `# <comment>` in a code block, so the test follows the README.
-func readmeLine(t *testing.T, comment string) string {
+// docLine returns the command line docs/OPERATIONS.md gives after the
+// comment line `# <comment>` in a code block, so the test follows the docs.
+func docLine(t *testing.T, comment string) string {
 	t.Helper()
-	f, err := os.Open("../README.md")
+	f, err := os.Open("../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +27,13 @@ func readmeLine(t *testing.T, comment string) string {
 			return strings.TrimSpace(sc.Text())
 		}
 	}
-	t.Fatalf("README.md has no line after %q", "# "+comment)
+	t.Fatalf("docs/OPERATIONS.md has no line after %q", "# "+comment)
 	return ""
 }
 
 // newHostScript gives the command a fresh "machine": its own network
 // namespace with one NIC (a veth pair, its peer standing in for the uplink, and a default route, as a
-// freshly installed server has) and an empty /var/lib, so the README's line
+// freshly installed server has) and an empty /var/lib, so the documented line
 // runs as it is written, default ports and data dir included.
 const newHostScript = `set -eu
 mount -t tmpfs tmpfs /var/lib
@@ -58,12 +58,12 @@ rc=0; wait "$pid" || rc=$?
 echo "STOPPED exit=$rc"
 `
 
-// TestREADMESingleMasterStarts runs the README's single-master line
+// TestREADMESingleMasterStarts runs docs/OPERATIONS.md's single-master line
 // (`gin-master --node-id m1 --data-dir /var/lib/gin-master`) exactly as
 // written on a fresh host: default binds (:5000, :5001, 127.0.0.1:5002), no
 // --raft-advertise, its certificates in GIN_TLS_CA/GIN_TLS_CERT/GIN_TLS_KEY
-// as the README's export line says (made by ginctl tls as the Security
-// section says; ginctl asks as admin). It used to die with "local bind
+// as the docs' export line says (made by ginctl tls as docs/SECURITY.md
+// says; ginctl asks as admin). It used to die with "local bind
 // address is not advertisable" after writing a 64 MiB WAL segment, and the
 // packaged unit restart-looped.
 func TestREADMESingleMasterStarts(t *testing.T) {
@@ -78,9 +78,9 @@ func TestREADMESingleMasterStarts(t *testing.T) {
 			ciSkipf(t, "%s not installed", tool)
 		}
 	}
-	line := readmeLine(t, "a single master")
+	line := docLine(t, "a single master")
 	if !strings.HasPrefix(line, "gin-master ") {
-		t.Fatalf("README single-master line %q does not start with gin-master", line)
+		t.Fatalf("docs/OPERATIONS.md single-master line %q does not start with gin-master", line)
 	}
 	bin := binaries(t)
 	work := t.TempDir()
@@ -91,17 +91,17 @@ func TestREADMESingleMasterStarts(t *testing.T) {
 			t.Fatalf("ginctl tls %s: %v\n%s", strings.Join(c, " "), err, out)
 		}
 	}
-	export := readmeLine(t, "certificates (README, Security), in the environment or as --tls-ca, --tls-cert, --tls-key")
+	export := docLine(t, "certificates (docs/SECURITY.md), in the environment or as --tls-ca, --tls-cert, --tls-key")
 	for _, v := range []string{"GIN_TLS_CA=/etc/gin/ca.pem", "GIN_TLS_CERT=/etc/gin/master-m1.pem", "GIN_TLS_KEY=/etc/gin/master-m1-key.pem"} {
 		if !strings.Contains(export, v) {
-			t.Fatalf("README export line %q lacks %s", export, v)
+			t.Fatalf("docs/OPERATIONS.md export line %q lacks %s", export, v)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "--net", "--mount", "--pid", "--fork", "bash", "-c", newHostScript)
 	cmd.Env = append(os.Environ(), "GIN_BIN="+bin, "GIN_LINE="+line, "GIN_WORK="+work,
-		// the README's files, here in a temporary directory instead of /etc/gin
+		// the docs' files, here in a temporary directory instead of /etc/gin
 		"GIN_TLS_CA="+filepath.Join(tdir, "ca.pem"), "GIN_TLS_CERT="+filepath.Join(tdir, "master-m1.pem"), "GIN_TLS_KEY="+filepath.Join(tdir, "master-m1-key.pem"),
 		"GIN_CTL_TLS=--tls-ca "+filepath.Join(tdir, "ca.pem")+" --tls-cert "+filepath.Join(tdir, "admin.pem")+" --tls-key "+filepath.Join(tdir, "admin-key.pem"))
 	cmd.Dir = work
@@ -146,7 +146,7 @@ func TestREADMESingleMasterStarts(t *testing.T) {
 	if !strings.Contains(string(out), "raft advertise address derived") {
 		t.Errorf("the derived address is not logged\n%s", out)
 	}
-	t.Logf("README line %q on a fresh host:\n%s", line, out)
+	t.Logf("docs/OPERATIONS.md line %q on a fresh host:\n%s", line, out)
 }
 
 func contains(ss []string, s string) bool {

@@ -17,7 +17,7 @@ import (
 
 var contentHashRE = regexp.MustCompile(`"content_hash":\s*"([0-9a-f]{64})"`)
 
-// TestRecoverLostQuorum follows the README's "Recovering from lost quorum"
+// TestRecoverLostQuorum follows docs/OPERATIONS.md's "Recovering from lost quorum"
 // on real processes: three masters take acknowledged writes (an agent's
 // registration, five pinned plans); two die by SIGKILL, so the survivor has
 // no quorum and writes fail; the survivor is stopped and started again with
@@ -150,7 +150,7 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 	}
 
 	// Lose the quorum: SIGKILL both followers. The survivor is the last
-	// leader, so it holds every acknowledged write (the README says to
+	// leader, so it holds every acknowledged write (docs/OPERATIONS.md says to
 	// recover the survivor with the longest log).
 	survivor := leaderOf(members(clients[0]))
 	if survivor < 0 {
@@ -207,7 +207,7 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 		t.Fatalf("write after recovery: %v\n%s", err, out)
 	}
 
-	// The README's rejoin: admit each of the other masters (joining needs
+	// The documented rejoin: admit each of the other masters (joining needs
 	// an admin's word: they are no longer in the configuration), wipe their
 	// data dirs and start them with their usual command line.
 	var others []int

@@ -14,7 +14,7 @@ import (
 	"github.com/gin-topology/gin/internal/testproc"
 )
 
-// TestTLSCluster turns mTLS on with the real binaries as the README says:
+// TestTLSCluster turns mTLS on with the real binaries as docs/SECURITY.md says:
 // `ginctl tls ca create`, `ginctl tls cert create` per role, the three
 // --tls-* flags (or GIN_TLS_*) on gin-master, gin-agent and ginctl. The
 // agent registers over mTLS; ginctl without a certificate gets nothing;

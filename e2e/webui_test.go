@@ -50,7 +50,7 @@ func TestWebViewInChromium(t *testing.T) {
 
 	url := "http://" + httpAddr + "/ui/"
 	step("open "+url, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
-	if s := text("#status"); !strings.Contains(s, "4 nodes, 1 masters") {
+	if s := text("#status"); !strings.Contains(s, "4 nodes, 1 master,") {
 		t.Errorf("status line %q, want 4 nodes and 1 master", s)
 	}
 	leaves := text("#leaves")
@@ -71,7 +71,7 @@ func TestWebViewInChromium(t *testing.T) {
 		!strings.Contains(s, "reason") {
 		t.Errorf("pinned plans %q, want job 4242 on node001, node002 with its rules and reasons", s)
 	}
-	if s := text("#plans-note"); s != "1 plans pinned." {
+	if s := text("#plans-note"); s != "1 plan pinned." {
 		t.Errorf("plans note %q", s)
 	}
 	step("open node001", chromedp.Click(chromedp.CSS(`button[data-node="node001"]`)),

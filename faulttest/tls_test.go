@@ -27,7 +27,7 @@ import (
 )
 
 // campaignCerts makes the campaign's cluster CA and certificates with the
-// real `ginctl tls` commands, as the README tells an operator to: one
+// real `ginctl tls` commands, as docs/SECURITY.md tells an operator to: one
 // master certificate per master naming the address it advertises inside
 // its namespace, one agent certificate per node, and a scheduler
 // certificate for the workload and the checks (it may pin plans and read

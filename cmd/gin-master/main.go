@@ -26,8 +26,6 @@ import (
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/hostaddr"
-	"github.com/gin-topology/gin/internal/hostlist"
-	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/memlimit"
@@ -140,7 +138,7 @@ func checkTLSChoice(o options, fromEnv bool) error {
 		if name == "" {
 			name = "ID"
 		}
-		return configError{fmt.Errorf("no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name %s --dns HOST` (README, Security); or give --insecure to serve plaintext gRPC and Raft that anyone who reaches the ports can read and rewrite", name)}
+		return configError{fmt.Errorf("no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name %s --dns HOST` (docs/SECURITY.md); or give --insecure to serve plaintext gRPC and Raft that anyone who reaches the ports can read and rewrite", name)}
 	}
 	return nil
 }
@@ -231,7 +229,12 @@ Then try: ginctl nodes; ginctl topo -m`,
 					code = exitUsage
 					return errors.New("--tls-* do not apply to --dev (a plaintext cluster on loopback); leave them out, or run a real master")
 				}
-				return runDev(ctx, cmd, o, log, stdout)
+				cfg, err := devConfig(cmd, o, log)
+				if err != nil {
+					code = exitUsage
+					return err
+				}
+				return runDev(ctx, cfg, o, log, stdout)
 			}
 			flagsGiven := o.tls.Given()
 			o.tls = pki.FilesFromEnv(o.tls, os.Getenv)
@@ -278,11 +281,11 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.IntVar(&o.agentLogBurst, "agent-log-burst", d.AgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go heap (900MiB, 2GiB, off): the garbage collector runs more often near it; auto: 90% of the cgroup's memory limit (container, systemd MemoryMax=) if any, else GOMEMLIMIT or none")
 	f.DurationVar(&o.helloTimeout, "hello-timeout", d.HelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
-	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (README, Security)")
+	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (docs/SECURITY.md)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
 	f.BoolVar(&o.insecure, "insecure", false, "serve plaintext gRPC and Raft without authentication (anyone who reaches the ports can read and rewrite the cluster; warned at every start); without it a master needs --tls-ca, --tls-cert and --tls-key")
-	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (README, Recovering from lost quorum)")
+	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (docs/OPERATIONS.md, Recovering from lost quorum)")
 	f.StringVar(&o.recoverPeers, "recover-peers", "", "with --recover: other survivors in the recovered configuration, id=raft-host:port,... (each recovered with the same list)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	o.kube.flags(f)
@@ -374,7 +377,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	if o.insecure {
-		log.Warn("INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated; anyone who reaches these ports can read, rewrite or stop the cluster (README, Security: turn mutual TLS on with --tls-ca, --tls-cert, --tls-key)",
+		log.Warn("INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated; anyone who reaches these ports can read, rewrite or stop the cluster (docs/SECURITY.md: turn mutual TLS on with --tls-ca, --tls-cert, --tls-key)",
 			"grpc", firstNonEmpty(o.advertise, o.bind), "raft", firstNonEmpty(o.raftAdvertise, o.raftBind))
 	}
 	var tlsSrc *pki.Source
@@ -433,77 +436,6 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		err = cerr
 	}
 	return err
-}
-
-func runDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger, stdout io.Writer) error {
-	spec, err := sim.ParseFabricSpec(o.devFabric)
-	if err != nil {
-		return fmt.Errorf("--dev-fabric: %w", err)
-	}
-	var faults []devcluster.Fault
-	for _, v := range o.devFaults {
-		f, err := devcluster.ParseFault(v)
-		if err != nil {
-			return fmt.Errorf("--dev-fault: %w", err)
-		}
-		faults = append(faults, f)
-	}
-	var names []string
-	if o.devNodes != "" {
-		if names, err = hostlist.Expand(o.devNodes); err != nil {
-			return fmt.Errorf("--dev-nodes: %w", err)
-		}
-		for _, n := range names {
-			if err := inventory.ValidNodeName(n); err != nil {
-				return fmt.Errorf("--dev-nodes: node name %v", err)
-			}
-		}
-	}
-	bind := o.bind
-	if !cmd.Flags().Changed("bind") {
-		bind = "127.0.0.1:5000"
-	}
-	httpBind := ""
-	if cmd.Flags().Changed("http-bind") {
-		httpBind = o.httpBind
-	}
-	dataDir := ""
-	if cmd.Flags().Changed("data-dir") {
-		dataDir = o.dataDir
-	}
-	tasks, collectors, err := o.kube.tasks(log)
-	if err != nil {
-		return err
-	}
-	log.Warn("dev mode: insecure gRPC on loopback, simulated hardware; not for production")
-	th, err := healthThresholds(o.healthThresholds)
-	if err != nil {
-		return err
-	}
-	c, done, err := devcluster.Start(ctx, devcluster.Config{
-		Bind: bind, Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec, Faults: faults,
-		HeartbeatInterval: o.heartbeat, DataDir: dataDir, HTTPBind: httpBind, Logger: log, HealthThresholds: th,
-		LeaderTasks: tasks, Collectors: collectors,
-	})
-	if err != nil {
-		return err
-	}
-	addr := c.Master.Addr()
-	fmt.Fprintf(stdout, `GIN dev cluster is up: master %s, %d simulated %s nodes (%s), fabric %s
-Raft data: %s
-Try:
-  ginctl --master %s nodes
-  ginctl --master %s topo -m
-Press Ctrl-C to stop.
-`, addr, len(c.Nodes), o.devProfile, strings.Join(abbrev(c.Nodes), ","), spec, c.DataDir(), addr, addr)
-	return <-done
-}
-
-func abbrev(names []string) []string {
-	if len(names) <= 4 {
-		return names
-	}
-	return []string{names[0], "...", names[len(names)-1]}
 }
 
 // devFlagsNeedDev refuses --dev-* flags without --dev: they configure the

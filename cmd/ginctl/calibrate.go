@@ -251,7 +251,7 @@ func summary(m *ginv1.Measurement) string {
 	pts := m.GetPoints()
 	sizes := ""
 	if len(pts) > 0 {
-		sizes = fmt.Sprintf(", %d sizes %s–%s", len(pts), humanBytes(pts[0].GetBytes()), humanBytes(pts[len(pts)-1].GetBytes()))
+		sizes = fmt.Sprintf(", %d size%s %s–%s", len(pts), plural(len(pts)), humanBytes(pts[0].GetBytes()), humanBytes(pts[len(pts)-1].GetBytes()))
 	}
 	what := cellLabel(m.GetAlgorithm(), m.GetProtocol()) + " (forced by " + m.GetForcedBy() + ")"
 	if m.GetForcedBy() == "default" {
@@ -263,7 +263,7 @@ func summary(m *ginv1.Measurement) string {
 func shapeLine(s *ginv1.PlacementShape) string {
 	nic := ""
 	if s.GetNicsPerNode() > 0 {
-		nic = fmt.Sprintf(", %d NICs × %g Gb/s", s.GetNicsPerNode(), s.GetNicGbps())
+		nic = fmt.Sprintf(", %d NIC%s × %g Gb/s", s.GetNicsPerNode(), plural(s.GetNicsPerNode()), s.GetNicGbps())
 	}
 	v := s.GetNcclVersion()
 	if v == "" {
@@ -273,8 +273,16 @@ func shapeLine(s *ginv1.PlacementShape) string {
 	if model == "" {
 		model = "GPU"
 	}
-	return fmt.Sprintf("shape %d × %d %s, NVLink domain %d%s, %d switch hops, NCCL %s",
-		s.GetNodeCount(), s.GetGpusPerNode(), model, s.GetNvlinkDomainSize(), nic, s.GetFabricTiers(), v)
+	return fmt.Sprintf("shape %d × %d %s, NVLink domain %d%s, %d switch hop%s, NCCL %s",
+		s.GetNodeCount(), s.GetGpusPerNode(), model, s.GetNvlinkDomainSize(), nic, s.GetFabricTiers(), plural(s.GetFabricTiers()), v)
+}
+
+// plural is the "s" of a count's noun: "1 NIC", "2 NICs".
+func plural[N ~int32 | ~uint32 | ~int](n N) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func collName(c ginv1.Collective) string {

@@ -72,3 +72,37 @@ func TestImportRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestExamplesImport: the logs the README's tour imports are the published
+// fixtures byte for byte, and import on the nodes the tour names.
+func TestExamplesImport(t *testing.T) {
+	tests := []struct {
+		example, fixture string
+		nodes            []string
+	}{
+		{"dgx-h100-1x8.log", "xxrjun_N1_G8.log", []string{"node001"}},
+		{"dgx-h100-10x8.log", "xxrjun_N10_G8.log", []string{"node001", "node002", "node003", "node004", "node005", "node006", "node007", "node008", "node009", "node010"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.example, func(t *testing.T) {
+			ex, err := os.ReadFile("../../examples/nccl-tests/" + tc.example)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx, err := os.ReadFile("../../internal/nccltests/testdata/" + tc.fixture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(ex) != string(fx) {
+				t.Fatalf("examples/nccl-tests/%s differs from the fixture %s it was copied from", tc.example, tc.fixture)
+			}
+			reqs, skipped, err := importRequests(parseFixture(t, tc.fixture), tc.nodes, strings.Join(tc.nodes, ","), 0, "", "", tc.example)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reqs) != 3 || len(skipped) != 2 {
+				t.Fatalf("%d requests, %d skipped (%v); want all_reduce, all_gather, reduce_scatter and alltoall, sendrecv skipped", len(reqs), len(skipped), skipped)
+			}
+		})
+	}
+}

@@ -159,7 +159,7 @@ func describe(err error) string {
 func unavailable(msg string) string {
 	switch dialerr.Classify(msg) {
 	case dialerr.TLSRequired:
-		return "the master at " + addrs(msg) + " closed the connection without answering: it serves mutual TLS and ginctl gave no certificate; give --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY; README, Security)"
+		return "the master at " + addrs(msg) + " closed the connection without answering: it serves mutual TLS and ginctl gave no certificate; give --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY; docs/SECURITY.md)"
 	case dialerr.NotTLS:
 		return "the --master address does not speak TLS: a master started with --insecure (leave out --tls-* and GIN_TLS_*) or its HTTP port (/metrics, 5002 by default; give its gRPC port, 5000 by default)"
 	case dialerr.HTTPPort:

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/ginclient"
 	"github.com/gin-topology/gin/internal/jsonout"
+	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/pki"
 )
@@ -84,7 +85,14 @@ Reads are answered by any master (add --consistent to require the leader).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildinfo.String(),
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// A node list that is not a hostlist is what the user typed
+			// (exit 2), found before any master is asked.
+			if f := cmd.Flags().Lookup("nodes"); f != nil && f.Changed {
+				if _, err := hostlist.Expand(f.Value.String()); err != nil {
+					return usagef("--nodes: %v", err)
+				}
+			}
 			var l slog.Level
 			if err := l.UnmarshalText([]byte(a.logLevel)); err != nil {
 				return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)

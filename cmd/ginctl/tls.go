@@ -27,7 +27,7 @@ func (a *app) tlsCmd() *cobra.Command {
 agents, operators, schedulers and readers (offline: ca create and cert create
 talk to no master). Each certificate carries its identity as one URI SAN,
 spiffe://gin/<role>[/<name>]; the masters allow each gRPC method to the roles
-in README's table. Keys are written with mode 0600 and nothing is overwritten.
+in docs/SECURITY.md's table. Keys are written with mode 0600 and nothing is overwritten.
 deny, denied and allow manage the cluster's certificate deny list on the
 masters (admin).`,
 		Example: `  ginctl tls ca create --dir /etc/gin/tls

@@ -22,7 +22,7 @@ func ctlOffline(t *testing.T, args ...string) (stdout, stderr string, code int) 
 }
 
 // TestTLSCreate runs `ginctl tls ca create` and `ginctl tls cert create` as
-// the README shows and checks the files: names, modes, identities, SANs.
+// docs/SECURITY.md shows and checks the files: names, modes, identities, SANs.
 func TestTLSCreate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tls")
 	if out, errs, code := ctlOffline(t, "tls", "ca", "create", "--dir", dir); code != 0 || !strings.Contains(out, "ca.pem") {

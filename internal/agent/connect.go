@@ -253,7 +253,7 @@ func mismatch(code codes.Code, err error) string {
 	}
 	switch dialerr.Classify(err.Error()) {
 	case dialerr.TLSRequired:
-		return "the master closed the connection without answering: it serves mutual TLS and this agent dials plaintext; give gin-agent --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY) with an agent certificate naming this node (ginctl tls cert create --role agent --name NODE; README, Security)"
+		return "the master closed the connection without answering: it serves mutual TLS and this agent dials plaintext; give gin-agent --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY) with an agent certificate naming this node (ginctl tls cert create --role agent --name NODE; docs/SECURITY.md)"
 	case dialerr.NotTLS:
 		return "the master address does not speak TLS: a master started with --insecure (leave out this agent's --tls-* and GIN_TLS_*) or the master's HTTP port (/metrics, 5002 by default; give its gRPC port, 5000 by default, in --master or GIN_MASTER_HOST)"
 	case dialerr.HTTPPort:

@@ -320,10 +320,10 @@ func TestUnknownMethodIsDenied(t *testing.T) {
 	}
 }
 
-// TestReadmeTable: README's Security section lists every row of the table
+// TestSecurityDocTable: docs/SECURITY.md lists every row of the table
 // exactly as it is (one line per method: | `method` | roles |).
-func TestReadmeTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestSecurityDocTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/SECURITY.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,11 +335,11 @@ func TestReadmeTable(t *testing.T) {
 		}
 		line := "| `" + m + "` | " + strings.Join(names, ", ") + " |"
 		if !strings.Contains(readme, line+"\n") {
-			t.Errorf("README.md lacks the line\n%s", line)
+			t.Errorf("docs/SECURITY.md lacks the line\n%s", line)
 		}
 	}
 	if got, want := strings.Count(readme, "| `/gin.")+strings.Count(readme, "| `/grpc."), len(authz.Table()); got != want {
-		t.Errorf("README.md has %d method rows, the table %d", got, want)
+		t.Errorf("docs/SECURITY.md has %d method rows, the table %d", got, want)
 	}
 }
 

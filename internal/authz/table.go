@@ -15,8 +15,8 @@ var (
 
 // Table is THE authorization table: every gRPC method of the masters (the
 // services of api/proto/gin/v1 and gRPC health) → the roles that may call
-// it. TestEveryMethodHasARow fails when a method has no row. README's
-// "Security" section prints it (TestReadmeTable keeps the two in step).
+// it. TestEveryMethodHasARow fails when a method has no row. docs/SECURITY.md
+// prints it (TestSecurityDocTable keeps the two in step).
 func Table() map[string][]pki.Role {
 	return map[string][]pki.Role{
 		// Agents: a session writes the node the certificate names (checked

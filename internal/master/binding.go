@@ -22,7 +22,7 @@ import (
 // name from another CA that a master happens to trust (a CA bundle during
 // a migration) does not take over a node registered under the first one.
 // Changing the cluster CA's key therefore means `ginctl node delete` for
-// its nodes (README, Security). A stolen certificate is stopped with the
+// its nodes (docs/SECURITY.md). A stolen certificate is stopped with the
 // deny list (ginctl tls deny), not with the binding.
 func sessionBinding(ctx context.Context) *statev1.NodeBinding {
 	id, ok := authz.Identity(ctx)

@@ -8,6 +8,7 @@
 // /ui/api/ answers from the same read paths as gRPC (any replica, so it
 // works on a follower) and only reads.
 //
-// Not done: authorization. Until the security issue's reader role exists,
-// whoever reaches --http-bind can read the page (as with /metrics).
+// Who may read it is decided by the master in front of it: on a cluster
+// with mutual TLS only a client certificate of the cluster's CA naming
+// reader, scheduler, admin or master (docs/SECURITY.md).
 package webui

@@ -109,6 +109,11 @@ async function showNode(name) {
   document.body.dataset.node = name;
 }
 
+// count: "1 plan", "2 plans".
+function count(n, one, many) {
+  return n + " " + (n === 1 ? one : many);
+}
+
 function sizeRange(r) {
   const fmt = (l) => l >= 30 ? (1 << (l - 30)) + " GiB" : l >= 20 ? (1 << (l - 20)) + " MiB" : l >= 10 ? (1 << (l - 10)) + " KiB" : (1 << l) + " B";
   return fmt(r.min_log2_bytes) + " – " + fmt(r.max_log2_bytes);
@@ -119,18 +124,18 @@ function renderPlans(answer) {
   root.replaceChildren();
   const plans = answer.plans || [];
   document.getElementById("plans-note").textContent = answer.total === 0 ? "No plan is pinned." :
-    answer.total + " plans pinned" + (answer.total > plans.length ? " (the first " + plans.length + " by job id shown)" : "") + ".";
+    count(answer.total, "plan", "plans") + " pinned" + (answer.total > plans.length ? " (the first " + plans.length + " by job id shown)" : "") + ".";
   for (const p of plans) {
     const body = el("tbody");
     for (const r of p.rules || []) {
-      body.append(el("tr", {}, el("td", {}, r.collective), el("td", {}, r.n_nodes + " nodes / " + r.n_ranks + " ranks"),
+      body.append(el("tr", {}, el("td", {}, r.collective), el("td", {}, count(r.n_nodes, "node", "nodes") + " / " + count(r.n_ranks, "rank", "ranks")),
         el("td", {}, sizeRange(r)), el("td", {}, r.algorithm + " / " + r.protocol), el("td", {}, r.channels || "NCCL's"),
         el("td", {}, r.reason)));
     }
     const nodes = p.nodes || [];
     root.append(el("details", { class: "plan", "data-job": p.job_id },
-      el("summary", {}, "job " + p.job_id + ": " + nodes.length + " nodes (" + nodes.slice(0, 4).join(", ") + (nodes.length > 4 ? ", …" : "") +
-        "), " + (p.rules || []).length + " rules, hash " + (p.content_hash || "").slice(0, 12) + ", expires " + (p.expires_at || "never")),
+      el("summary", {}, "job " + p.job_id + ": " + count(nodes.length, "node", "nodes") + " (" + nodes.slice(0, 4).join(", ") + (nodes.length > 4 ? ", …" : "") +
+        "), " + count((p.rules || []).length, "rule", "rules") + ", hash " + (p.content_hash || "").slice(0, 12) + ", expires " + (p.expires_at || "never")),
       el("p", {}, el("a", { href: "job?id=" + encodeURIComponent(p.job_id) }, "the plan drawn, its nodes on the fabric")),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "collective"), el("th", {}, "shape"), el("th", {}, "sizes"),
         el("th", {}, "algorithm / protocol"), el("th", {}, "channels"), el("th", {}, "reason"))), body)));
@@ -145,7 +150,7 @@ async function load() {
     renderMembers(info);
     renderPlans(plans);
     const n = (nodes.nodes || []).length;
-    status.textContent = n + " nodes, " + (info.members || []).length + " masters, leader " + (info.leader_id || "unknown");
+    status.textContent = count(n, "node", "nodes") + ", " + count((info.members || []).length, "master", "masters") + ", leader " + (info.leader_id || "unknown");
     status.className = "ok";
     document.body.dataset.ready = "true";
   } catch (e) {
