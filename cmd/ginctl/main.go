@@ -18,8 +18,8 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
 	"github.com/gin-topology/gin/internal/ginclient"
-	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/hostlist"
+	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/pki"
 )
