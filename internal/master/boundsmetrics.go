@@ -13,7 +13,7 @@ import (
 type boundsCollector struct {
 	s                                                       *Server
 	names, heavy, invBytes, invChanges, logBytes, snapBytes *prometheus.Desc
-	snapsForBytes                                           *prometheus.Desc
+	snapsForBytes, dupNow, dupTotal                         *prometheus.Desc
 }
 
 func newBoundsCollector(s *Server) *boundsCollector {
@@ -27,11 +27,13 @@ func newBoundsCollector(s *Server) *boundsCollector {
 		logBytes:      d("gin_master_raft_log_bytes_since_compaction", "Raft log bytes appended since the log was last compacted; at gin_master_raft_snapshot_bytes_threshold a snapshot is taken.", id, nil),
 		snapBytes:     d("gin_master_raft_snapshot_bytes_threshold", "Raft log bytes since the last compaction that trigger a snapshot (--snapshot-bytes), besides --snapshot-threshold entries.", id, nil),
 		snapsForBytes: d("gin_master_raft_snapshots_for_bytes_total", "Snapshots taken because the log's bytes passed the threshold since start.", id, nil),
+		dupNow:        d("gin_master_duplicate_agent_sessions", "On the leader: nodes whose agent has held sessions on two masters (or two on one) at once for longer than a reattach takes: one node certificate presented by two machines.", id, nil),
+		dupTotal:      d("gin_master_duplicate_agent_sessions_total", "On the leader: times a node was found held on two masters at once past the grace (each logged once, naming the masters).", id, nil),
 	}
 }
 
 func (c *boundsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.names, c.heavy, c.invBytes, c.invChanges, c.logBytes, c.snapBytes, c.snapsForBytes} {
+	for _, d := range []*prometheus.Desc{c.names, c.heavy, c.invBytes, c.invChanges, c.logBytes, c.snapBytes, c.snapsForBytes, c.dupNow, c.dupTotal} {
 		ch <- d
 	}
 }
@@ -48,4 +50,7 @@ func (c *boundsCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.logBytes, float64(c.s.node.LogBytesSinceCompaction()))
 	g(c.snapBytes, float64(c.s.node.SnapshotBytesThreshold()))
 	ch <- prometheus.MustNewConstMetric(c.snapsForBytes, prometheus.CounterValue, float64(c.s.node.SnapshotsForBytes()), id)
+	dupNow, dupTotal := c.s.dups.counts()
+	g(c.dupNow, float64(dupNow))
+	ch <- prometheus.MustNewConstMetric(c.dupTotal, prometheus.CounterValue, float64(dupTotal), id)
 }

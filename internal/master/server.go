@@ -31,6 +31,7 @@ import (
 // Server is one gin-master: Raft node, state and gRPC services.
 type Server struct {
 	invBounds inventoryBounds // agents' inventory changes per node (inventorybounds.go)
+	dups      dupSessions     // nodes held on two masters at once (dupsessions.go)
 
 	cfg       Config
 	log       *slog.Logger
@@ -93,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
-	s.live.afterCheck = s.refreshScanner
+	s.live.afterCheck = func() { s.refreshScanner(); s.dups.check(s) }
 	s.live.writing = s.sessions.writing
 	if cfg.LivenessClock != nil {
 		s.live.now = cfg.LivenessClock
