@@ -56,7 +56,7 @@ func TestWebViewNeedsACertificateOnATLSCluster(t *testing.T) {
 			c.HTTPBind = "127.0.0.1:0"
 		})
 		base := "http://" + s.HTTPAddr()
-		for _, path := range []string{"/ui/", "/ui/api/cluster", "/ui/api/nodes", "/ui/api/plans"} {
+		for _, path := range []string{"/ui/", "/ui/api/cluster", "/ui/api/nodes", "/ui/api/plans", "/ui/node?name=node001", "/ui/job?id=1", "/ui/estimate"} {
 			if code, body := httpGet(t, http.DefaultClient, base+path); code != http.StatusForbidden || !strings.Contains(body, "--web-config-file") {
 				t.Errorf("GET %s over plain HTTP = %d %q, want 403 naming --web-config-file", path, code, body)
 			}
@@ -67,8 +67,8 @@ func TestWebViewNeedsACertificateOnATLSCluster(t *testing.T) {
 		if code, _ := httpGet(t, http.DefaultClient, base+"/healthz"); code != http.StatusOK {
 			t.Errorf("GET /healthz = %d, want 200", code)
 		}
-		if _, body := httpGet(t, http.DefaultClient, base+"/metrics"); !strings.Contains(body, `gin_master_ui_requests_refused_total{reason="not_tls",server="m1"} 4`) {
-			t.Errorf("/metrics does not count the 4 refusals as not_tls")
+		if _, body := httpGet(t, http.DefaultClient, base+"/metrics"); !strings.Contains(body, `gin_master_ui_requests_refused_total{reason="not_tls",server="m1"} 7`) {
+			t.Errorf("/metrics does not count the 7 refusals as not_tls")
 		}
 	})
 	t.Run("TLS from the web config", func(t *testing.T) {

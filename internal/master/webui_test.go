@@ -68,6 +68,12 @@ func TestWebViewOnFollower(t *testing.T) {
 		{"/ui/api/node?name=..%2Fx", "node name", 400},
 		{"/ui/api/matrix", "node name", 400},
 		{"/ui/missing.js", "", 404},
+		// The pictures, drawn by this follower from its own replica.
+		{"/ui/", `data-node="node002"`, 200},
+		{"/ui/node?name=node002", `data-link="node002/GPU0/nvlink0"`, 200},
+		{"/ui/node?name=nope", "", 404},
+		{"/ui/estimate?gpus=8", `data-series="nvlink-domain"`, 200},
+		{"/ui/job?id=none", "no plan pinned", 404},
 	}
 	for _, tc := range tests {
 		code, h, body := get(tc.path)
