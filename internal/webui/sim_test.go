@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/estimate"
 	"github.com/gin-topology/gin/internal/graph"
@@ -27,6 +28,7 @@ type simBackend struct {
 	fabric *ginv1.FabricTopology
 	nodes  []*ginv1.NodeSummary
 	plans  []*ginv1.Plan
+	ms     []*ginv1.Measurement
 	busy   map[string]bool
 }
 
@@ -115,7 +117,24 @@ func (b *simBackend) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopol
 	return b.g, b.fabric, nil
 }
 
-func (b *simBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) { return nil, nil }
+func (b *simBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) { return b.ms, nil }
+
+// measure stores a ring/simple all_reduce measurement of nodes' shape, as
+// CalibrationService would (its key from calib.KeyOf).
+func (b *simBackend) measure(t *testing.T, nodes []string, points ...*ginv1.MeasuredPoint) {
+	t.Helper()
+	model := map[string]string{}
+	for _, n := range b.nodes {
+		model[n.Name] = n.GpuModel
+	}
+	key, err := calib.KeyOf(b.g, func(n string) string { return model[n] }, nodes, 0, "2.21.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ms = append(b.ms, &ginv1.Measurement{Id: "m1", Shape: key, Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE,
+		Algorithm: ginv1.Algorithm_ALGORITHM_RING, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, ForcedBy: "flag",
+		Nodes: nodes, Source: "all_reduce_perf.log", Points: points})
+}
 
 func (b *simBackend) Estimate(_ context.Context, r *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
 	pes, err := estimate.ForGPUCountWith(b.g, int(r.GetGpus()), b.busy, r.GetWorkload(), estimate.Options{})
@@ -163,6 +182,15 @@ func devFault(c *sim.Cluster) error {
 func TestPagesOnSimCluster(t *testing.T) {
 	b := newSimBackend(t, "dgx-h100", 4, sim.DefaultFabricSpec(), devFault, []string{"node004"},
 		map[string][]string{"4242": {"node001", "node002"}})
+	// Measured on two other nodes of the same shape (two nodes under one
+	// leaf group): the job's chart overlays them.
+	b.measure(t, []string{"node003", "node004"}, &ginv1.MeasuredPoint{Bytes: 1 << 20, TimeUs: 100, BusBwGbps: 19.7},
+		&ginv1.MeasuredPoint{Bytes: 1 << 30, TimeUs: 5000, BusBwGbps: 402.6})
+	// Across the spine: another shape, not overlaid.
+	b.measure(t, []string{"node001", "node003"}, &ginv1.MeasuredPoint{Bytes: 1 << 20, TimeUs: 120, BusBwGbps: 16.4})
+	if _, body := get(t, b, "/ui/job?id=4242"); strings.Count(body, "data-measured=") != 2 {
+		t.Errorf("job chart overlays %d measured points, want the 2 of its shape", strings.Count(body, "data-measured="))
+	}
 	tests := []struct {
 		path string
 		b    Backend
@@ -172,7 +200,8 @@ func TestPagesOnSimCluster(t *testing.T) {
 		{"/ui/node?name=node002", b, []string{`data-link="node002/GPU3/nvlink7" data-state="down"`, "GPU3/nvlink7", `href="job?id=4242"`, ">NV17<", "PCIe tree", "Findings from the inventory"}},
 		{"/ui/node?name=node001", withVerdicts{b, "node001"}, []string{"ecc-uncorrected: GPU memory errors above the threshold (a job here may crash)", "drain and replace the GPU", "Findings of the health check"}},
 		{"/ui/", withVerdicts{b, "node001"}, []string{`data-node="node001" data-state="fail"`}},
-		{"/ui/job?id=4242", b, []string{`n pass job" data-node="node001"`, `n warn job" data-node="node002"`, "all_reduce on 16 ranks over 2 nodes", "data-choice=", `data-series="ring"`}},
+		{"/ui/job?id=4242", b, []string{`n pass job" data-node="node001"`, `n warn job" data-node="node002"`, "all_reduce on 16 ranks over 2 nodes", "data-choice=", `data-series="ring"`,
+			`data-measured="measured ring 1G: 402.6 GB/s (all_reduce_perf.log)"`}},
 		{"/ui/estimate?gpus=16", b, []string{`data-series="one-leaf"`, `data-series="spine"`, "<td>one-leaf</td><td>yes</td>"}},
 	}
 	for _, tc := range tests {
