@@ -95,60 +95,87 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("export: nccl topo: node %q is not in the graph", node)
 	}
-	bridgeLink := make(map[string]*ginv1.PcieLink, len(inv.PcieBridges))
-	for _, b := range inv.PcieBridges {
-		bridgeLink[b.Id] = b.Link
+	t := newNCCLTree(inv)
+	if err := t.gpus(view); err != nil {
+		return nil, err
 	}
+	if err := t.hcas(view); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!-- NCCL_TOPO_FILE for node %s, written by GIN from its inventory -->\n", xmlComment(node))
+	writeXML(&b, t.system(), 0)
+	return b.Bytes(), nil
+}
 
-	cpus := map[int32]*xnode{}
-	pcis := map[string]*xnode{}
-	cpuOf := func(numa int32) *xnode {
-		if c := cpus[numa]; c != nil {
-			return c
-		}
-		c := &xnode{name: "cpu", key: fmt.Sprintf("%011d", int64(numa)+1<<31)}
-		if numa < 0 {
-			c.key = "~"
-		}
-		cpus[numa] = c
+// ncclTree is one node's NCCL topology being built: its cpu elements by
+// NUMA node and the PCIe switches written as pci elements, by bus id.
+type ncclTree struct {
+	inv        *ginv1.NodeInventory
+	bridgeLink map[string]*ginv1.PcieLink
+	cpus       map[int32]*xnode
+	pcis       map[string]*xnode
+}
+
+func newNCCLTree(inv *ginv1.NodeInventory) *ncclTree {
+	t := &ncclTree{inv: inv, bridgeLink: make(map[string]*ginv1.PcieLink, len(inv.PcieBridges)),
+		cpus: map[int32]*xnode{}, pcis: map[string]*xnode{}}
+	for _, b := range inv.PcieBridges {
+		t.bridgeLink[b.Id] = b.Link
+	}
+	return t
+}
+
+// cpuOf is the cpu element of a NUMA node, created the first time.
+func (t *ncclTree) cpuOf(numa int32) *xnode {
+	if c := t.cpus[numa]; c != nil {
 		return c
 	}
-	// attach returns the element a device hangs under: the nearest bridge
-	// above it that NCCL writes as a pci element (a PCIe switch: NCCL folds
-	// a switch's downstream ports into it and leaves out root ports and
-	// host bridges), creating the chain of such bridges from the cpu of
-	// its NUMA node down.
-	attach := func(above []graph.PCIeBridgeView, numa int32) *xnode {
-		up := cpuOf(numa)
-		for i := len(above) - 1; i >= 0; i-- {
-			b := above[i]
-			if b.HostBridge || b.RootPort || b.DownstreamPort {
-				continue
-			}
-			x := pcis[b.ID]
-			if x == nil {
-				x = &xnode{name: "pci", key: b.ID}
-				x.attr("busid", b.ID)
-				x.attr("class", ncclClassBridge)
-				addLink(x, bridgeLink[b.ID])
-				pcis[b.ID] = x
-				up.children = append(up.children, x)
-			}
-			up = x
-		}
-		return up
+	c := &xnode{name: "cpu", key: fmt.Sprintf("%011d", int64(numa)+1<<31)}
+	if numa < 0 {
+		c.key = "~"
 	}
+	t.cpus[numa] = c
+	return c
+}
 
-	// GPUs, by NVML index (the graph's order).
-	gpuByIndex := make(map[uint32]*ginv1.Gpu, len(inv.Gpus))
-	for _, gp := range inv.Gpus {
+// attach returns the element a device hangs under: the nearest bridge
+// above it that NCCL writes as a pci element (a PCIe switch: NCCL folds
+// a switch's downstream ports into it and leaves out root ports and
+// host bridges), creating the chain of such bridges from the cpu of
+// its NUMA node down.
+func (t *ncclTree) attach(above []graph.PCIeBridgeView, numa int32) *xnode {
+	up := t.cpuOf(numa)
+	for i := len(above) - 1; i >= 0; i-- {
+		b := above[i]
+		if b.HostBridge || b.RootPort || b.DownstreamPort {
+			continue
+		}
+		x := t.pcis[b.ID]
+		if x == nil {
+			x = &xnode{name: "pci", key: b.ID}
+			x.attr("busid", b.ID)
+			x.attr("class", ncclClassBridge)
+			addLink(x, t.bridgeLink[b.ID])
+			t.pcis[b.ID] = x
+			up.children = append(up.children, x)
+		}
+		up = x
+	}
+	return up
+}
+
+// gpus adds the node's GPUs, by NVML index (the graph's order).
+func (t *ncclTree) gpus(view graph.NodeView) error {
+	gpuByIndex := make(map[uint32]*ginv1.Gpu, len(t.inv.Gpus))
+	for _, gp := range t.inv.Gpus {
 		gpuByIndex[gp.Index] = gp
 	}
 	for _, gv := range view.GPUs {
 		g := gpuByIndex[gv.Index]
 		bus := gv.PCIBusID
 		if bus == "" || g == nil {
-			return nil, fmt.Errorf("export: nccl topo: node %s: GPU%d has no PCI bus id (NCCL finds GPUs by bus id)", node, gv.Index)
+			return fmt.Errorf("export: nccl topo: node %s: GPU%d has no PCI bus id (NCCL finds GPUs by bus id)", t.inv.NodeName, gv.Index)
 		}
 		x := &xnode{name: "pci", key: bus, hasDev: true}
 		x.attr("busid", bus)
@@ -170,53 +197,32 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 			gx.children = append(gx.children, cx)
 		}
 		x.children = []*xnode{gx}
-		up := attach(gv.PCIe, gv.NUMANode)
+		up := t.attach(gv.PCIe, gv.NUMANode)
 		up.children = append(up.children, x)
 	}
+	return nil
+}
 
-	// HCAs, in natural name order (the graph's), ACTIVE ports only.
-	hcaByName := make(map[string]*ginv1.Hca, len(inv.Hcas))
-	for _, h := range inv.Hcas {
+// hcas adds the node's HCAs, in natural name order (the graph's), with
+// their ACTIVE ports only, numbered over all HCAs as NCCL's IB plugin
+// does.
+func (t *ncclTree) hcas(view graph.NodeView) error {
+	hcaByName := make(map[string]*ginv1.Hca, len(t.inv.Hcas))
+	for _, h := range t.inv.Hcas {
 		hcaByName[h.Name] = h
 	}
 	dev := 0
 	for _, hv := range view.HCAs {
 		h := hcaByName[hv.Name]
 		if h == nil {
-			return nil, fmt.Errorf("export: nccl topo: node %s: HCA %s is in the graph, not in the inventory", node, hv.Name)
+			return fmt.Errorf("export: nccl topo: node %s: HCA %s is in the graph, not in the inventory", t.inv.NodeName, hv.Name)
 		}
-		var nets []*xnode
-		ib := false
-		for _, p := range h.Ports {
-			if p.State != ginv1.PortState_PORT_STATE_ACTIVE {
-				continue
-			}
-			if p.LinkLayer == ginv1.LinkLayer_LINK_LAYER_INFINIBAND {
-				ib = true
-			}
-			nx := &xnode{name: "net"}
-			nx.attr("name", h.Name)
-			nx.attr("dev", strconv.Itoa(dev))
-			dev++
-			if p.RateGbps > 0 {
-				nx.attr("speed", strconv.FormatUint(uint64(p.RateGbps)*1000, 10))
-			}
-			nx.attr("port", strconv.FormatUint(uint64(p.Port), 10))
-			nx.attr("latency", "0.000000")
-			if g, ok := devid.GUIDValue(h.NodeGuid); ok {
-				nx.attr("guid", fmt.Sprintf("%#x", g))
-			}
-			if strings.HasPrefix(h.HcaType, "MT") {
-				nx.attr("maxconn", strconv.Itoa(ncclConnectXMaxConn))
-			}
-			nx.attr("gdr", "1")
-			nets = append(nets, nx)
-		}
+		nets, ib := netElems(h, &dev)
 		if len(nets) == 0 {
 			continue
 		}
 		nic := &xnode{name: "nic", children: nets, hasDev: true}
-		up := attach(hv.PCIe, hv.NUMANode)
+		up := t.attach(hv.PCIe, hv.NUMANode)
 		bus := h.PciBusId
 		if bus == "" { // NCCL allows a nic directly under its cpu
 			nic.key = "~nic:" + h.Name
@@ -234,28 +240,64 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 		x.children = []*xnode{nic}
 		up.children = append(up.children, x)
 	}
+	return nil
+}
 
-	// CPUs.
+// netElems are an HCA's ACTIVE ports as net elements, numbered from *dev
+// on; ib says whether one is InfiniBand.
+func netElems(h *ginv1.Hca, dev *int) (nets []*xnode, ib bool) {
+	for _, p := range h.Ports {
+		if p.State != ginv1.PortState_PORT_STATE_ACTIVE {
+			continue
+		}
+		if p.LinkLayer == ginv1.LinkLayer_LINK_LAYER_INFINIBAND {
+			ib = true
+		}
+		nx := &xnode{name: "net"}
+		nx.attr("name", h.Name)
+		nx.attr("dev", strconv.Itoa(*dev))
+		*dev++
+		if p.RateGbps > 0 {
+			nx.attr("speed", strconv.FormatUint(uint64(p.RateGbps)*1000, 10))
+		}
+		nx.attr("port", strconv.FormatUint(uint64(p.Port), 10))
+		nx.attr("latency", "0.000000")
+		if g, ok := devid.GUIDValue(h.NodeGuid); ok {
+			nx.attr("guid", fmt.Sprintf("%#x", g))
+		}
+		if strings.HasPrefix(h.HcaType, "MT") {
+			nx.attr("maxconn", strconv.Itoa(ncclConnectXMaxConn))
+		}
+		nx.attr("gdr", "1")
+		nets = append(nets, nx)
+	}
+	return nets, ib
+}
+
+// system is the system element: the cpus that hold a device, in NUMA
+// order, with their numaid, affinity, arch and vendor, pruned of bridges
+// without devices.
+func (t *ncclTree) system() *xnode {
 	cpuList := map[int32]string{}
 	maxCPU := -1
-	if inv.Host != nil {
-		for _, n := range inv.Host.NumaNodes {
+	if t.inv.Host != nil {
+		for _, n := range t.inv.Host.NumaNodes {
 			cpuList[int32(n.Id)] = n.CpuList
 			if m := maxCPUOf(n.CpuList); m > maxCPU {
 				maxCPU = m
 			}
 		}
 	}
-	arch, vendor := cpuArch(inv)
-	numas := make([]int32, 0, len(cpus))
-	for n := range cpus {
+	arch, vendor := cpuArch(t.inv)
+	numas := make([]int32, 0, len(t.cpus))
+	for n := range t.cpus {
 		numas = append(numas, n)
 	}
-	sort.Slice(numas, func(i, j int) bool { return cpus[numas[i]].key < cpus[numas[j]].key })
+	sort.Slice(numas, func(i, j int) bool { return t.cpus[numas[i]].key < t.cpus[numas[j]].key })
 	sys := &xnode{name: "system"}
 	sys.attr("version", "1")
 	for _, n := range numas {
-		c := cpus[n]
+		c := t.cpus[n]
 		markDevs(c)
 		if !c.hasDev {
 			continue
@@ -274,11 +316,7 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 		prune(c)
 		sys.children = append(sys.children, c)
 	}
-
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "<!-- NCCL_TOPO_FILE for node %s, written by GIN from its inventory -->\n", xmlComment(node))
-	writeXML(&b, sys, 0)
-	return b.Bytes(), nil
+	return sys
 }
 
 // nvlinkElems groups a GPU's UP NVLinks by remote device.
