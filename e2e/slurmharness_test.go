@@ -23,6 +23,8 @@ type slurmConfig struct {
 	Nodes, CPUs, GPUs int    // n1..nNodes, CPUs and gres/gpu declared per node
 	Topology          []byte // a topology.conf; when set slurmctld runs topology/tree
 	Env               []string
+	// ConfExtra are lines appended to slurm.conf (Prolog=..., PrologFlags=...).
+	ConfExtra string
 }
 
 // slurmCluster is a real Slurm cluster on this machine: a private munged,
@@ -93,6 +95,7 @@ func startSlurm(t *testing.T, cfg slurmConfig) *slurmCluster {
 		"GIN_SLURM_NODES=" + strconv.Itoa(cfg.Nodes),
 		"GIN_SLURM_CPUS=" + strconv.Itoa(cfg.CPUs),
 		"GIN_SLURM_GPUS=" + strconv.Itoa(cfg.GPUs),
+		"GIN_SLURM_CONF_EXTRA=" + cfg.ConfExtra,
 	}
 	if cfg.Topology != nil {
 		topo := filepath.Join(c.tmp, "topology.conf")

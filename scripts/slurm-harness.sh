@@ -23,6 +23,7 @@
 #   GIN_SLURM_NODE_PORT  first slurmd port (nodes use PORT..PORT+N-1)     [free ones]
 #   GIN_SLURM_TOPOLOGY   a topology.conf to load (TopologyPlugin=topology/tree) [none]
 #   GIN_SLURM_INSTALL    1 = 'up' apt-get installs missing packages       [0]
+#   GIN_SLURM_CONF_EXTRA lines appended to slurm.conf (Prolog=..., PrologFlags=...) [none]
 #
 # Ports: unless given, 'up' picks ports that nothing listens on (read from
 # /proc/net/tcp{,6}); the caller that already holds free ports passes them.
@@ -189,6 +190,7 @@ $topo
 $nodeline
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+  if [ -n "${GIN_SLURM_CONF_EXTRA:-}" ]; then printf '%s\n' "$GIN_SLURM_CONF_EXTRA" >>"$SLURM_CONF"; fi
 }
 
 start_munge() {

@@ -243,6 +243,14 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ibDisabled, err := os.ReadFile("../../internal/nccllog/testdata/ib-disabled-by-env.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shm, err := os.ReadFile("../../internal/nccllog/testdata/p2p-disabled-shm.log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	smoke, err := os.ReadFile("../../internal/nccltests/testdata/xxrjun_smoke_N2_G1.log")
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +287,8 @@ func TestCommands(t *testing.T) {
 		{"order-yaml", []string{"order", "--nodes", "node[004,001,003,002]", "-o", "yaml"}, ""},
 		{"check", []string{"check"}, ""},
 		{"check-json", []string{"check", "--nodes", "node001", "-o", "json"}, ""},
+		{"diagnose", []string{"diagnose", "--nccl-log", "-"}, string(ibDisabled)},
+		{"diagnose-json", []string{"diagnose", "--nccl-log", "-", "--nodes", "node001", "-o", "json"}, string(shm)},
 		{"export-slurm", []string{"export", "slurm"}, ""},
 		{"export-slurm-block", []string{"export", "slurm-block"}, ""},
 		{"export-dot", []string{"export", "dot"}, ""},

@@ -122,7 +122,7 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	pf.StringVar(&a.tls.Key, "tls-key", "", "mTLS: this client's key (default $GIN_TLS_KEY)")
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd(), a.tlsCmd(),
-		a.checkCmd(), a.jobCmd())
+		a.checkCmd(), a.jobCmd(), a.gateCmd(), a.diagnoseCmd())
 	root.SetVersionTemplate(buildinfo.VersionTemplate("ginctl"))
 	root.AddCommand(a.versionCmd())
 	a.registerCompletions(root)

@@ -1,6 +1,9 @@
 package main
 
-import ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+import (
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/nccllog"
+)
 
 // jsonOutput is what one command prints with -o json: a value of sample's
 // type, written by internal/jsonout. Its JSON Schema is committed as
@@ -48,6 +51,7 @@ func jsonOutputs() []jsonOutput {
 		{"tls allow --expired", "ginctl-tls-allow-expired", []*ginv1.AllowCertificateResponse(nil), false},
 		{"node delete", "ginctl-node-delete", (*ginv1.DeleteNodeResponse)(nil), false},
 		{"check", "ginctl-check", (*ginv1.CheckResponse)(nil), false},
+		{"diagnose", "ginctl-diagnose", (*nccllog.Report)(nil), false},
 	}
 }
 
@@ -55,5 +59,6 @@ func jsonOutputs() []jsonOutput {
 func noJSONOutput() map[string]string {
 	return map[string]string{
 		"export": "writes the format its argument names (export json is the graph as JSON)",
+		"gate":   "a Slurm prolog step: its result is the exit status and, in strict mode, Slurm's drain reason (ginctl check -o json prints the verdict)",
 	}
 }

@@ -10,13 +10,37 @@
 # a node that cannot get it fails the prolog (Slurm then drains the node and
 # requeues the job) instead of letting the job start with some nodes
 # planned and others not. The default (0) only logs it.
+#
+# First, the health gate (docs/HEALTH.md): `ginctl gate` asks the masters for
+# this node's verdict. GIN_HEALTH_GATE=strict drains a failing node with
+# GIN's reason (sinfo -R shows "GIN: nvlink-down GPU3/nvlink7") and fails
+# the prolog, so Slurm requeues the job onto other nodes; advisory (the
+# default) logs the failure; off skips it. GIN_HEALTH_AUTO_RESUME=1 resumes a
+# node GIN drained once it passes; otherwise an operator resumes it.
 set -u
 GIN_AGENT=${GIN_AGENT:-/usr/local/bin/gin-agent}
+GINCTL=${GINCTL:-/usr/local/bin/ginctl}
+set -a   # GIN_MASTER_HOST and GIN_TLS_* reach ginctl
 GIN_SLURM_DEFAULTS=${GIN_SLURM_DEFAULTS:-/etc/default/gin-slurm}
-[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET, GIN_INSPECTOR_DIR
+[ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET, GIN_INSPECTOR_DIR, GIN_HEALTH_GATE
+set +a
 SOCK=${GIN_PLAN_SOCKET:-/run/gin/agent.sock}
 STRICT=${GIN_PROLOG_STRICT:-0}
-[ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
+GATE=${GIN_HEALTH_GATE:-advisory}
+[ -n "${SLURM_JOB_ID:-}" ] || exit 0
+if [ "$GATE" != off ] && [ -n "${SLURMD_NODENAME:-}" ] && [ -x "$GINCTL" ]; then
+  gate=(--timeout 5s gate --node "$SLURMD_NODENAME" --mode "$GATE")
+  [ "${GIN_HEALTH_AUTO_RESUME:-0}" = 1 ] && gate+=(--auto-resume)
+  if ! err=$("$GINCTL" "${gate[@]}" 2>&1); then
+    logger -t gin-prolog "job $SLURM_JOB_ID: ${err##*$'\n'}" 2>/dev/null || true
+    echo "gin-prolog: job $SLURM_JOB_ID: $err" >&2
+    [ "$GATE" = strict ] && exit 1
+  elif [ -n "$err" ]; then
+    logger -t gin-prolog "job $SLURM_JOB_ID: ${err##*$'\n'}" 2>/dev/null || true
+    echo "gin-prolog: job $SLURM_JOB_ID: $err" >&2
+  fi
+fi
+[ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
 args=(plan --job "$SLURM_JOB_ID" --nodes "$SLURM_JOB_NODELIST" --plan-socket "$SOCK" --timeout 15s)
 # GPUs per node the job got (SLURM_JOB_GPUS lists their indices); none: all.
 gpn=${SLURM_GPUS_ON_NODE:-}

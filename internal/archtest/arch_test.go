@@ -111,6 +111,8 @@ func TestLayering(t *testing.T) {
 		{name: "ginctl does not link Kubernetes' client", from: mod("cmd/ginctl"), never: []string{"k8s.io", "sigs.k8s.io"}},
 		{name: "the master's core does not link Kubernetes' client (leader tasks bring it)", from: mod("internal/master"), never: []string{"k8s.io", "sigs.k8s.io"}},
 		{name: "the Node label contract is a leaf", from: mod("internal/nodelabels"), onlyIn: []string{mod("internal/nodelabels")}},
+		{name: "the NCCL log reader needs only the API and the verdict rules", from: mod("internal/nccllog"),
+			onlyIn: []string{mod("api/gen/gin/v1"), mod("internal/health"), mod("internal/nccllog")}},
 		{name: "the replicated state does not know Raft or the master", from: mod("internal/state"),
 			never: []string{mod("internal/raft"), mod("internal/master"), "github.com/hashicorp/raft"}},
 	}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+)
+
+// ginReasonPrefix starts every Slurm reason the gate writes: a node drained
+// with another reason (an operator's) is never resumed by the gate.
+const ginReasonPrefix = "GIN: "
+
+// errGateFailed is the strict gate's verdict: the node fails its check.
+var errGateFailed = errors.New("health gate")
+
+func (a *app) gateCmd() *cobra.Command {
+	var node, mode, scontrol string
+	var autoResume, failClosed bool
+	cmd := &cobra.Command{
+		Use:   "gate",
+		Short: "Slurm health gate: run this node's verdict; strict mode drains a failing node",
+		Long: `Run one node's health verdict (ginctl check) as a Slurm Prolog or
+HealthCheckProgram does (deploy/slurm/gin-prolog.sh, docs/HEALTH.md):
+
+  --mode strict    a failing node is drained with GIN's reason as Slurm's reason
+                   (scontrol update NodeName=N State=DRAIN Reason="GIN: ...") and
+                   the gate exits 1: a prolog that fails makes Slurm requeue the job
+  --mode advisory  the failure is printed on stderr; exit 0
+
+A node that passes (or only warns) exits 0. With --auto-resume a node that now
+passes and is drained with a reason the gate wrote ("GIN: ...") is resumed;
+without it only an operator resumes it (scontrol update NodeName=N State=RESUME).
+A master that cannot be reached lets the job start (exit 0, said on stderr)
+unless --fail-closed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if node == "" {
+				node = a.getenv("SLURMD_NODENAME")
+			}
+			if node == "" {
+				return usagef("--node is required (or SLURMD_NODENAME in the environment)")
+			}
+			if mode != "strict" && mode != "advisory" {
+				return usagef("--mode %q: want strict or advisory", mode)
+			}
+			if scontrol == "" {
+				scontrol = "scontrol"
+			}
+			return a.gate(cmd.Context(), node, mode, scontrol, autoResume, failClosed)
+		},
+	}
+	cmd.Flags().StringVar(&node, "node", "", "the node to check, as GIN and Slurm name it (default $SLURMD_NODENAME)")
+	cmd.Flags().StringVar(&mode, "mode", "strict", "strict (drain a failing node, exit 1) or advisory (log only)")
+	cmd.Flags().BoolVar(&autoResume, "auto-resume", false, "resume the node when it passes again and GIN drained it")
+	cmd.Flags().BoolVar(&failClosed, "fail-closed", false, "fail (exit 1, no drain) when no master answers, instead of letting the job start")
+	cmd.Flags().StringVar(&scontrol, "scontrol", "", "the scontrol binary (default: scontrol on PATH)")
+	return cmd
+}
+
+func (a *app) gate(ctx context.Context, node, mode, scontrol string, autoResume, failClosed bool) error {
+	resp, err := a.check(ctx, node)
+	if err != nil {
+		if failClosed {
+			return fmt.Errorf("%w: no verdict for %s: %w", errGateFailed, node, err)
+		}
+		fmt.Fprintf(a.stderr, "gin gate: %s: no verdict (%s); letting the job start\n", node, describe(err))
+		return nil
+	}
+	var v *ginv1.NodeVerdict
+	for _, n := range resp.GetNodes() {
+		if n.GetNode() == node {
+			v = n
+		}
+	}
+	if v == nil {
+		return fmt.Errorf("no verdict for %s in the masters' answer", node)
+	}
+	switch v.GetVerdict() {
+	case ginv1.Verdict_VERDICT_FAIL:
+	case ginv1.Verdict_VERDICT_WARN:
+		fmt.Fprintf(a.stderr, "gin gate: %s: warn: %s\n", node, v.GetReason())
+		fallthrough
+	default:
+		if autoResume {
+			return a.autoResume(ctx, node, scontrol)
+		}
+		return nil
+	}
+	reason := ginReasonPrefix + v.GetReason()
+	if mode == "advisory" {
+		fmt.Fprintf(a.stderr, "gin gate: %s: fail (advisory, not drained): %s\n", node, reason)
+		return nil
+	}
+	if out, err := runScontrol(ctx, scontrol, "update", "NodeName="+node, "State=DRAIN", "Reason="+reason); err != nil {
+		return fmt.Errorf("%w: %s fails (%s), and draining it failed: %w: %s", errGateFailed, node, reason, err, out)
+	}
+	return fmt.Errorf("%w: %s fails its health check; drained: %s", errGateFailed, node, reason)
+}
+
+// autoResume resumes node when Slurm has it drained with a reason the gate
+// wrote.
+func (a *app) autoResume(ctx context.Context, node, scontrol string) error {
+	out, err := runScontrol(ctx, scontrol, "show", "node", node, "-o")
+	if err != nil {
+		return fmt.Errorf("scontrol show node %s: %w: %s", node, err, out)
+	}
+	state, reason := nodeStateReason(out)
+	if !strings.Contains(state, "DRAIN") || !strings.HasPrefix(reason, ginReasonPrefix) {
+		return nil
+	}
+	if out, err := runScontrol(ctx, scontrol, "update", "NodeName="+node, "State=RESUME"); err != nil {
+		return fmt.Errorf("resuming %s: %w: %s", node, err, out)
+	}
+	fmt.Fprintf(a.stderr, "gin gate: %s passes again; resumed (was drained: %s)\n", node, reason)
+	return nil
+}
+
+// nodeStateReason reads State= and Reason= of `scontrol show node -o`
+// (one line; Reason runs to its " [user@time]" suffix).
+func nodeStateReason(line string) (state, reason string) {
+	for _, f := range strings.Fields(line) {
+		if s, ok := strings.CutPrefix(f, "State="); ok {
+			state = s
+		}
+	}
+	if i := strings.Index(line, " Reason="); i >= 0 {
+		reason = line[i+len(" Reason="):]
+		if j := strings.Index(reason, " ["); j >= 0 {
+			reason = reason[:j]
+		}
+		reason = strings.TrimSpace(reason)
+	}
+	return state, reason
+}
+
+// runScontrol runs scontrol with args (no shell), bounded in time.
+func runScontrol(ctx context.Context, scontrol string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, scontrol, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return strings.TrimSpace(out.String()), err
+}
