@@ -161,6 +161,16 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
+	withChoices := sample()
+	withChoices.Rules[1].Algorithm, withChoices.Rules[1].Protocol = 0, 0
+	withChoices.Rules[1].Choices = []*ginv1.PlanChoice{
+		{Algorithm: ginv1.Algorithm_ALGORITHM_NVLS_TREE, NcclIfOffered: true},
+		{Algorithm: ginv1.Algorithm_ALGORITHM_TREE, Protocol: ginv1.Protocol_PROTOCOL_SIMPLE, MinNcclVersion: 22703, MaxNcclVersion: 22703},
+	}
+	withChoices.ContentHash = Hash(withChoices)
+	if b, err := proto.Marshal(withChoices); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Decode(b)
 		if err != nil {
