@@ -24,6 +24,10 @@ const (
 	Refused
 	// NoSuchHost: the host name does not resolve.
 	NoSuchHost
+	// WrongCA: the TLS handshake failed on a certificate of another CA:
+	// the master's is not signed by the client's --tls-ca, or the master
+	// does not know the CA of the client's certificate.
+	WrongCA
 )
 
 var (
@@ -32,7 +36,10 @@ var (
 	// the rest of the client's preface unread.
 	tlsRequired = regexp.MustCompile(`error reading server preface: (EOF|.*connection reset by peer)|connection closed before server preface`)
 	notTLS      = regexp.MustCompile(`first record does not look like a TLS handshake`)
-	httpPort    = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
+	// Go's crypto/tls words for both sides: the client's own check of the
+	// master's chain, and the master's alert about the client's.
+	wrongCA  = regexp.MustCompile(`certificate signed by unknown authority|tls: unknown certificate authority`)
+	httpPort = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
 )
 
 // Classify is the Cause that the error text msg (a status message or a
@@ -41,6 +48,8 @@ var (
 // preface.
 func Classify(msg string) Cause {
 	switch {
+	case wrongCA.MatchString(msg):
+		return WrongCA
 	case tlsRequired.MatchString(msg):
 		return TLSRequired
 	case notTLS.MatchString(msg):
@@ -67,6 +76,8 @@ func (c Cause) String() string {
 		return "Refused"
 	case NoSuchHost:
 		return "NoSuchHost"
+	case WrongCA:
+		return "WrongCA"
 	}
 	return "Other"
 }

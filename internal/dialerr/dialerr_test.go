@@ -2,6 +2,8 @@ package dialerr
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -37,6 +39,7 @@ func TestClassifyGRPCErrors(t *testing.T) {
 		{"plaintext to the HTTP port", web.Listener.Addr().String(), insecure.NewCredentials(), HTTPPort},
 		{"TLS to the HTTP port", web.Listener.Addr().String(), clientTLS, NotTLS},
 		{"nothing listens", fakemaster.DeadAddr(t), insecure.NewCredentials(), Refused},
+		{"a master certificate of another CA", tlsAddr, credentials.NewTLS(&tls.Config{RootCAs: x509.NewCertPool(), ServerName: "x.test.example.com", MinVersion: tls.VersionTLS13}), WrongCA},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,5 +80,14 @@ func TestClassifyText(t *testing.T) {
 		if got := Classify(tc.msg); got != tc.want {
 			t.Errorf("Classify(%q) = %v, want %v", tc.msg, got, tc.want)
 		}
+	}
+}
+
+// TestClassifyWrongCAAlert: a master that does not know the client
+// certificate's CA sends crypto/tls's unknown-CA alert.
+func TestClassifyWrongCAAlert(t *testing.T) {
+	msg := `rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: remote error: tls: unknown certificate authority"`
+	if got := Classify(msg); got != WrongCA {
+		t.Fatalf("Classify(%q) = %v, want WrongCA", msg, got)
 	}
 }
