@@ -2,6 +2,7 @@ package draw
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"slices"
 	"sort"
@@ -29,6 +30,7 @@ const (
 	maxOtherSwitches   = 16
 	bigTilesUpTo       = 128 // nodes: up to this many, tiles carry their names
 	maxDomainLabelRune = 24
+	maxFaultLinks      = 6
 )
 
 // FabricInput is what the fabric picture is drawn from.
@@ -438,7 +440,34 @@ func Fabric(w io.Writer, in FabricInput) error {
 	if m.collape {
 		body.text(fmt.Sprintf("More than %d nodes: groups are drawn as counts with their faulty and highlighted nodes; expand one to see every node.", CollapseAbove),
 			"x", itoa(fMargin), "y", itoa(y), "class", "note")
-		y += 14
+		y += 16
+		// Where the faults are, as links to their groups' cards: at this
+		// size the cards run down many screens.
+		var faulty []*group
+		for _, g := range m.groups {
+			if g.counts[lvPass] < len(g.nodes) {
+				faulty = append(faulty, g)
+			}
+		}
+		if len(faulty) > 0 {
+			body.open("text", "x", itoa(fMargin), "y", itoa(y), "class", "note")
+			body.b.WriteString("Faults under: ")
+			for i, g := range faulty[:min(len(faulty), maxFaultLinks)] {
+				if i > 0 {
+					body.b.WriteString(", ")
+				}
+				body.open("a", "href", "#"+GroupAnchor(g.key))
+				body.open("tspan", "class", "lk")
+				body.b.WriteString(html.EscapeString(short(g.label, 24)))
+				body.close("tspan")
+				body.close("a")
+			}
+			if len(faulty) > maxFaultLinks {
+				body.b.WriteString(html.EscapeString(fmt.Sprintf(" and %d more groups", len(faulty)-maxFaultLinks)))
+			}
+			body.close("text")
+			y += 14
+		}
 	}
 
 	// Spines.

@@ -156,6 +156,9 @@ func TestFabricCollapses(t *testing.T) {
 	if len(dn) != 3 || dn["node300"] != 1 || dn["node010"] != 1 || dn["node500"] != 1 {
 		t.Fatalf("collapsed fabric draws %v, want node010, node300 and node500 once each", dn)
 	}
+	if !bytes.Contains(got, []byte("Faults under: ")) || bytes.Count(got, []byte(`<a href="#g-`)) != 2 {
+		t.Fatalf("collapsed fabric does not link the 2 groups with faults (node010's, node300's) from its headline")
+	}
 	if n := bytes.Count(got, []byte("expand ▸")); n != 8 {
 		t.Fatalf("%d expand links, want one per group (8)", n)
 	}
