@@ -3,8 +3,9 @@
 // cluster's nodes with their state, the Raft members and the pinned plans
 // with their reasons; a node's page (/ui/node) draws its NVLinks, `topo -m`,
 // HCA ports and PCIe tree, a job's (/ui/job) its nodes on the fabric and its
-// plan as charts, and /ui/estimate the scaling of the placement classes. The page and its script are embedded (no CDN, a strict
-// Content-Security-Policy); its JSON API under
+// plan as charts, and /ui/estimate the scaling of the placement classes.
+// Pages, templates, styles and script are embedded (no CDN, a strict
+// Content-Security-Policy: no inline script or style); its JSON API under
 // /ui/api/ answers from the same read paths as gRPC (any replica, so it
 // works on a follower) and only reads.
 //
