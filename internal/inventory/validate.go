@@ -136,27 +136,56 @@ func Validate(inv *ginv1.NodeInventory) error {
 	}
 	v.str("source", inv.GetSource())
 	validateHost(v, inv.GetHost())
+	c := &invCheck{v: v, inv: inv, pci: map[string]string{}, gpuByPCI: map[string]bool{}}
+	c.bridges = validateBridges(v, inv.GetPcieBridges())
+	c.nvswitches()
+	c.gpus()
+	c.nvlinks() // once every device is known
+	c.hcas()
+	c.rest()
+	validateIDs(v, inv)
 
-	// Every PCI bus id used by a device, for uniqueness and NVLink targets.
-	pci := map[string]string{}
-	claimPCI := func(field, id string) {
-		if id == "" {
-			return
-		}
-		if prev, ok := pci[id]; ok {
-			v.add(field, "PCI bus id %q is already used by %s", id, prev)
-			return
-		}
-		pci[id] = field
+	if len(v.violations) > 0 {
+		return &ValidationError{Node: inv.GetNodeName(), Violations: v.violations}
 	}
+	return nil
+}
 
-	bridges := validateBridges(v, inv.GetPcieBridges())
-	parentOK := func(field, parent string) {
-		if parent != "" && !bridges[parent] {
-			v.add(field, "names PCIe bridge %q, which is not in pcie_bridges", parent)
-		}
+// invCheck is one Validate: the violations found so far and what the
+// devices checked so far claimed.
+type invCheck struct {
+	v   *validator
+	inv *ginv1.NodeInventory
+	// pci maps every PCI bus id used by a device to the field that used
+	// it first (for uniqueness and NVLink targets); gpuByPCI holds the
+	// GPUs' bus ids, bridges the PCIe bridges' ids.
+	pci      map[string]string
+	gpuByPCI map[string]bool
+	bridges  map[string]bool
+}
+
+// claimPCI records field's bus id, or says which device holds it already.
+func (c *invCheck) claimPCI(field, id string) {
+	if id == "" {
+		return
 	}
+	if prev, ok := c.pci[id]; ok {
+		c.v.add(field, "PCI bus id %q is already used by %s", id, prev)
+		return
+	}
+	c.pci[id] = field
+}
 
+// parentOK checks that a device's PCIe parent is a listed bridge.
+func (c *invCheck) parentOK(field, parent string) {
+	if parent != "" && !c.bridges[parent] {
+		c.v.add(field, "names PCIe bridge %q, which is not in pcie_bridges", parent)
+	}
+}
+
+// nvswitches checks the NVSwitches: count, unique ids, strings, bus ids.
+func (c *invCheck) nvswitches() {
+	v, inv := c.v, c.inv
 	if v.count("nvswitches", len(inv.GetNvswitches()), MaxNVSwitches) {
 		ids := map[string]int{}
 		for i, s := range inv.GetNvswitches() {
@@ -170,11 +199,15 @@ func Validate(inv *ginv1.NodeInventory) error {
 			}
 			v.str(f+".id", s.GetId())
 			v.str(f+".model", s.GetModel())
-			claimPCI(f+".pci_bus_id", s.GetPciBusId())
+			c.claimPCI(f+".pci_bus_id", s.GetPciBusId())
 		}
 	}
+}
 
-	gpuByPCI := map[string]bool{}
+// gpus checks the GPUs: count, unique UUIDs, indexes and bus ids,
+// strings, PCIe links, C2C and NVLink bounds, health.
+func (c *invCheck) gpus() {
+	v, inv := c.v, c.inv
 	if v.count("gpus", len(inv.GetGpus()), MaxGPUs) {
 		uuids := map[string]int{}
 		indexes := map[uint32]int{}
@@ -199,9 +232,9 @@ func Validate(inv *ginv1.NodeInventory) error {
 			v.str(f+".model", g.GetModel())
 			v.str(f+".serial", g.GetSerial())
 			v.str(f+".architecture", g.GetArchitecture())
-			claimPCI(f+".pci_bus_id", g.GetPciBusId())
-			gpuByPCI[g.GetPciBusId()] = true
-			parentOK(f+".pcie_parent_id", g.GetPcieParentId())
+			c.claimPCI(f+".pci_bus_id", g.GetPciBusId())
+			c.gpuByPCI[g.GetPciBusId()] = true
+			c.parentOK(f+".pcie_parent_id", g.GetPcieParentId())
 			validatePCIeLink(v, f+".pcie_link", g.GetPcieLink())
 			if fb := g.GetFabric(); fb != nil {
 				v.str(f+".fabric.cluster_uuid", fb.GetClusterUuid())
@@ -219,7 +252,12 @@ func Validate(inv *ginv1.NodeInventory) error {
 			validateGPUHealth(v, f+".health", g.GetHealth())
 		}
 	}
-	// NVLink endpoints are checked once every device is known.
+}
+
+// nvlinks checks every GPU's NVLinks: unique indexes, known generations,
+// bandwidth bounds, and remote ends that are devices of this node.
+func (c *invCheck) nvlinks() {
+	v, inv := c.v, c.inv
 	for i, g := range inv.GetGpus() {
 		if i >= MaxGPUs || len(g.GetNvlinks()) > MaxNVLinksPerGPU {
 			break
@@ -246,7 +284,7 @@ func Validate(inv *ginv1.NodeInventory) error {
 					v.add(f+".remote_pci_bus_id", "is empty for a GPU-to-GPU link")
 				case remote == g.GetPciBusId():
 					v.add(f+".remote_pci_bus_id", "points at the GPU itself")
-				case !gpuByPCI[remote]:
+				case !c.gpuByPCI[remote]:
 					v.add(f+".remote_pci_bus_id", "points at GPU %q, which does not exist on this node", remote)
 				}
 			case ginv1.NvLinkRemoteType_NV_LINK_REMOTE_TYPE_SWITCH:
@@ -257,7 +295,12 @@ func Validate(inv *ginv1.NodeInventory) error {
 			}
 		}
 	}
+}
 
+// hcas checks the HCAs and their ports: count, unique names and port
+// numbers, strings, bus ids, PCIe links, rates, GIDs, netdevs.
+func (c *invCheck) hcas() {
+	v, inv := c.v, c.inv
 	if v.count("hcas", len(inv.GetHcas()), MaxHCAs) {
 		names := map[string]int{}
 		for i, h := range inv.GetHcas() {
@@ -272,8 +315,8 @@ func Validate(inv *ginv1.NodeInventory) error {
 			for _, s := range []struct{ f, s string }{{".name", h.GetName()}, {".node_guid", h.GetNodeGuid()}, {".sys_image_guid", h.GetSysImageGuid()}, {".hca_type", h.GetHcaType()}, {".board_id", h.GetBoardId()}, {".firmware_version", h.GetFirmwareVersion()}} {
 				v.str(f+s.f, s.s)
 			}
-			claimPCI(f+".pci_bus_id", h.GetPciBusId())
-			parentOK(f+".pcie_parent_id", h.GetPcieParentId())
+			c.claimPCI(f+".pci_bus_id", h.GetPciBusId())
+			c.parentOK(f+".pcie_parent_id", h.GetPcieParentId())
 			validatePCIeLink(v, f+".pcie_link", h.GetPcieLink())
 			if !v.count(f+".ports", len(h.GetPorts()), MaxPortsPerHCA) {
 				continue
@@ -307,7 +350,11 @@ func Validate(inv *ginv1.NodeInventory) error {
 			}
 		}
 	}
+}
 
+// rest checks the QP summaries' count and the fabric neighbours.
+func (c *invCheck) rest() {
+	v, inv := c.v, c.inv
 	v.count("qp_summaries", len(inv.GetQpSummaries()), MaxQPSummaries)
 	if v.count("fabric_neighbors", len(inv.GetFabricNeighbors()), MaxNeighbors) {
 		for i, n := range inv.GetFabricNeighbors() {
@@ -319,13 +366,6 @@ func Validate(inv *ginv1.NodeInventory) error {
 			}
 		}
 	}
-
-	validateIDs(v, inv)
-
-	if len(v.violations) > 0 {
-		return &ValidationError{Node: inv.GetNodeName(), Violations: v.violations}
-	}
-	return nil
 }
 
 func hasSwitch(inv *ginv1.NodeInventory, pci string) bool {
