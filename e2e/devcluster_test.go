@@ -25,7 +25,7 @@ func binaries(t testing.TB) string {
 
 var upRE = regexp.MustCompile(`GIN dev cluster is up: master (\S+),`)
 
-func startDev(t *testing.T, bin string, args ...string) (addr string, cmd *exec.Cmd, stderr *lockedBuffer) {
+func startDev(t testing.TB, bin string, args ...string) (addr string, cmd *exec.Cmd, stderr *lockedBuffer) {
 	t.Helper()
 	cmd = exec.Command(filepath.Join(bin, "gin-master"), append([]string{"--dev", "--bind", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...)...)
 	stdout, err := cmd.StdoutPipe()

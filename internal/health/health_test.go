@@ -13,7 +13,7 @@ import (
 )
 
 // simNode is a simulated node's inventory, healthy as the profile builds it.
-func simNode(t *testing.T, profile, name string) *ginv1.NodeInventory {
+func simNode(t testing.TB, profile, name string) *ginv1.NodeInventory {
 	t.Helper()
 	src, err := sim.NewSource(profile, sim.NodeOptions{NodeName: name})
 	if err != nil {
@@ -294,4 +294,12 @@ func TestReasonIsBoundedAndPlain(t *testing.T) {
 	if strings.ContainsAny(sanitize("a\"b'c\n`d\\"), "\"'\n`\\") {
 		t.Error("sanitize kept a quote or control character")
 	}
+}
+
+func simNodeTB(tb testing.TB) *ginv1.NodeInventory {
+	inv := simNode(tb, "dgx-h100", "n1")
+	for _, g := range inv.Gpus {
+		g.VbiosVersion = "96.00.89.00.01"
+	}
+	return inv
 }
