@@ -41,15 +41,26 @@
 //
 // The whole of it (read, verify, compile) runs under NCCL_GIN_INIT_TIMEOUT_MS.
 //
+// Init binds the plan to the communicator: it copies the shape's cells, reads
+// the running NCCL version with ncclGetVersion resolved in the process (the
+// global scope, else a libnccl already loaded), and marks the measured
+// choices the version rule excludes (another release series than their
+// measurements'; docs/CALIBRATION.md), logging each.
+//
 // getCollInfo is pure C (no Go, lock, allocation or I/O): for collectives
-// 0..4 it looks up bucket floor(log2(nBytes)) of the communicator's shape and,
-// when the plan names a cell that is inside NCCL's numAlgo x numProto table and
-// not -1 (NCCL_ALGO_PROTO_IGNORE), writes 0.0 into it and sets *nChannels when
-// the plan gives a channel count; it never writes into a -1 cell, never reads
-// regBuff and always returns success. v2 (no cost table) writes
+// 0..4 it looks up bucket floor(log2(nBytes)) of the communicator's shape and
+// walks the bucket's ordered choices: the first whose cell is inside NCCL's
+// numAlgo x numProto table and not -1 (NCCL_ALGO_PROTO_IGNORE) wins; a forcing
+// choice writes 0.0 into its cell, "NCCL's choice when it offers X" writes
+// nothing, and either sets *nChannels when the choice gives a channel count;
+// none usable leaves NCCL's choice. It never writes into a -1 cell, never
+// reads regBuff and always returns success. v2 (no cost table) writes
 // *algorithm/*protocol instead, only for algorithms NCCL supports for the
-// collective and the collNet/NVLS support flags it is given. finalize frees
-// the table. getChunkSize (v6) is not provided.
+// collective and the collNet/NVLS support flags it is given. Each bucket
+// records what it resolved to (a relaxed byte store when it changes);
+// finalize logs that once per communicator ("all_reduce 16M-32G: resolved
+// to choice 2 of 2, tree/simple (passed over: nccl(nvls_tree) (not
+// offered))") and frees the context. getChunkSize (v6) is not provided.
 //
 // When no plan can be had, init logs a WARN naming the cause ("GIN: standing
 // aside, NCCL tunes alone: ...") and returns success with a NULL context, so
