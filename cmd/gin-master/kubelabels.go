@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/kubelabels"
 	"github.com/gin-topology/gin/internal/master"
 	"github.com/gin-topology/gin/internal/nodelabels"
@@ -69,6 +70,21 @@ func (k *kubeOptions) tasks(log *slog.Logger) ([]master.LeaderTask, []prometheus
 		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
 	}
 	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "prefix", nodelabels.Prefix)
-	run := func(ctx context.Context, st *state.Store) { l.Run(ctx, st) }
+	run := func(ctx context.Context, st *state.Store, verdicts master.Verdicts) {
+		l.Run(ctx, st, checkHealth(verdicts))
+	}
 	return []master.LeaderTask{{Name: "kube-labels", Run: run}}, l.Collectors(), nil
+}
+
+// checkHealth is the master's node verdicts (internal/health, what ginctl
+// check prints) as the labeller's Health.
+type checkHealth master.Verdicts
+
+func (c checkHealth) Verdicts(v state.View) map[string]nodelabels.Verdict {
+	all := c(v)
+	out := make(map[string]nodelabels.Verdict, len(all))
+	for n, nv := range all {
+		out[n] = nodelabels.Verdict(health.Label(nv.GetVerdict()))
+	}
+	return out
 }

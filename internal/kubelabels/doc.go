@@ -26,6 +26,7 @@
 // Labels are a pure function of the replicated state (Desired): every
 // leader computes the same ones, with the leaf, spine and block names of
 // the Slurm exports (export.Placements), so Slurm and Kubernetes see the
-// same groups. The health verdict comes from a Health: StateHealth (DOWN
-// or a down link fails) until the health checks' verdicts are plugged in.
+// same groups. The health verdict comes from a Health: gin-master gives
+// the master's node verdicts (internal/health, what ginctl check prints);
+// StateHealth (DOWN or a down link fails) is the fallback.
 package kubelabels

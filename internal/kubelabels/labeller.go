@@ -53,7 +53,8 @@ type Options struct {
 	Poll time.Duration
 	// Workers patch nodes in parallel, within QPS (default DefaultWorkers).
 	Workers int
-	// Health gives the verdicts (default StateHealth).
+	// Health gives the verdicts when Run is given none (default
+	// StateHealth).
 	Health Health
 	Logger *slog.Logger
 }
@@ -144,6 +145,7 @@ type nodeSeen struct {
 // (dirty), and the taints.
 type run struct {
 	l       *Labeller
+	health  Health
 	mu      sync.Mutex
 	seen    map[string]nodeSeen          // informer: Nodes that exist
 	applied map[string]map[string]string // GIN's labels on the node, as last applied or seen
@@ -152,12 +154,15 @@ type run struct {
 	kick    chan struct{}
 }
 
-// Run keeps the labels until ctx ends (the leader-only loop). It lists and
-// watches the Nodes, then at every new index of st, and whenever a Node
-// appears or its GIN labels change under it, patches the nodes whose
-// labels differ.
-func (l *Labeller) Run(ctx context.Context, st Store) {
-	r := &run{l: l, seen: map[string]nodeSeen{}, applied: map[string]map[string]string{},
+// Run keeps the labels until ctx ends (the leader-only loop), with the
+// verdicts of health (nil: Options.Health). It lists and watches the
+// Nodes, then at every new index of st, and whenever a Node appears or its
+// GIN labels change under it, patches the nodes whose labels differ.
+func (l *Labeller) Run(ctx context.Context, st Store, health Health) {
+	if health == nil {
+		health = l.opts.Health
+	}
+	r := &run{l: l, health: health, seen: map[string]nodeSeen{}, applied: map[string]map[string]string{},
 		dirty: map[string]bool{}, tainted: map[string]bool{}, kick: make(chan struct{}, 1)}
 	// A metadata informer (what metadatainformer builds, without its
 	// factory, which links every typed API): labels and uids only.
@@ -305,7 +310,7 @@ type change struct {
 // that carry GIN labels but are no GIN node (deleted from GIN) lose them.
 func (r *run) reconcile(ctx context.Context, v state.View) error {
 	start := time.Now()
-	want, err := Desired(v, r.l.opts.Health, r.l.opts.Topograph)
+	want, err := Desired(v, r.health, r.l.opts.Topograph)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,9 @@ func (s *Server) leaderLoops() []leaderLoop {
 		{"plan-expiry", func(ctx context.Context) { s.planExpiryLoop(ctx, time.Minute) }},
 	}
 	for _, t := range s.cfg.LeaderTasks {
-		loops = append(loops, leaderLoop{t.Name, func(ctx context.Context) { t.Run(ctx, s.store) }})
+		// Each task gets a verdict cache of its own (assessments are kept
+		// per node and rerun only for nodes that changed).
+		loops = append(loops, leaderLoop{t.Name, func(ctx context.Context) { t.Run(ctx, s.store, newCheckService(s).verdictsAt) }})
 	}
 	if s.cfg.DeadServerTimeout > 0 {
 		// Voters failing heartbeats for too long are removed (autopilot).
