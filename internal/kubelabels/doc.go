@@ -10,8 +10,9 @@
 // controllers or administrators set are never touched, and a key GIN stops
 // applying (a node that leaves a block) is removed by the API server. The
 // taint list is atomic in the Node API (a server-side apply would own all
-// of it), so the taint is added and removed by an update conditional on the
-// Node's resourceVersion instead.
+// of it), so the taint is added and removed by a JSON patch that tests the
+// Node's resourceVersion first (patch is the only write the ClusterRole
+// grants).
 //
 // Only what changed is patched: the labeller remembers what it applied to
 // each node, compares the labels computed from the state at each new Raft

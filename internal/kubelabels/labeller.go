@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/gin-topology/gin/internal/nodelabels"
 	"github.com/gin-topology/gin/internal/state"
@@ -31,8 +30,8 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultQPS      = 20
-	DefaultBurst    = 50
+	DefaultQPS      = 50
+	DefaultBurst    = 100
 	DefaultPoll     = time.Second
 	DefaultWorkers  = 4
 	maxRetryBackoff = time.Minute
@@ -214,7 +213,9 @@ func (l *Labeller) Run(ctx context.Context, st Store, health Health) {
 		pending := len(r.dirty) > 0
 		r.mu.Unlock()
 		due := !retryAt.IsZero() && !time.Now().Before(retryAt)
-		if first || v.Index != last || pending || due {
+		// Nodes left dirty by a failed patch wait for the backoff; a new
+		// index or a Node that changed under GIN is compared at once.
+		if first || v.Index != last || due || pending && retryAt.IsZero() {
 			first = false
 			last = v.Index
 			if err := r.reconcile(ctx, v); err != nil {
@@ -429,42 +430,24 @@ func (r *run) applyLabels(ctx context.Context, c change) error {
 	return nil
 }
 
-// applyTaint adds or removes GIN's taint by an update conditional on the
-// resourceVersion read just before (retried on conflict).
+// applyTaint adds or removes GIN's taint. The taint list is atomic, so
+// the whole list is written, by a JSON patch that first tests the
+// resourceVersion just read: a Node changed meanwhile fails the test and is
+// read again (a few times). A patch, not an update: the ClusterRole grants
+// patch alone.
 func (r *run) applyTaint(ctx context.Context, c change) error {
 	if c.taint == nil {
 		return nil
 	}
 	want := *c.taint
 	nodes := r.l.dyn.Resource(nodesGVR)
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := nodes.Get(ctx, c.node, metav1.GetOptions{})
-		if err != nil {
-			return err
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = r.patchTaint(ctx, nodes, c, want)
+		if err == nil || !(apierrors.IsInvalid(err) || apierrors.IsConflict(err)) || ctx.Err() != nil {
+			break
 		}
-		if n.GetUID() != c.uid {
-			return apierrors.NewNotFound(nodesGVR.GroupResource(), c.node)
-		}
-		ts := taints(n)
-		if hasTaint(ts) == want {
-			return nil
-		}
-		ts = slices.DeleteFunc(ts, isGINTaint)
-		if want {
-			ts = append(ts, map[string]any{"key": nodelabels.TaintKey, "value": nodelabels.TaintValue, "effect": nodelabels.TaintEffect})
-		}
-		list := make([]any, len(ts))
-		for i, t := range ts {
-			list[i] = t
-		}
-		if err := unstructured.SetNestedSlice(n.Object, list, "spec", "taints"); err != nil {
-			return err
-		}
-		// The update carries the resourceVersion just read: a Node changed
-		// meanwhile is a conflict, read again.
-		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{FieldManager: nodelabels.FieldManager})
-		return err
-	})
+	}
 	if err != nil {
 		r.l.metrics.patches.WithLabelValues("taint", "error").Inc()
 		return fmt.Errorf("node %s: taint: %w", c.node, err)
@@ -476,6 +459,33 @@ func (r *run) applyTaint(ctx context.Context, c change) error {
 	}
 	r.mu.Unlock()
 	return nil
+}
+
+func (r *run) patchTaint(ctx context.Context, nodes dynamic.NamespaceableResourceInterface, c change, want bool) error {
+	n, err := nodes.Get(ctx, c.node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if n.GetUID() != c.uid {
+		return apierrors.NewNotFound(nodesGVR.GroupResource(), c.node)
+	}
+	ts := taints(n)
+	if hasTaint(ts) == want {
+		return nil
+	}
+	ts = slices.DeleteFunc(ts, isGINTaint)
+	if want {
+		ts = append(ts, map[string]any{"key": nodelabels.TaintKey, "value": nodelabels.TaintValue, "effect": nodelabels.TaintEffect})
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": n.GetResourceVersion()},
+		{"op": "add", "path": "/spec/taints", "value": ts},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = nodes.Patch(ctx, c.node, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: nodelabels.FieldManager})
+	return err
 }
 
 // taints returns a Node's spec.taints (a copy of the list; nil when none).
