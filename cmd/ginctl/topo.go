@@ -144,8 +144,9 @@ func (a *app) clusterCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(resp)
 			}
-			a.summary("server %s: %s, term %d, commit %d, applied %d, leader %s (%s)", resp.GetServerId(), resp.GetRaftState(),
-				resp.GetTerm(), resp.GetCommitIndex(), resp.GetAppliedIndex(), dash(resp.GetLeaderId()), dash(resp.GetLeaderAddress()))
+			a.summary("server %s: %s, term %d, commit %d, applied %d, leader %s (%s)%s", resp.GetServerId(), resp.GetRaftState(),
+				resp.GetTerm(), resp.GetCommitIndex(), resp.GetAppliedIndex(), dash(resp.GetLeaderId()), dash(resp.GetLeaderAddress()),
+				catchingUp(resp.GetRaftState(), resp.GetCommitIndex(), resp.GetAppliedIndex()))
 			t := a.newTable("ID", "RAFT_ADDRESS", "VOTER", "LEADER")
 			for _, m := range resp.GetMembers() {
 				t.row(m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader())
@@ -153,4 +154,19 @@ func (a *app) clusterCmd() *cobra.Command {
 			return t.flush()
 		},
 	}
+}
+
+// catchingUp says why a master's indexes look empty or behind: a master
+// that just started knows no commit until the leader's first heartbeat,
+// and applies what it learns after that.
+func catchingUp(state string, commit, applied uint64) string {
+	switch {
+	case state == "Leader":
+		return ""
+	case commit == 0:
+		return "; catching up: it has heard from no leader since it started (ask again in a few seconds)"
+	case applied < commit:
+		return fmt.Sprintf("; catching up: %d committed entries not applied yet", commit-applied)
+	}
+	return ""
 }

@@ -27,3 +27,25 @@ func TestUnavailableSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestCatchingUp: a restarted follower's empty or lagging indexes come with
+// a hint; a leader's and an up-to-date follower's do not.
+func TestCatchingUp(t *testing.T) {
+	tests := []struct {
+		state           string
+		commit, applied uint64
+		want            string
+	}{
+		{"Follower", 0, 0, "heard from no leader"},
+		{"Candidate", 0, 0, "heard from no leader"},
+		{"Follower", 120, 80, "40 committed entries not applied yet"},
+		{"Follower", 120, 120, ""},
+		{"Leader", 0, 0, ""},
+	}
+	for _, tc := range tests {
+		got := catchingUp(tc.state, tc.commit, tc.applied)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("catchingUp(%s, %d, %d) = %q, want %q", tc.state, tc.commit, tc.applied, got, tc.want)
+		}
+	}
+}
