@@ -29,33 +29,28 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		return
 	case <-a.first:
 	}
-
-	bo := newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd)
-	rc := newReach(time.Now)
-	idx := StartIndex(a.cfg.NodeName, a.numCandidates())
-	redirects := 0 // consecutive redirects without an established session
-	attempts := uint64(0)
-	everConnected := false
-	reportedDown := false
-	var joined *homeJoin // the home master's session, opened before the last one was left
-	// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
-	busyLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
-	// One line per busyLogEvery about a master this agent cannot talk to
-	// as configured (TLS on one side only, the HTTP port).
-	mismatchLog := ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now)
-
+	c := &connectState{
+		bo:  newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd),
+		rc:  newReach(time.Now),
+		idx: StartIndex(a.cfg.NodeName, a.numCandidates()),
+		// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
+		busyLog: ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now),
+		// One line per busyLogEvery about a master this agent cannot talk to
+		// as configured (TLS on one side only, the HTTP port).
+		mismatchLog: ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now),
+	}
 	for {
-		addr, i := a.candidate(idx)
-		idx = i
-		if attempts > 0 {
+		addr, i := a.candidate(c.idx)
+		c.idx = i
+		if c.attempts > 0 {
 			a.mu.Lock()
 			a.status.Reconnects++
 			a.mu.Unlock()
 		}
-		attempts++
+		c.attempts++
 
-		out := a.session(ctx, addr, joined)
-		joined = nil
+		out := a.session(ctx, addr, c.joined)
+		c.joined = nil
 		if out.joined == nil {
 			a.setDisconnected()
 		}
@@ -65,122 +60,146 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		}
 		log := a.log.With(slog.String("master", addr))
 		if masterAnswered(out) || out.home {
-			rc.answered(addr)
+			c.rc.answered(addr)
 		} else {
-			rc.failed(addr)
+			c.rc.failed(addr)
 		}
-
-		switch {
-		case out.home:
-			everConnected, redirects, reportedDown = true, 0, false
-			bo.reset()
-			log.Info("returning to the home master, which takes sessions again", slog.String("home", a.home()))
-		case out.established:
-			everConnected = true
-			redirects = 0
-			if time.Since(out.establishedAt) > a.heartbeatInterval() {
-				bo.reset()
-			}
-			gen, _ := a.acked()
-			if out.hint != "" {
-				reportedDown = false
-				log.Info("leaving master for the leader it named", slog.String("leader_hint", out.hint), slog.Uint64("generation", gen))
-			} else {
-				reportedDown = true
-				a.recordError(out.err)
-				if rejected(out.code) || out.code == codes.ResourceExhausted {
-					break // logged below
-				}
-				log.Warn("disconnected from master; collection continues, reconnecting", slog.Uint64("generation", gen), slog.Any("err", out.err))
-			}
-		case out.hint != "":
-			log.Debug("master named another leader", slog.String("leader_hint", out.hint))
-		case out.code == codes.ResourceExhausted:
-			a.recordError(out.err) // logged below, rate limited
-		case mismatch(out.code, out.err) != "":
-			reportedDown = true
-			a.recordError(out.err)
-			if ok, skipped := mismatchLog.Allow(); ok {
-				log.Error(mismatch(out.code, out.err)+"; retrying", slog.Uint64("suppressed", skipped), slog.Any("err", out.err))
-			}
-		case !reportedDown:
-			reportedDown = true
-			a.recordError(out.err)
-			if everConnected {
-				log.Warn("cannot reach a master; collection continues, retrying", slog.Any("err", out.err))
-			} else {
-				log.Warn("no master reachable yet; collection continues, retrying", slog.Any("err", out.err))
-			}
-		default:
-			a.recordError(out.err)
-			log.Debug("session attempt failed", slog.Any("err", out.err))
-		}
-
-		var wait time.Duration
-		switch {
-		case out.home:
-			// At once, on the home session already acknowledged.
-			idx, joined = a.homeIndex(), out.joined
-		case out.hint != "" && rc.avoid(out.hint):
-			// A follower still names the leader that just went away (until
-			// its own heartbeat timeout), or one that just said it cannot
-			// take this agent: try another master instead.
-			log.Debug("not following a hint to a master that just failed", slog.String("leader_hint", out.hint))
-			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
-			wait = rc.pace(bo.next())
-		case out.hint != "":
-			idx = a.addCandidate(out.hint)
-			redirects++
-			// Hints are followed at once, unless masters keep pointing at
-			// each other (an election in progress): then back off.
-			if redirects > a.numCandidates() {
-				wait = rc.pace(bo.next())
-			}
-		case rejected(out.code):
-			gen, _ := a.acked()
-			wait = bo.saturate()
-			log.Error("master REJECTED this agent; fix the node, its inventory or its identity; retrying later",
-				slog.String("code", out.code.String()),
-				slog.String("reason", statusMessage(out.err)),
-				slog.Any("fields", badFields(out.err)),
-				slog.Uint64("generation", gen), slog.Duration("retry_in", wait), slog.Any("err", out.err))
-			// Stay with this master: it is the leader that judged the inventory.
-		case out.code == codes.ResourceExhausted:
-			// This master cannot take the agent now (its caps on nodes or
-			// streams, its data dir full): pass over it for busyMemory and
-			// try the next master after a jittered backoff that keeps
-			// growing (not capped by the live-cluster pace: the master is
-			// alive, and agents retrying every second would keep it
-			// exhausted). The next Hello carries the acknowledged generation
-			// and hash, so a master holding them gets no inventory again.
-			rc.exhausted(addr)
-			idx = rc.next(idx, a.numCandidates(), a.candidateAt)
-			wait = bo.atLeast(bo.next(), RetryHint(out.err))
-			if ok, skipped := busyLog.Allow(); ok {
-				log.Warn("master cannot take this agent now; trying another master after a backoff",
-					slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
-					slog.Uint64("suppressed", skipped))
-			}
-		default:
-			// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
-			// other failure: the next master that did not just fail, after
-			// a jittered wait (short while some master answers). When the
-			// master this agent was attached to failed, its agents spread
-			// over the others (MoveFrom) rather than all landing on the next.
-			from := idx
-			if out.established {
-				from = MoveFrom(a.cfg.NodeName, idx, a.numCandidates())
-			}
-			idx = rc.next(from, a.numCandidates(), a.candidateAt)
-			wait = rc.pace(bo.next())
-		}
+		a.noteOutcome(c, out, log)
+		wait := a.nextMaster(c, out, addr, log)
 		// A master that is busy (RESOURCE_EXHAUSTED with a retry hint:
 		// too many handshakes at once) is not asked again sooner.
-		wait = bo.atLeast(wait, RetryHint(out.err))
+		wait = c.bo.atLeast(wait, RetryHint(out.err))
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}
 	}
+}
+
+// connectState is what connectLoop keeps between session attempts.
+type connectState struct {
+	bo            *backoff
+	rc            *reach
+	idx           int       // the candidate master to try next
+	redirects     int       // consecutive redirects without an established session
+	attempts      uint64    // sessions attempted
+	everConnected bool      // a session was established once
+	reportedDown  bool      // the loss of the masters was logged (and not since a session)
+	joined        *homeJoin // the home master's session, opened before the last one was left
+	busyLog       *ratelog.Bucket
+	mismatchLog   *ratelog.Bucket
+}
+
+// noteOutcome records and logs how a session attempt ended.
+func (a *Agent) noteOutcome(c *connectState, out outcome, log *slog.Logger) {
+	switch {
+	case out.home:
+		c.everConnected, c.redirects, c.reportedDown = true, 0, false
+		c.bo.reset()
+		log.Info("returning to the home master, which takes sessions again", slog.String("home", a.home()))
+	case out.established:
+		c.everConnected = true
+		c.redirects = 0
+		if time.Since(out.establishedAt) > a.heartbeatInterval() {
+			c.bo.reset()
+		}
+		gen, _ := a.acked()
+		if out.hint != "" {
+			c.reportedDown = false
+			log.Info("leaving master for the leader it named", slog.String("leader_hint", out.hint), slog.Uint64("generation", gen))
+		} else {
+			c.reportedDown = true
+			a.recordError(out.err)
+			if rejected(out.code) || out.code == codes.ResourceExhausted {
+				break // logged by nextMaster
+			}
+			log.Warn("disconnected from master; collection continues, reconnecting", slog.Uint64("generation", gen), slog.Any("err", out.err))
+		}
+	case out.hint != "":
+		log.Debug("master named another leader", slog.String("leader_hint", out.hint))
+	case out.code == codes.ResourceExhausted:
+		a.recordError(out.err) // logged by nextMaster, rate limited
+	case mismatch(out.code, out.err) != "":
+		c.reportedDown = true
+		a.recordError(out.err)
+		if ok, skipped := c.mismatchLog.Allow(); ok {
+			log.Error(mismatch(out.code, out.err)+"; retrying", slog.Uint64("suppressed", skipped), slog.Any("err", out.err))
+		}
+	case !c.reportedDown:
+		c.reportedDown = true
+		a.recordError(out.err)
+		if c.everConnected {
+			log.Warn("cannot reach a master; collection continues, retrying", slog.Any("err", out.err))
+		} else {
+			log.Warn("no master reachable yet; collection continues, retrying", slog.Any("err", out.err))
+		}
+	default:
+		a.recordError(out.err)
+		log.Debug("session attempt failed", slog.Any("err", out.err))
+	}
+}
+
+// nextMaster picks the master to try after a session attempt ended and
+// how long to wait first.
+func (a *Agent) nextMaster(c *connectState, out outcome, addr string, log *slog.Logger) time.Duration {
+	var wait time.Duration
+	switch {
+	case out.home:
+		// At once, on the home session already acknowledged.
+		c.idx, c.joined = a.homeIndex(), out.joined
+	case out.hint != "" && c.rc.avoid(out.hint):
+		// A follower still names the leader that just went away (until
+		// its own heartbeat timeout), or one that just said it cannot
+		// take this agent: try another master instead.
+		log.Debug("not following a hint to a master that just failed", slog.String("leader_hint", out.hint))
+		c.idx = c.rc.next(c.idx, a.numCandidates(), a.candidateAt)
+		wait = c.rc.pace(c.bo.next())
+	case out.hint != "":
+		c.idx = a.addCandidate(out.hint)
+		c.redirects++
+		// Hints are followed at once, unless masters keep pointing at
+		// each other (an election in progress): then back off.
+		if c.redirects > a.numCandidates() {
+			wait = c.rc.pace(c.bo.next())
+		}
+	case rejected(out.code):
+		gen, _ := a.acked()
+		wait = c.bo.saturate()
+		log.Error("master REJECTED this agent; fix the node, its inventory or its identity; retrying later",
+			slog.String("code", out.code.String()),
+			slog.String("reason", statusMessage(out.err)),
+			slog.Any("fields", badFields(out.err)),
+			slog.Uint64("generation", gen), slog.Duration("retry_in", wait), slog.Any("err", out.err))
+		// Stay with this master: it is the leader that judged the inventory.
+	case out.code == codes.ResourceExhausted:
+		// This master cannot take the agent now (its caps on nodes or
+		// streams, its data dir full): pass over it for busyMemory and
+		// try the next master after a jittered backoff that keeps
+		// growing (not capped by the live-cluster pace: the master is
+		// alive, and agents retrying every second would keep it
+		// exhausted). The next Hello carries the acknowledged generation
+		// and hash, so a master holding them gets no inventory again.
+		c.rc.exhausted(addr)
+		c.idx = c.rc.next(c.idx, a.numCandidates(), a.candidateAt)
+		wait = c.bo.atLeast(c.bo.next(), RetryHint(out.err))
+		if ok, skipped := c.busyLog.Allow(); ok {
+			log.Warn("master cannot take this agent now; trying another master after a backoff",
+				slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
+				slog.Uint64("suppressed", skipped))
+		}
+	default:
+		// FAILED_PRECONDITION / UNAVAILABLE without a hint, and every
+		// other failure: the next master that did not just fail, after
+		// a jittered wait (short while some master answers). When the
+		// master this agent was attached to failed, its agents spread
+		// over the others (MoveFrom) rather than all landing on the next.
+		from := c.idx
+		if out.established {
+			from = MoveFrom(a.cfg.NodeName, c.idx, a.numCandidates())
+		}
+		c.idx = c.rc.next(from, a.numCandidates(), a.candidateAt)
+		wait = c.rc.pace(c.bo.next())
+	}
+	return wait
 }
 
 // busyLogEvery is the most often the connect loop logs a master's
