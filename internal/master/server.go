@@ -216,6 +216,9 @@ func (s *Server) Serve(ctx context.Context) error {
 // voting, so the cluster keeps its quorum; restarted on the new version it
 // applies the log again and serves.
 func (s *Server) outdated() error {
+	if err := s.node.CorruptState(); err != nil {
+		return err
+	}
 	if n := s.node.SkippedEntries(); n > 0 {
 		return fmt.Errorf("%w (%d skipped, version %s)", errOutdated, n, buildinfo.Version)
 	}

@@ -33,6 +33,9 @@ type FSM struct {
 	// from the first one on, this replica's state lacks something the
 	// others have.
 	skipped atomic.Uint64
+	// corrupt is the first entry whose inventory failed its content hash
+	// (integrity.go).
+	corrupt corruption
 }
 
 // Skipped is how many committed entries this FSM could not apply.
@@ -62,6 +65,12 @@ func (f *FSM) Apply(l *hraft.Log) any {
 		return &ApplyResponse{Result: state.Result{Index: l.Index}, Err: fmt.Errorf("entry %d: %w", l.Index, err)}
 	}
 	res, err := f.applyCommand(l.Index, cmd)
+	if errors.Is(err, state.ErrContentHashMismatch) {
+		// Nothing of the entry was stored; this replica now lacks it.
+		if f.corrupt.mark(l.Index, err) {
+			f.log.Error("a committed Raft entry does not match its content hash (changed on disk): this master stops serving", "index", l.Index, "err", err)
+		}
+	}
 	return &ApplyResponse{Result: res, Err: err}
 }
 

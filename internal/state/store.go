@@ -288,7 +288,15 @@ func (s *Store) PutInventory(index uint64, cmd *statev1.PutInventory) (Result, e
 // rule hold identities as the agent's source wrote them. A rewritten
 // inventory gets the content hash of what is stored, so that an agent
 // (which hashes the canonical form) is found in sync.
+//
+// It first checks hash against the inventory as stored (the content hash
+// the master computed at the edge, before the entry was written): a
+// mismatch is an entry or snapshot changed after it was written (a byte
+// changed on disk), ErrContentHashMismatch; nothing is stored from it.
 func canonicalInventory(inv *ginv1.NodeInventory, hash string) (*ginv1.NodeInventory, string, error) {
+	if err := verifyContentHash(inv, hash); err != nil {
+		return inv, hash, err
+	}
 	c, changed := inventory.Canonical(inv)
 	if !changed {
 		return inv, hash, nil
