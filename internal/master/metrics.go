@@ -177,6 +177,8 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), s.metrics.rejected, s.metrics.applyLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(s.cfg.Collectors...)
+	checks := newCheckService(s)
+	reg.MustRegister(newHealthCollector(checks))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -189,7 +191,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	// The read-only web view (/ui/), answered from this replica like gRPC
 	// reads, behind the gate of a TLS cluster (httpserve.go).
 	ui := http.NewServeMux()
-	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}, newCheckService(s)}, s.log)
+	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}, checks}, s.log)
 	gate := newUIGate(s)
 	reg.MustRegister(gate)
 	mux.Handle("/ui", gate.wrap(ui))

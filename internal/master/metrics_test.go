@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -44,12 +45,14 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Fatal("bad job id accepted")
 	}
 
-	problems, err := testutil.CollectAndLint(newMasterCollector(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	for _, c := range []prometheus.Collector{newMasterCollector(s), newHealthCollector(newCheckService(s))} {
+		problems, err := testutil.CollectAndLint(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
 	}
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + s.HTTPAddr() + path)
@@ -77,6 +80,11 @@ func TestMetricsAndHealth(t *testing.T) {
 		// A healthy WAL: every operation's series exists, at 0.
 		`gin_master_raft_log_store_errors_total{op="store_logs",server="m1"} 0`,
 		`gin_master_raft_log_store_errors_total{op="get_log",server="m1"} 0`,
+		// The node verdicts (health_metrics.go): a healthy simulated node.
+		`gin_health_node_verdict{node="node001",reason="",verdict="pass"} 1`,
+		`gin_health_nodes{verdict="pass"} 1`,
+		`gin_health_nodes{verdict="fail"} 0`,
+		`gin_health_findings{check="nvlink-down",severity="fail"} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
