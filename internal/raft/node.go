@@ -243,7 +243,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 	if cfg.Fast {
 		level = hclog.Error // elections on loopback are routine, not news
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
+	hlog := raftLogger(level, os.Stderr)
 	// The configuration is checked before anything touches the data dir or
 	// the network: a bad flag changes nothing.
 	rc, err := raftConfig(cfg, hlog)
