@@ -362,6 +362,15 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		}
 	}
 	r, err := hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
+	if err != nil && has && errors.Is(errSnapshotsUnreadable(err), errNoSnapshotLoaded) {
+		// Every snapshot failed to restore: with the whole log present,
+		// set them aside and start from the log (snapshotfallback.go).
+		if moved, qerr := setAsideUnreadableSnapshots(cfg.DataDir, logs, snaps, log); qerr != nil {
+			err = fmt.Errorf("%w; and the log cannot stand in for them: %w", err, qerr)
+		} else if moved > 0 {
+			r, err = hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
+		}
+	}
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
