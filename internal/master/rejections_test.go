@@ -171,3 +171,19 @@ func TestRejectionReason(t *testing.T) {
 		})
 	}
 }
+
+// TestUnregisteredReportIsRetriedNotRejected: a first boot's follower that
+// reports before the leader applied its Join gets UNAVAILABLE (it retries
+// with its next report), not a rejected request logged at WARN.
+func TestUnregisteredReportIsRetriedNotRejected(t *testing.T) {
+	s := status.Convert(toStatus(fmt.Errorf("master %q: %w", "m3", errNotRegistered)))
+	if s.Code() != codes.Unavailable {
+		t.Fatalf("code %v, want Unavailable", s.Code())
+	}
+	if r := rejectionReason(s); r != "" {
+		t.Fatalf("rejection reason %q, want none (not counted, not logged)", r)
+	}
+	if !strings.Contains(s.Message(), `master "m3": not a registered master yet`) {
+		t.Fatalf("message %q", s.Message())
+	}
+}

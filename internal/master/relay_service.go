@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,13 +77,19 @@ func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelaySer
 	return &ginv1.RelayServiceImportFabricScanResponse{Index: idx}, nil
 }
 
+// errNotRegistered: a report from a master whose Join has not committed
+// yet. Every follower of a first boot sends one before the leader applied
+// its registration; it is retried with the next report, so it is
+// UNAVAILABLE (not a rejected request, logged at WARN).
+var errNotRegistered = errors.New("not a registered master yet (its join has not committed on the leader; the report is retried)")
+
 func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSessionsRequest) (*ginv1.ReportSessionsResponse, error) {
 	if err := r.s.memberOnly(ctx, "ReportSessions"); err != nil {
 		return nil, toStatus(err)
 	}
 	id := req.GetServerId()
 	if _, ok := r.s.store.Server(id); !ok {
-		return nil, toStatus(invalidf("server_id", "%q is not a registered master", id))
+		return nil, toStatus(fmt.Errorf("master %q: %w", id, errNotRegistered))
 	}
 	if peer, ok := authz.Identity(ctx); ok && peer.Name != id {
 		return nil, toStatus(&forbidden{msg: fmt.Sprintf("a report for master %q with the certificate of %s: a master reports only its own sessions", id, peer)})
