@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -105,12 +107,17 @@ func forwardedBy(ctx context.Context) string {
 }
 
 // forward calls method on the leader with req and returns its answer.
-// While no leader is known, or the master asked answers NOT_LEADER itself
-// (nothing was applied), it asks again after f.wait, for at most f.hold;
-// then it returns refusal, this master's own NOT_LEADER (nil: a NOT_LEADER
-// made here, for a call forwarded before its handler ran). Any other answer
-// of the leader, an UNAVAILABLE included (the write may have reached it),
-// is returned as the leader sent it.
+// While no leader is known, the master asked answers NOT_LEADER itself
+// (nothing was applied) or cannot be reached (UNAVAILABLE: a leader that
+// just died, one shutting down), it asks again after f.wait, for at most
+// f.hold; then it returns refusal, this master's own NOT_LEADER (nil: a
+// NOT_LEADER made here, for a call forwarded before its handler ran), so
+// that the client walks the masters again as it does during an election.
+// A call retried after an UNAVAILABLE may have reached the leader: the
+// forwarded writes are idempotent (a plan, a measurement, a deny entry
+// are keyed by their content; a second delete finds nothing to delete),
+// as they were when clients retried them on another master themselves.
+// Any other answer of the leader is returned as the leader sent it.
 func (f *forwarder) forward(ctx context.Context, method string, req proto.Message, refusal error) (any, error) {
 	if refusal == nil {
 		refusal = f.notLeader()
@@ -133,7 +140,7 @@ func (f *forwarder) forward(ctx context.Context, method string, req proto.Messag
 			if err == nil {
 				return resp, nil
 			}
-			if !apierr.IsNotLeader(err) {
+			if !apierr.IsNotLeader(err) && status.Code(err) != codes.Unavailable {
 				return nil, err
 			}
 		} else if !errors.Is(err, errNoLeader) {

@@ -205,3 +205,32 @@ func TestForwardingOverTLSActsForTheCaller(t *testing.T) {
 		t.Fatal("the reader's refused delete removed the plan")
 	}
 }
+
+// TestForwardingWaitsOutAFailover: a write sent to a follower right after
+// the leader died commits on the next leader, through the same follower
+// (the follower retries while the dead leader is unreachable and while
+// none is elected), as clients' own walks did before forwarding.
+func TestForwardingWaitsOutAFailover(t *testing.T) {
+	ms, leader, _ := formedWithNodes(t, "node001")
+	leader.crash()
+	var follower *member
+	for _, m := range ms {
+		if !m.dead {
+			follower = m
+			break
+		}
+	}
+	conn := dialPlain(t, follower.s.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "after-failover", Nodes: "node001"}); err != nil {
+		t.Fatalf("a write through %s right after the leader died: %v, want it committed by the next leader", follower.s.cfg.ID, err)
+	}
+	next := leaderNow(t, ms)
+	if err := next.s.node.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.s.store.Plan("after-failover"); !ok {
+		t.Fatalf("the next leader %s does not hold the plan the follower acknowledged", next.s.cfg.ID)
+	}
+}
