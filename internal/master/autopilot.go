@@ -73,15 +73,15 @@ func (s *Server) cleanupDeadServers(ctx context.Context) {
 				}
 			}
 			if healthy := voters - failing; healthy < minHealthyVoters {
-				s.log.Warn("dead server kept: removing it would leave too few healthy voters", "server", id, "healthy", healthy)
+				s.log.Warn("dead server kept: removing it would leave too few healthy voters", "member", id, "healthy", healthy)
 				continue
 			}
 			if err := s.node.RemoveServer(ctx, id); err != nil {
-				s.log.Warn("dead server cleanup failed", "server", id, "err", err)
+				s.log.Warn("dead server cleanup failed", "member", id, "err", err)
 				continue
 			}
 			dead.resume(id)
-			s.log.Warn("removed a dead server", "server", id, "failing_for", s.cfg.DeadServerTimeout)
+			s.log.Warn("removed a dead server", "member", id, "failing_for", s.cfg.DeadServerTimeout)
 			s.readmitCleanedUp(ctx, id)
 		}
 	}

@@ -44,7 +44,7 @@ func (s *Server) formCluster(ctx context.Context) {
 		switch {
 		case done:
 			if !member {
-				s.log.Info("member of the cluster", "server", s.cfg.ID)
+				s.log.Info("member of the cluster")
 			}
 			member, wait = true, membershipCheck
 		case member:
@@ -222,19 +222,19 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 	}
 	// The checks below read the leader's state, the one that decides.
 	if err := s.checkJoinClusterID(req); err != nil {
-		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
 	if err := s.checkJoinAddresses(req); err != nil {
-		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
 	if err := s.checkJoinAdmitted(req); err != nil { // joinadmission.go
-		s.log.Warn("join refused", "server", req.GetServerId(), "err", err)
+		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
 	if err := s.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
-		s.log.Warn("join refused: raft address unreachable", "server", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
+		s.log.Warn("join refused: raft address unreachable", "member", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
 	}
 	if err := s.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
@@ -246,7 +246,7 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("server joined", slog.String("server", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
+	s.log.Info("server joined", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
 	return &ginv1.JoinResponse{ClusterId: s.store.ClusterID(), Index: res.Index}, nil
 }
 
@@ -362,7 +362,7 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 			if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
 				return nil, toStatus(err)
 			}
-			s.log.Info("admission revoked", "server", req.GetServerId())
+			s.log.Info("admission revoked", "member", req.GetServerId())
 			return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
 		}
 		return nil, toStatus(&notFound{what: fmt.Sprintf("server %q", req.GetServerId())})
@@ -379,6 +379,6 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 	if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
 		return nil, toStatus(fmt.Errorf("server %s removed, but its admission was not revoked (run ginctl members remove %s again): %w", req.GetServerId(), req.GetServerId(), err))
 	}
-	s.log.Info("server removed", "server", req.GetServerId())
+	s.log.Info("server removed", "member", req.GetServerId())
 	return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
 }

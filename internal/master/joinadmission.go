@@ -58,7 +58,7 @@ func (a *adminService) AdmitServer(ctx context.Context, req *ginv1.AdmitServerRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("server admitted to join", slog.String("server", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("by", by))
+	s.log.Info("server admitted to join", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("by", by))
 	return &ginv1.AdmitServerResponse{Index: res.Index}, nil
 }
 
@@ -93,6 +93,6 @@ func (s *Server) revokeAdmission(ctx context.Context, id string) error {
 // address: it may come back on a new port), so that it rejoins by itself.
 func (s *Server) readmitCleanedUp(ctx context.Context, id string) {
 	if _, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_AdmitServer{AdmitServer: &statev1.AdmitServer{ServerId: id, AdmittedBy: autopilotAdmitter}}}); err != nil {
-		s.log.Warn("a server removed by dead-server cleanup was not admitted again; it rejoins once an admin runs ginctl members add", "server", id, "err", err)
+		s.log.Warn("a server removed by dead-server cleanup was not admitted again; it rejoins once an admin runs ginctl members add", "member", id, "err", err)
 	}
 }
