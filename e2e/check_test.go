@@ -7,14 +7,15 @@ import (
 )
 
 // TestCheckOnDevCluster runs the real binaries: a dev cluster with an
-// NVLink down on node002 and a compute port down on node003; ginctl check
-// fails exactly those two nodes, each for its fault, and passes the rest.
+// NVLink down on node002, a compute port down on node003 and an XID 94 on
+// node004's GPU2; ginctl check fails node002 and node003, each for its
+// fault, warns node004 and passes the rest.
 func TestCheckOnDevCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
 	bin := binaries(t)
-	addr, _, _ := startDev(t, bin, "--dev-fault", "node002/GPU3/nvlink7=down", "--dev-fault", "node003/mlx5_0=down")
+	addr, _, _ := startDev(t, bin, "--dev-fault", "node002/GPU3/nvlink7=down", "--dev-fault", "node003/mlx5_0=down", "--dev-fault", "node004/GPU2/xid=94")
 	out, err := runTool(t, bin, "ginctl", "--master", addr, "check", "-o", "json")
 	if err != nil {
 		t.Fatalf("ginctl check: %v\n%s", err, out)
@@ -43,6 +44,10 @@ func TestCheckOnDevCluster(t *testing.T) {
 	for _, n := range resp.Nodes {
 		w, faulty := want[n.Node]
 		switch {
+		case n.Node == "node004":
+			if n.Verdict != "warn" || n.Reason != "xid GPU2/xid94" {
+				t.Errorf("node004: %s, reason %q; want warn for its XID", n.Verdict, n.Reason)
+			}
 		case !faulty && (n.Verdict != "pass" || len(n.Findings) != 0):
 			t.Errorf("%s: %s %v, want pass", n.Node, n.Verdict, n.Findings)
 		case faulty && (n.Verdict != "fail" || len(n.Findings) != 1 || n.Reason != w || n.Findings[0].Impact == "" || n.Findings[0].Fix == ""):

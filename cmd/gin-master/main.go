@@ -295,7 +295,7 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.devProfile, "dev-profile", "dgx-h100", "with --dev: simulated node profile: "+strings.Join(sim.Profiles(), ", "))
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
 	f.StringArrayVar(&o.healthThresholds, "health-threshold", nil, "a node-verdict setting, repeatable (docs/HEALTH.md): CHECK=pass|warn|fail (a check's severity; pass turns it off), xid-fatal=LIST, xid-ignore=LIST, min-peers=N")
-	f.StringArrayVar(&o.devFaults, "dev-fault", nil, "with --dev: a simulated fault, repeatable: NODE/HCA[:PORT]=down|RATE (NIC down or retrained at RATE Gb/s), NODE/GPU<i>/nvlink<l>=down")
+	f.StringArrayVar(&o.devFaults, "dev-fault", nil, "with --dev: a simulated fault, repeatable: NODE/HCA[:PORT]=down|RATE (NIC down or retrained at RATE Gb/s), NODE/GPU<i>/nvlink<l>=down, NODE/GPU<i>/xid=N (the GPU reported XID N)")
 	cmd.Version = buildinfo.String()
 	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
 	cmd.SetArgs(args)

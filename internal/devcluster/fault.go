@@ -13,8 +13,10 @@ import (
 //	NODE/HCA[:PORT]=down        a compute NIC port down
 //	NODE/HCA[:PORT]=RATE        a NIC port retrained at RATE Gb/s (degraded)
 //	NODE/GPU<i>/nvlink<l>=down  one NVLink of a GPU down
+//	NODE/GPU<i>/xid=<n>         the GPU reported XID n (ginctl check: 79 fails, 94 warns)
 //
-// e.g. node001/mlx5_0=200, node002/mlx5_3=down, node001/GPU0/nvlink5=down.
+// e.g. node001/mlx5_0=200, node002/mlx5_3=down, node001/GPU0/nvlink5=down,
+// node003/GPU2/xid=79.
 type Fault struct {
 	Node string
 	// HCA and Port name a NIC port (Port 1 by default); RateGbps 0 means down.
@@ -23,9 +25,14 @@ type Fault struct {
 	RateGbps uint32
 	// GPU and Link name an NVLink (HCA empty).
 	GPU, Link int
+	// XID, when set, is an XID of GPU instead of a link fault.
+	XID uint32
 }
 
 func (f Fault) String() string {
+	if f.XID != 0 {
+		return fmt.Sprintf("%s/GPU%d/xid=%d", f.Node, f.GPU, f.XID)
+	}
 	if f.HCA == "" {
 		return fmt.Sprintf("%s/GPU%d/nvlink%d=down", f.Node, f.GPU, f.Link)
 	}
@@ -47,6 +54,18 @@ func ParseFault(s string) (Fault, error) {
 		return Fault{}, fmt.Errorf("fault %q: want NODE/HCA[:PORT] or NODE/GPU<i>/nvlink<l> before '='", s)
 	}
 	f := Fault{Node: parts[0]}
+	if len(parts) == 3 && parts[2] == "xid" {
+		gpu, err := strconv.Atoi(strings.TrimPrefix(parts[1], "GPU"))
+		if !strings.HasPrefix(parts[1], "GPU") || err != nil || gpu < 0 {
+			return Fault{}, fmt.Errorf("fault %q: want NODE/GPU<i>/xid=<n>", s)
+		}
+		x, err := strconv.ParseUint(val, 10, 16)
+		if err != nil || x == 0 {
+			return Fault{}, fmt.Errorf("fault %q: %q is not an XID (1..65535)", s, val)
+		}
+		f.GPU, f.XID = gpu, uint32(x)
+		return f, nil
+	}
 	if len(parts) == 3 {
 		gpu, err1 := strconv.Atoi(strings.TrimPrefix(parts[1], "GPU"))
 		link, err2 := strconv.Atoi(strings.TrimPrefix(parts[2], "nvlink"))
@@ -83,6 +102,9 @@ func ParseFault(s string) (Fault, error) {
 
 // apply injects the fault into the simulated node.
 func (f Fault) apply(src *sim.Source) error {
+	if f.XID != 0 {
+		return src.AddXID(f.GPU, f.XID)
+	}
 	if f.HCA == "" {
 		return src.SetNVLinkState(f.GPU, f.Link, false)
 	}

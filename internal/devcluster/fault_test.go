@@ -27,6 +27,9 @@ func TestParseFault(t *testing.T) {
 		{in: "node001/GPUx/nvlink1=down", err: "GPU<i>"},
 		{in: "/mlx5_0=down", err: "want NODE"},
 		{in: "a/b/c/d=down", err: "want NODE"},
+		{in: "node003/GPU2/xid=79", want: "node003/GPU2/xid=79"},
+		{in: "node003/GPU2/xid=0", err: "not an XID"},
+		{in: "node003/GPUz/xid=79", err: "GPU<i>/xid"},
 	}
 	for _, tc := range tests {
 		f, err := ParseFault(tc.in)

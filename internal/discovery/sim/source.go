@@ -85,6 +85,27 @@ func (s *Source) Collect(ctx context.Context) (*ginv1.NodeInventory, error) {
 	return inv, nil
 }
 
+// AddXID records that GPU gpuIndex reported an XID (once per code, as
+// gin-agent's NVML collector keeps them; no time of first sight).
+func (s *Source) AddXID(gpuIndex int, xid uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gpuIndex < 0 || gpuIndex >= len(s.inv.Gpus) {
+		return fmt.Errorf("sim: %s has no GPU%d", s.name, gpuIndex)
+	}
+	g := s.inv.Gpus[gpuIndex]
+	if g.Health == nil {
+		g.Health = &ginv1.GpuHealth{}
+	}
+	for _, x := range g.Health.Xids {
+		if x.Xid == xid {
+			return nil
+		}
+	}
+	g.Health.Xids = append(g.Health.Xids, &ginv1.XidEvent{Xid: xid})
+	return nil
+}
+
 // SetNVLinkState sets NVLink link of GPU gpuIndex up or down. A direct
 // GPU-to-GPU link goes down at both ends, as real hardware does.
 func (s *Source) SetNVLinkState(gpuIndex, link int, up bool) error {
