@@ -43,8 +43,7 @@ func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View,
 		return state.View{}, nil, invalidf("consistency", "unknown read consistency %d", c)
 	}
 	v := s.store.View()
-	st := s.node.Stats()
-	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(st.LastContact)}, nil
+	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(s.node.Staleness())}, nil
 }
 
 // selectNodes expands a hostlist against the view, sorted; empty selects

@@ -186,6 +186,7 @@ type Node struct {
 	store       *state.Store
 	log         *slog.Logger
 	fsm         *FSM
+	opened      time.Time // when Open started Raft (staleness.go)
 }
 
 // CloseTransport releases the Raft address after Shutdown (which leaves it
@@ -387,7 +388,7 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			return f.Configuration(), true
 		})
 	}
-	n := &Node{cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, preAuth: padmit, failed: failed, store: store, log: log, fsm: fsm}
+	n := &Node{opened: time.Now(), cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, preAuth: padmit, failed: failed, store: store, log: log, fsm: fsm}
 	n.hadState.Store(has || cfg.Bootstrap)
 	return n, nil
 }
