@@ -14,6 +14,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // formedWithNodes starts three plaintext masters, registers names through
@@ -64,6 +65,18 @@ func TestWritesSentToAFollowerCommit(t *testing.T) {
 	defer conn.Close()
 	plans, calib, admin, topo := ginv1.NewPlanServiceClient(conn), ginv1.NewCalibrationServiceClient(conn),
 		ginv1.NewAdminServiceClient(conn), ginv1.NewTopologyServiceClient(conn)
+	// onLeader is the state of whichever master leads now, once it holds
+	// every committed entry (under load leadership may move during the
+	// test; a write committed by one leader is on the next).
+	onLeader := func() *state.Store {
+		l := leaderNow(t, ms)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := l.s.node.Barrier(ctx); err != nil {
+			t.Logf("barrier on %s: %v", l.s.cfg.ID, err)
+		}
+		return l.s.store
+	}
 	var measurement string
 	cases := []struct {
 		name      string
@@ -73,11 +86,11 @@ func TestWritesSentToAFollowerCommit(t *testing.T) {
 		{"pin a plan", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := plans.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "job1", Nodes: "node[001-002]"}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.Plan("job1"); return ok }},
+		}, func() bool { _, ok := onLeader().Plan("job1"); return ok }},
 		{"delete the plan", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := plans.DeletePlan(ctx, &ginv1.DeletePlanRequest{JobId: "job1"}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.Plan("job1"); return !ok }},
+		}, func() bool { _, ok := onLeader().Plan("job1"); return !ok }},
 		{"import a measurement", func(ctx context.Context, o ...grpc.CallOption) error {
 			r, err := calib.ImportMeasurement(ctx, &ginv1.ImportMeasurementRequest{
 				Nodes: "node[001-002]", GpusPerNode: 8, Collective: ginv1.Collective_COLLECTIVE_ALL_REDUCE,
@@ -86,32 +99,32 @@ func TestWritesSentToAFollowerCommit(t *testing.T) {
 			}, o...)
 			measurement = r.GetMeasurement().GetId()
 			return err
-		}, func() bool { _, ok := leader.s.store.Measurement(measurement); return measurement != "" && ok }},
+		}, func() bool { _, ok := onLeader().Measurement(measurement); return measurement != "" && ok }},
 		{"delete the measurement", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := calib.DeleteMeasurement(ctx, &ginv1.DeleteMeasurementRequest{Id: measurement}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.Measurement(measurement); return !ok }},
+		}, func() bool { _, ok := onLeader().Measurement(measurement); return !ok }},
 		{"deny a certificate", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := admin.DenyCertificate(ctx, &ginv1.DenyCertificateRequest{Serial: "0A1B2C3D", Reason: "lost"}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.DeniedCertificate("0A1B2C3D"); return ok }},
+		}, func() bool { _, ok := onLeader().DeniedCertificate("0A1B2C3D"); return ok }},
 		{"allow it again", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := admin.AllowCertificate(ctx, &ginv1.AllowCertificateRequest{Serial: "0A1B2C3D"}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.DeniedCertificate("0A1B2C3D"); return !ok }},
+		}, func() bool { _, ok := onLeader().DeniedCertificate("0A1B2C3D"); return !ok }},
 		{"delete a node", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := admin.DeleteNode(ctx, &ginv1.DeleteNodeRequest{NodeName: "node003"}, o...)
 			return err
-		}, func() bool { _, ok := leader.s.store.Node("node003"); return !ok }},
+		}, func() bool { _, ok := onLeader().Node("node003"); return !ok }},
 		{"import a fabric", func(ctx context.Context, o ...grpc.CallOption) error {
 			_, err := admin.ImportFabric(ctx, &ginv1.ImportFabricRequest{Fabric: &ginv1.FabricTopology{Source: "forward-test"}}, o...)
 			return err
-		}, func() bool { return leader.s.store.View().Fabric().GetSource() == "forward-test" }},
+		}, func() bool { return onLeader().View().Fabric().GetSource() == "forward-test" }},
 		{"read consistently", func(ctx context.Context, o ...grpc.CallOption) error {
 			r, err := topo.ListNodes(ctx, &ginv1.ListNodesRequest{Consistency: ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT}, o...)
-			if err == nil && (r.GetRead().GetServedBy() != leader.s.cfg.ID || !r.GetRead().GetLeader()) {
-				t.Errorf("consistent read through %s served by %q (leader %v), want the leader %s",
-					follower.s.cfg.ID, r.GetRead().GetServedBy(), r.GetRead().GetLeader(), leader.s.cfg.ID)
+			if err == nil && (r.GetRead().GetServedBy() == follower.s.cfg.ID || !r.GetRead().GetLeader()) {
+				t.Errorf("consistent read through %s served by %q (leader %v), want a leader's answer",
+					follower.s.cfg.ID, r.GetRead().GetServedBy(), r.GetRead().GetLeader())
 			}
 			return err
 		}, func() bool { return true }},
@@ -143,7 +156,7 @@ func TestWritesSentToAFollowerCommit(t *testing.T) {
 	if _, err := admin.RemoveServer(ctx, &ginv1.RemoveServerRequest{ServerId: victim.s.cfg.ID}); err != nil {
 		t.Fatalf("remove %s through follower %s: %v", victim.s.cfg.ID, follower.s.cfg.ID, err)
 	}
-	if n := len(leader.s.node.Stats().Members); n != 2 {
+	if n := len(leaderNow(t, ms).s.node.Stats().Members); n != 2 {
 		t.Fatalf("%d members after a removal through a follower, want 2", n)
 	}
 }
