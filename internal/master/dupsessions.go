@@ -83,12 +83,12 @@ func (d *dupSessions) check(s *Server) {
 		return hs
 	}
 	defer l.mu.Unlock() // holders reads the reports
-	grace := d.grace
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	grace := d.grace // under d.mu: tests shorten it while the loop runs
 	if grace == 0 {
 		grace = reattachGrace(s.cfg.HeartbeatInterval)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.since == nil {
 		d.since, d.warned = map[string]time.Time{}, map[string]bool{}
 	}

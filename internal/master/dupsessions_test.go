@@ -15,7 +15,9 @@ func TestTwoSessionsOfOneNodeOnTwoMastersAreFound(t *testing.T) {
 	waitUntil(t, "3 masters to form", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
 	follower := followerOf(ms, leader)
+	leader.s.dups.mu.Lock()
 	leader.s.dups.grace = time.Second
+	leader.s.dups.mu.Unlock()
 	n1, n2 := simInventory(t, "dgx-h100", "node001"), simInventory(t, "dgx-h100", "node002")
 	n1.Generation, n2.Generation = 1, 1
 	if _, err := leader.s.putInventory(context.Background(), n1); err != nil {
