@@ -7,7 +7,7 @@
 #      client address registered and its Raft address = its container's IP;
 #   2. node01..node04 up (a consistent read through the leader) and the 4
 #      agents' sessions held by the masters (their gin_master_connected_agents
-#      add up to 4, read from the host at the containers' IP:5002/metrics);
+#      add up to 4, read inside each master's network namespace at 127.0.0.1:5002/metrics);
 #   3. `docker kill` of the leader: a new leader among the other two, the
 #      nodes still there and up, the agents reconnected to the live masters;
 #   4. the killed master started again: 3 members agreeing again, nodes up;
@@ -208,28 +208,38 @@ PY
 # agents_ok: every agent holds a session with one of the live masters (from
 # the last members_ok; agents spread over the masters, a follower relays to
 # the leader): their gin_master_connected_agents add up to the agents.
-# /metrics is read from the host at the containers' IPs (no HTTP client in
-# the scratch image).
+# /metrics is read inside each master's own network namespace (nsenter into
+# its container's, at 127.0.0.1:5002), not at the container's IP from the
+# host: that works where the host cannot route to the compose network too
+# (the scratch image has no HTTP client of its own).
 agents_ok() {
-  local m hosts=""
-  for m in $(cat "$work/live"); do hosts="$hosts $m=$(ip_of "$(cid "$m")")"; done
-  python3 - "${#agents[@]}" $hosts <<'PY'
+  local m total=0 n per=""
+  for m in $(cat "$work/live"); do
+    n=$(metric_in "$m" gin_master_connected_agents) || { echo "$m: $n"; return 1; }
+    per="$per $m $n"
+    total=$((total + n))
+  done
+  [ "$total" -eq "${#agents[@]}" ] || { echo "agent sessions:$per; $total, want ${#agents[@]}"; return 1; }
+  echo "$total agent sessions over the live masters:$per"
+}
+
+# metric_in MASTER NAME: the sum of NAME's samples on MASTER's /metrics,
+# read from inside the master container's network namespace.
+metric_in() {
+  local pid
+  pid=$(docker inspect -f '{{.State.Pid}}' "$(cid "$1")") || { echo "no container"; return 1; }
+  [ -n "$pid" ] && [ "$pid" != 0 ] || { echo "not running"; return 1; }
+  nsenter --net="/proc/$pid/ns/net" python3 - "$2" <<'PY'
 import sys, urllib.request
-want, per = float(sys.argv[1]), {}
-for kv in sys.argv[2:]:
-    m, ip = kv.split("=", 1)
-    url = f"http://{ip}:5002/metrics"
-    try:
-        text = urllib.request.urlopen(url, timeout=3).read().decode()
-    except Exception as e:
-        sys.exit(f"{url}: {e}")
-    vals = [float(l.rsplit(None, 1)[1]) for l in text.splitlines() if l.startswith("gin_master_connected_agents")]
-    if not vals:
-        sys.exit(f"{url}: no gin_master_connected_agents")
-    per[m] = sum(vals)
-if sum(per.values()) != want:
-    sys.exit(f"agent sessions {per}: {sum(per.values()):g}, want {want:g}")
-print(f"{sum(per.values()):g} agent sessions over the live masters ({', '.join(f'{m} {v:g}' for m, v in sorted(per.items()))})")
+url = "http://127.0.0.1:5002/metrics"
+try:
+    text = urllib.request.urlopen(url, timeout=3).read().decode()
+except Exception as e:
+    sys.exit(f"{url}: {e}")
+vals = [float(l.rsplit(None, 1)[1]) for l in text.splitlines() if l.startswith(sys.argv[1])]
+if not vals:
+    sys.exit(f"{url}: no {sys.argv[1]}")
+print(int(sum(vals)))
 PY
 }
 
