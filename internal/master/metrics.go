@@ -174,7 +174,7 @@ func stateLabel(s ginv1.NodeState) string {
 // cfg.HTTPBind until ctx ends.
 func (s *Server) serveHTTP(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), s.metrics.rejected, s.metrics.applyLatency,
+	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), newPreAuthCollector(s), s.metrics.rejected, s.metrics.applyLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(s.cfg.Collectors...)
 	checks := newCheckService(s)
@@ -197,6 +197,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	mux.Handle("/ui", gate.wrap(ui))
 	mux.Handle("/ui/", gate.wrap(ui))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.preAuth.http.GuardHTTP(srv) // preauth.go
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

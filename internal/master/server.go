@@ -35,6 +35,7 @@ type Server struct {
 
 	cfg       Config
 	log       *slog.Logger
+	preAuth   preAuthLimits // the gRPC and HTTP ports' bounds before authentication (preauth.go)
 	store     *state.Store
 	node      *ginraft.Node
 	grpc      *grpc.Server
@@ -90,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 		_ = node.Shutdown()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis,
+	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis, preAuth: newPreAuthLimits(log),
 		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
@@ -113,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 				}
 			}()
 		})
-		secure = append(secure, grpc.Creds(az.Credentials(pki.ServerCredentials(cfg.TLS))),
+		secure = append(secure, grpc.Creds(s.preAuth.grpc.Credentials(az.Credentials(pki.ServerCredentials(cfg.TLS)))),
 			grpc.ChainUnaryInterceptor(az.Unary), grpc.ChainStreamInterceptor(az.Stream),
 			// grpc-go pools a plaintext connection's read buffer between
 			// reads, but gives a TLS connection a 32 KiB bufio.Reader of its
@@ -125,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(append(secure,
 		grpc.StatsHandler(rejections{s: s}),
+		grpc.ConnectionTimeout(grpcConnectionTimeout),                       // preauth.go
 		grpc.ChainUnaryInterceptor(s.leaderHintUnary, textUnary, fwd.unary), // forward.go
 		grpc.ChainStreamInterceptor(s.leaderHintStream, textStream),
 		grpc.MaxRecvMsgSize(MaxMessageBytes),

@@ -1,0 +1,226 @@
+package preauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/credentials"
+
+	"github.com/gin-topology/gin/internal/ratelog"
+)
+
+// Why a connection was refused (the reason label of the metrics).
+const (
+	// ReasonSource: its address already held PerSource connections
+	// before authentication.
+	ReasonSource = "source"
+	// ReasonBusy: all Total slots were taken.
+	ReasonBusy = "busy"
+)
+
+// Log bounds of the refusal lines (a token bucket): anyone who reaches
+// the port can cause one per connection.
+const (
+	refusedLogRate  = 1
+	refusedLogBurst = 5
+)
+
+// ErrRefused is the error of a handshake refused by a Limiter.
+var ErrRefused = errors.New("preauth: too many connections before authentication")
+
+// Limiter counts the connections before authentication of one port.
+// Invariants: inFlight[a] <= perSource for every address a, the sum of
+// inFlight <= total, and Admit never waits.
+type Limiter struct {
+	port             string
+	perSource, total int
+	log              *slog.Logger
+	refusedLog       *ratelog.Bucket
+
+	mu       sync.Mutex
+	inFlight map[string]int // source IP → connections held
+	held     int
+
+	refusedSource, refusedBusy atomic.Uint64
+
+	httpMu  sync.Mutex
+	httpRel map[net.Conn]func() // ConnState: connections before their first request
+}
+
+// New is a Limiter for port (named in logs) admitting at most perSource
+// connections of one source address, total of all, before
+// authentication; both must be positive.
+func New(port string, perSource, total int, log *slog.Logger) (*Limiter, error) {
+	if perSource <= 0 || total <= 0 {
+		return nil, fmt.Errorf("preauth: %s: bounds must be positive (per source %d, total %d)", port, perSource, total)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Limiter{port: port, perSource: perSource, total: total, log: log,
+		refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil),
+		inFlight:   map[string]int{}, httpRel: map[net.Conn]func(){}}, nil
+}
+
+// Admit takes a slot for a connection from remote without waiting. ok is
+// false when there is none (the caller closes the connection); release
+// gives the slot back and may be called more than once.
+func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
+	key := sourceKey(remote)
+	l.mu.Lock()
+	reason := ""
+	switch {
+	case l.inFlight[key] >= l.perSource:
+		reason = ReasonSource
+	case l.held >= l.total:
+		reason = ReasonBusy
+	}
+	if reason != "" {
+		l.mu.Unlock()
+		l.refused(remote, reason)
+		return nil, false
+	}
+	l.inFlight[key]++
+	l.held++
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			if l.inFlight[key]--; l.inFlight[key] <= 0 {
+				delete(l.inFlight, key)
+			}
+			l.held--
+			l.mu.Unlock()
+		})
+	}, true
+}
+
+func (l *Limiter) refused(remote net.Addr, reason string) {
+	if reason == ReasonSource {
+		l.refusedSource.Add(1)
+	} else {
+		l.refusedBusy.Add(1)
+	}
+	if ok, skipped := l.refusedLog.Allow(); ok {
+		l.log.Warn("connection refused before authentication", slog.String("port", l.port), slog.String("peer", remote.String()),
+			slog.String("reason", reason), slog.Int("per_source", l.perSource), slog.Int("total", l.total), slog.Uint64("suppressed", skipped))
+	}
+}
+
+// Refused are the connections refused so far, by reason.
+type Refused struct{ Source, Busy uint64 }
+
+// Refused reads the counters.
+func (l *Limiter) Refused() Refused {
+	return Refused{Source: l.refusedSource.Load(), Busy: l.refusedBusy.Load()}
+}
+
+// InFlight is the number of connections holding a slot now.
+func (l *Limiter) InFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
+}
+
+// sourceKey is the IP of remote (its whole string when it has none).
+func sourceKey(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
+}
+
+// Credentials is inner whose ServerHandshake holds a slot of l for its
+// duration: a connection without one is refused before its first byte is
+// read. grpc-go runs each connection's handshake on a goroutine of its
+// own, so refusing never stalls its accept loop; the handshake's deadline
+// is grpc.ConnectionTimeout's.
+func (l *Limiter) Credentials(inner credentials.TransportCredentials) credentials.TransportCredentials {
+	return &limitedCreds{TransportCredentials: inner, l: l}
+}
+
+type limitedCreds struct {
+	credentials.TransportCredentials
+	l *Limiter
+}
+
+func (c *limitedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	release, ok := c.l.Admit(raw.RemoteAddr())
+	if !ok {
+		return nil, nil, fmt.Errorf("%w (%s from %s)", ErrRefused, c.l.port, raw.RemoteAddr())
+	}
+	defer release()
+	return c.TransportCredentials.ServerHandshake(raw)
+}
+
+func (c *limitedCreds) Clone() credentials.TransportCredentials {
+	return &limitedCreds{TransportCredentials: c.TransportCredentials.Clone(), l: c.l}
+}
+
+// GuardHTTP makes srv hold a slot of l for each connection from accept
+// until its first request reaches the handler (or its StateActive, or its
+// close), closing a connection without one. The handler releases too
+// because net/http reports no StateActive for an HTTP/2 connection. The
+// handshake's deadline is srv's (ReadHeaderTimeout bounds a TLS handshake
+// too). Call it before serving; it keeps srv's own hooks.
+func (l *Limiter) GuardHTTP(srv *http.Server) {
+	nextState, nextCtx, h := srv.ConnState, srv.ConnContext, srv.Handler
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if nextCtx != nil {
+			ctx = nextCtx(ctx, c)
+		}
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			release, ok := l.Admit(c.RemoteAddr())
+			if !ok {
+				// net/http's serve goroutine then fails its first read and
+				// reports StateClosed.
+				_ = c.Close()
+				break
+			}
+			l.httpMu.Lock()
+			l.httpRel[c] = release
+			l.httpMu.Unlock()
+		case http.StateActive, http.StateClosed, http.StateHijacked:
+			l.releaseHTTP(c)
+		}
+		if nextState != nil {
+			nextState(c, st)
+		}
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			l.releaseHTTP(c)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// connKey carries a request's connection in its context (GuardHTTP).
+type connKey struct{}
+
+func (l *Limiter) releaseHTTP(c net.Conn) {
+	l.httpMu.Lock()
+	release := l.httpRel[c]
+	delete(l.httpRel, c)
+	l.httpMu.Unlock()
+	if release != nil {
+		release()
+	}
+}
