@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -130,7 +131,7 @@ func waitFlooded(t *testing.T, l *Limiter) {
 	t.Helper()
 	testwait.For(t, 20*time.Second, "the flood's connections past the per-source bound refused",
 		func() bool { return l.Refused().Source == floodConns-perSource && l.InFlight() == perSource },
-		func() string { return "" })
+		func() string { return fmt.Sprintf("refused %+v, in flight %d", l.Refused(), l.InFlight()) })
 	if r := l.Refused(); r.Busy != 0 {
 		t.Fatalf("refused as busy: %+v", r)
 	}
