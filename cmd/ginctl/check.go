@@ -81,8 +81,8 @@ func (a *app) printVerdicts(resp *ginv1.CheckResponse) error {
 		}
 		fmt.Fprintln(a.stdout)
 	}
-	a.summary("%d node(s): %d pass, %d warn, %d fail; served by %s at index %d", len(resp.GetNodes()),
+	a.summary("%d node(s): %d pass, %d warn, %d fail; served by %s at index %d%s", len(resp.GetNodes()),
 		count[ginv1.Verdict_VERDICT_PASS], count[ginv1.Verdict_VERDICT_WARN], count[ginv1.Verdict_VERDICT_FAIL],
-		resp.GetRead().GetServedBy(), resp.GetRead().GetIndex())
+		resp.GetRead().GetServedBy(), resp.GetRead().GetIndex(), offLeader(resp.GetRead()))
 	return nil
 }

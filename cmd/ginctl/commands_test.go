@@ -74,7 +74,7 @@ var scrubbers = []struct {
 var volatileKeys = map[string]bool{
 	"index": true, "updated_index": true, "created_index": true, "commit_index": true, "applied_index": true,
 	"term": true, "state_changed_at": true, "created_at": true, "expires_at": true, "collected_at": true,
-	"scanned_at": true, "staleness": true, "at": true, "address": true, "client_address": true, "raft_address": true,
+	"scanned_at": true, "staleness": true, "lag": true, "at": true, "address": true, "client_address": true, "raft_address": true,
 	"leader_address": true, "cluster_id": true, "imported_at": true, "denied_at": true,
 }
 

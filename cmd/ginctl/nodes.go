@@ -44,7 +44,7 @@ GPUs, NVLinks and compute ports up, NVLink domain and leaf switch.
 			if err := t.flush(); err != nil {
 				return err
 			}
-			a.summary("%d node(s); served by %s at index %d", len(resp.GetNodes()), resp.GetRead().GetServedBy(), resp.GetRead().GetIndex())
+			a.summary("%d node(s); served by %s at index %d%s", len(resp.GetNodes()), resp.GetRead().GetServedBy(), resp.GetRead().GetIndex(), offLeader(resp.GetRead()))
 			return nil
 		},
 	}

@@ -50,7 +50,7 @@ func TestMarshal(t *testing.T) {
 			`{"class":"unknown_42","count":0,"bottleneck_mb_per_s":0}`},
 		{"duration and empty list",
 			&ginv1.ReadInfo{Index: 7, Staleness: durationpb.New(1500 * time.Millisecond)},
-			`{"index":7,"served_by":"","leader":false,"staleness":"1.5s"}`},
+			`{"index":7,"served_by":"","leader":false,"staleness":"1.5s","lag":0}`},
 		{"lists of messages and strings, <> not escaped",
 			&ginv1.Path{Label: "NV18", Hops: []*ginv1.PathHop{{Kind: "gpu", Id: "a->b"}}},
 			`{"class":"unspecified","label":"NV18","nvlink_count":0,"switch_hops":0,"bottleneck_mb_per_s":0,"oversubscription":0,"from_nic":"","to_nic":"","gpudirect":false,"hops":[{"kind":"gpu","id":"a->b","node_name":"","link_mb_per_s":0}],"note":""}`},

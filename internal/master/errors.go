@@ -130,7 +130,7 @@ var statusTable = []statusRow{
 	{is(state.ErrIdentityConflict), codes.AlreadyExists, nil},
 	{anyOf(is(state.ErrStaleGeneration), is(state.ErrGenerationReused)), codes.FailedPrecondition, nil},
 	{anyOf(is(ginraft.ErrOutcomeUnknown), is(ginraft.ErrShutdown), is(errOutdated), is(ginraft.ErrCorruptState), is(errShuttingDown),
-		is(errDetached), is(errNoLeader), is(errRelayTimedOut), is(errNotRegistered)), codes.Unavailable, nil},
+		is(errDetached), is(errNoLeader), is(errRelayTimedOut), is(errNotRegistered), isA[*ginraft.CatchingUpError]), codes.Unavailable, nil},
 	{is(errFailedPrecondition), codes.FailedPrecondition, nil},
 	{is(state.ErrWatchTooOld), codes.OutOfRange, nil},
 	{isA[*errHandshakeBusy], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {

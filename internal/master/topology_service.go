@@ -42,8 +42,16 @@ func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View,
 	default:
 		return state.View{}, nil, invalidf("consistency", "unknown read consistency %d", c)
 	}
+	// A master that has not caught up with a leader since it started (a
+	// restart without a quorum, a join still receiving the log) would
+	// answer from a state older than the cluster's: it refuses, UNAVAILABLE,
+	// and clients ask the next master (redirect.MoveOn).
+	if err := s.node.CaughtUp(); err != nil {
+		return state.View{}, nil, err
+	}
 	v := s.store.View()
-	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(s.node.Staleness())}, nil
+	applied, commit := s.node.Lag()
+	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(s.node.Staleness()), Lag: commit - applied}, nil
 }
 
 // selectNodes expands a hostlist against the view, sorted; empty selects

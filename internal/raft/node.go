@@ -186,7 +186,8 @@ type Node struct {
 	store       *state.Store
 	log         *slog.Logger
 	fsm         *FSM
-	opened      time.Time // when Open started Raft (staleness.go)
+	opened      time.Time   // when Open started Raft (staleness.go)
+	caughtUp    atomic.Bool // set once CaughtUp saw it caught up (staleness.go)
 }
 
 // CloseTransport releases the Raft address after Shutdown (which leaves it

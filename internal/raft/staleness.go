@@ -1,6 +1,9 @@
 package raft
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Staleness is how long this server's state may lag the cluster's: 0 on
 // the leader; on any other server the time since it last heard from a
@@ -17,4 +20,61 @@ func (n *Node) Staleness() time.Duration {
 		since = n.opened
 	}
 	return max(time.Since(since), time.Nanosecond)
+}
+
+// Lag is how many committed entries this server knows of and has not
+// applied: the commit index it learned from the leader (hashicorp/raft
+// takes it from AppendEntries, capped at the entries it holds) minus its
+// applied index. Entries the leader has not sent it yet are not counted:
+// a follower cut off from the leader reports the lag it last knew, and
+// Staleness says how long ago that was. The leader reports none: its
+// commit runs ahead of its applied index only by the batch being applied.
+func (n *Node) Lag() (applied, commit uint64) {
+	applied = n.raft.AppliedIndex()
+	if n.IsLeader() {
+		return applied, applied
+	}
+	return applied, max(n.raft.CommitIndex(), applied)
+}
+
+// CatchingUpError refuses a read on a server that has not caught up with
+// the leader since it opened: it heard from no leader yet (NoLeader), or
+// it has applied Applied of the Commit entries the leader committed.
+type CatchingUpError struct {
+	Applied, Commit uint64
+	NoLeader        bool
+}
+
+func (e *CatchingUpError) Error() string {
+	if e.NoLeader {
+		return fmt.Sprintf("catching up: heard from no leader since it started (applied index %d); ask another master", e.Applied)
+	}
+	return fmt.Sprintf("catching up with the leader: applied index %d of %d; ask another master", e.Applied, e.Commit)
+}
+
+// CaughtUp is nil once this server has caught up since it opened: it
+// learned a commit index (a leader's AppendEntries, or as the leader its
+// own term's first entry committing) and applied up to it, a follower
+// after hearing from a leader since it opened. Once caught up it stays so
+// (a later lag is reported by Lag and Staleness, not refused): the latch
+// guards a restarted or joining master whose state predates what the
+// cluster committed. The store may trail AppliedIndex by the batch the
+// FSM goroutine is applying.
+func (n *Node) CaughtUp() error {
+	if n.caughtUp.Load() {
+		return nil
+	}
+	applied, commit := n.raft.AppliedIndex(), n.raft.CommitIndex()
+	if !n.IsLeader() {
+		if c := n.raft.LastContact(); c.IsZero() || c.Before(n.opened) {
+			return &CatchingUpError{Applied: applied, Commit: commit, NoLeader: true}
+		}
+	}
+	// A heartbeat carries no commit index: contact alone does not say how
+	// far the leader is, so the commit index must have been learned.
+	if commit == 0 || applied < commit {
+		return &CatchingUpError{Applied: applied, Commit: commit}
+	}
+	n.caughtUp.Store(true)
+	return nil
 }

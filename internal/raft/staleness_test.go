@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -28,7 +29,12 @@ func TestStalenessWithoutALeader(t *testing.T) {
 				if got := n.Staleness(); got != 0 {
 					t.Fatalf("the leader's staleness %s, want 0", got)
 				}
+				testwait.For(t, 30*time.Second, "m1 caught up", func() bool { return n.CaughtUp() == nil })
 				return
+			}
+			var cu *CatchingUpError
+			if err := n.CaughtUp(); !errors.As(err, &cu) || !cu.NoLeader {
+				t.Fatalf("CaughtUp without a leader: %v, want a CatchingUpError with NoLeader", err)
 			}
 			first := n.Staleness()
 			if first <= 0 {

@@ -335,7 +335,11 @@ type ReadInfo struct {
 	ServedBy string `protobuf:"bytes,2,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
 	Leader   bool   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
 	// Time since the replica last heard from the leader (0 on the leader).
-	Staleness     *durationpb.Duration `protobuf:"bytes,4,opt,name=staleness,proto3" json:"staleness,omitempty"`
+	Staleness *durationpb.Duration `protobuf:"bytes,4,opt,name=staleness,proto3" json:"staleness,omitempty"`
+	// Committed entries the replica knows of and has not applied yet: the
+	// leader's commit index as last heard minus the applied index (0 on the
+	// leader). Entries the leader has not sent it are not counted.
+	Lag           uint64 `protobuf:"varint,5,opt,name=lag,proto3" json:"lag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +400,13 @@ func (x *ReadInfo) GetStaleness() *durationpb.Duration {
 		return x.Staleness
 	}
 	return nil
+}
+
+func (x *ReadInfo) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
 }
 
 // NodeSummary is one line of `ginctl nodes`.
@@ -1672,12 +1683,13 @@ var File_gin_v1_topology_proto protoreflect.FileDescriptor
 
 const file_gin_v1_topology_proto_rawDesc = "" +
 	"\n" +
-	"\x15gin/v1/topology.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n" +
+	"\x15gin/v1/topology.proto\x12\x06gin.v1\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\x01\n" +
 	"\bReadInfo\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1b\n" +
 	"\tserved_by\x18\x02 \x01(\tR\bservedBy\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x127\n" +
-	"\tstaleness\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\tstaleness\"\xb9\x04\n" +
+	"\tstaleness\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\tstaleness\x12\x10\n" +
+	"\x03lag\x18\x05 \x01(\x04R\x03lag\"\xb9\x04\n" +
 	"\vNodeSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12!\n" +
