@@ -448,8 +448,8 @@ func TestTablesSplitByAwk(t *testing.T) {
 		columns int
 	}{
 		{[]string{"nodes"}, 10},
-		{[]string{"members"}, 5},
-		{[]string{"cluster"}, 4},
+		{[]string{"members"}, 7},
+		{[]string{"cluster"}, 6},
 	} {
 		r := ctl(context.Background(), cl.Master.Addr(), "", append(tc.args, "--no-headers")...)
 		if r.code != 0 || r.stdout == "" {

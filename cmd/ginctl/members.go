@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,8 +14,11 @@ func (a *app) membersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "members",
 		Short: "List the masters of the Raft cluster",
-		Long:  "List the masters: id, Raft address, client address, leader, voter. -o json prints an array of objects.",
-		Args:  noArgs,
+		Long: `List the masters: id, Raft address, client address, leader, voter, and
+whether the leader hears from each (REACHABLE, LAST_CONTACT: how long ago its
+last session report reached the leader). Only the leader knows reachability:
+a follower's answer shows "-" there. -o json prints an array of objects.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			resp, err := a.clusterInfo(cmd.Context())
 			if err != nil {
@@ -23,9 +27,9 @@ func (a *app) membersCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(resp.GetMembers())
 			}
-			t := a.newTable("ID", "RAFT_ADDRESS", "CLIENT_ADDRESS", "LEADER", "VOTER")
+			t := a.newTable("ID", "RAFT_ADDRESS", "CLIENT_ADDRESS", "LEADER", "VOTER", "REACHABLE", "LAST_CONTACT")
 			for _, m := range resp.GetMembers() {
-				t.row(m.GetId(), m.GetAddress(), m.GetClientAddress(), m.GetLeader(), m.GetVoter())
+				t.row(m.GetId(), m.GetAddress(), m.GetClientAddress(), m.GetLeader(), m.GetVoter(), reachable(m), lastContact(m))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -93,4 +97,22 @@ admission.`,
 	add.Flags().StringVar(&address, "address", "", "the Raft address (HOST:PORT) the new master's join must name; default any")
 	cmd.AddCommand(add, rm)
 	return cmd
+}
+
+// reachable is whether the leader hears from m ("-": the answer came from
+// a follower, which does not know).
+func reachable(m *ginv1.Member) string {
+	if m.Reachable == nil {
+		return "-"
+	}
+	return fmt.Sprint(m.GetReachable())
+}
+
+// lastContact is how long ago the leader last heard from m ("-": unknown,
+// or never since the leader was elected).
+func lastContact(m *ginv1.Member) string {
+	if m.LastContactMs == nil {
+		return "-"
+	}
+	return (time.Duration(m.GetLastContactMs()) * time.Millisecond).Round(100 * time.Millisecond).String()
 }

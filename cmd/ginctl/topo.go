@@ -147,9 +147,9 @@ func (a *app) clusterCmd() *cobra.Command {
 			a.summary("server %s: %s, term %d, commit %d, applied %d, leader %s (%s)%s", resp.GetServerId(), resp.GetRaftState(),
 				resp.GetTerm(), resp.GetCommitIndex(), resp.GetAppliedIndex(), dash(resp.GetLeaderId()), dash(resp.GetLeaderAddress()),
 				catchingUp(resp.GetRaftState(), resp.GetCommitIndex(), resp.GetAppliedIndex()))
-			t := a.newTable("ID", "RAFT_ADDRESS", "VOTER", "LEADER")
+			t := a.newTable("ID", "RAFT_ADDRESS", "VOTER", "LEADER", "REACHABLE", "LAST_CONTACT")
 			for _, m := range resp.GetMembers() {
-				t.row(m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader())
+				t.row(m.GetId(), m.GetAddress(), m.GetVoter(), m.GetLeader(), reachable(m), lastContact(m))
 			}
 			return t.flush()
 		},

@@ -291,7 +291,10 @@ func (e *encoder) field(m protoreflect.Message, fd protoreflect.FieldDescriptor,
 		}
 		e.buf.WriteByte('}')
 		return nil
-	case fd.Message() != nil && !m.Has(fd):
+	case (fd.Message() != nil || fd.HasOptionalKeyword()) && !m.Has(fd):
+		// An unset message, or an unset proto3 optional scalar (the
+		// answer does not know it), is null rather than a zero that
+		// would read as a value.
 		e.buf.WriteString("null")
 		return nil
 	}

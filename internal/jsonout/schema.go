@@ -225,7 +225,7 @@ func (g *schemaGen) field(fd protoreflect.FieldDescriptor) (obj, error) {
 			return nil, err
 		}
 		return obj{{"type", "object"}, {"additionalProperties", v}}, nil
-	case fd.Message() != nil:
+	case fd.Message() != nil, fd.HasOptionalKeyword():
 		s, err := g.kind(fd)
 		if err != nil {
 			return nil, err

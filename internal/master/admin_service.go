@@ -111,6 +111,7 @@ func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfo
 		if r, ok := a.s.store.Server(m.ID); ok {
 			mem.ClientAddress = r.GetClientAddress()
 		}
+		a.s.fillReach(mem)
 		resp.Members = append(resp.Members, mem)
 	}
 	return resp, nil

@@ -60,6 +60,11 @@ type liveness struct {
 	// node, the master whose latest report listed it.
 	reporters map[string]*reporter
 	holder    map[string]string
+	// contacted is when each master's last report was applied this term
+	// (reach.go). Unlike reporters it is not forgotten while the term
+	// lasts, so a master long gone still shows its last contact; its keys
+	// are registered masters (the report service checks), so it is bounded.
+	contacted map[string]time.Time
 	// relayed names, per node whose relayed write committed and that its
 	// master's reports have not listed since, that master (relayedVia);
 	// relayedBy indexes them by master. An entry lasts until that master's
@@ -113,7 +118,7 @@ func newLiveness(interval time.Duration, missed int, store *state.Store, log *sl
 	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
 	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
 		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{},
-		reporters: map[string]*reporter{}, holder: map[string]string{}, relayed: map[string]relayedVia{}, relayedBy: map[string]map[string]bool{}}
+		reporters: map[string]*reporter{}, holder: map[string]string{}, contacted: map[string]time.Time{}, relayed: map[string]relayedVia{}, relayedBy: map[string]map[string]bool{}}
 }
 
 // rearm restarts every timer (called when this server becomes leader).
@@ -123,6 +128,7 @@ func (l *liveness) rearm() {
 	l.lastSeen = map[string]time.Time{}
 	l.reporters = map[string]*reporter{}
 	l.holder = map[string]string{}
+	l.contacted = map[string]time.Time{}
 	l.relayed = map[string]relayedVia{}
 	l.relayedBy = map[string]map[string]bool{}
 	l.armedAt = l.now()
@@ -401,6 +407,7 @@ func (l *liveness) report(ctx context.Context, from string, rep sessionReport) b
 		r.nodes[n] = reportedEntry{stale: rep.freshWithin == 0 || age > rep.freshWithin, last: now.Add(-age)}
 	}
 	r.at, r.seq = now, rep.seq
+	l.contacted[from] = now
 	for n := range l.relayedBy[from] {
 		v := l.relayed[n]
 		if v.reports++; v.reports >= 2 {

@@ -1018,6 +1018,17 @@ type Member struct {
 	Voter   bool   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
 	// Client (gRPC) address, when the server registered it.
 	ClientAddress string `protobuf:"bytes,5,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// Whether the leader hears from this server: its session reports (sent
+	// every half heartbeat interval) reached the leader within the last
+	// min(heartbeat interval, missed heartbeats / 2 intervals). Set only in
+	// the leader's answer (a follower does not know); the leader itself is
+	// reachable. Unreachable too while the leader has had no report from it
+	// since it was elected.
+	Reachable *bool `protobuf:"varint,6,opt,name=reachable,proto3,oneof" json:"reachable,omitempty"`
+	// How long ago the leader last had a report from this server (0 for the
+	// leader itself); unset when not the leader's answer or never heard
+	// from since it was elected.
+	LastContactMs *uint64 `protobuf:"varint,7,opt,name=last_contact_ms,json=lastContactMs,proto3,oneof" json:"last_contact_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1085,6 +1096,20 @@ func (x *Member) GetClientAddress() string {
 		return x.ClientAddress
 	}
 	return ""
+}
+
+func (x *Member) GetReachable() bool {
+	if x != nil && x.Reachable != nil {
+		return *x.Reachable
+	}
+	return false
+}
+
+func (x *Member) GetLastContactMs() uint64 {
+	if x != nil && x.LastContactMs != nil {
+		return *x.LastContactMs
+	}
+	return 0
 }
 
 // GetClusterInfoResponse is the Raft cluster's state as one server sees it.
@@ -1286,13 +1311,18 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\x05links\x18\x03 \x01(\rR\x05links\x12#\n" +
 	"\rcompute_ports\x18\x04 \x01(\rR\fcomputePorts\x12#\n" +
 	"\rmatched_ports\x18\x05 \x01(\rR\fmatchedPorts\"\x17\n" +
-	"\x15GetClusterInfoRequest\"\x87\x01\n" +
+	"\x15GetClusterInfoRequest\"\xf9\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x14\n" +
 	"\x05voter\x18\x04 \x01(\bR\x05voter\x12%\n" +
-	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"\xa4\x03\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\x12!\n" +
+	"\treachable\x18\x06 \x01(\bH\x00R\treachable\x88\x01\x01\x12+\n" +
+	"\x0flast_contact_ms\x18\a \x01(\x04H\x01R\rlastContactMs\x88\x01\x01B\f\n" +
+	"\n" +
+	"_reachableB\x12\n" +
+	"\x10_last_contact_ms\"\xa4\x03\n" +
 	"\x16GetClusterInfoResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12\x1d\n" +
 	"\n" +
@@ -1397,6 +1427,7 @@ func file_gin_v1_admin_proto_init() {
 		return
 	}
 	file_gin_v1_fabric_proto_init()
+	file_gin_v1_admin_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
