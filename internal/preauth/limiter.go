@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -178,6 +180,12 @@ func (l *Limiter) GuardHTTP(srv *http.Server) {
 	if h == nil {
 		h = http.DefaultServeMux
 	}
+	if srv.ErrorLog == nil {
+		// net/http logs a line for every failed TLS handshake, the
+		// refused ones included: anyone who reaches the port could write
+		// them by the thousand.
+		srv.ErrorLog = log.New(&boundedWriter{l: l, b: ratelog.New(refusedLogRate, refusedLogBurst, nil)}, "", 0)
+	}
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if nextCtx != nil {
 			ctx = nextCtx(ctx, c)
@@ -210,6 +218,20 @@ func (l *Limiter) GuardHTTP(srv *http.Server) {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// boundedWriter writes net/http's error lines to the Limiter's logger, at
+// most as many as its token bucket lets through.
+type boundedWriter struct {
+	l *Limiter
+	b *ratelog.Bucket
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if ok, skipped := w.b.Allow(); ok {
+		w.l.log.Warn("http server error", slog.String("port", w.l.port), slog.String("err", strings.TrimSpace(string(p))), slog.Uint64("suppressed", skipped))
+	}
+	return len(p), nil
 }
 
 // connKey carries a request's connection in its context (GuardHTTP).

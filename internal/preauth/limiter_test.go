@@ -10,9 +10,11 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,7 +192,8 @@ func TestHTTPFloodFromOneSourceDoesNotStarveOthers(t *testing.T) {
 	for _, useTLS := range []bool{true, false} {
 		name := map[bool]string{true: "tls", false: "plain"}[useTLS]
 		t.Run(name, func(t *testing.T) {
-			l, err := New("http", perSource, 64, nil)
+			lines := &countingHandler{}
+			l, err := New("http", perSource, 64, slog.New(lines))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,6 +248,29 @@ func TestHTTPFloodFromOneSourceDoesNotStarveOthers(t *testing.T) {
 			if r := l.Refused(); r.Source != floodConns-perSource {
 				t.Fatalf("refused %+v, want only the flood's %d", r, floodConns-perSource)
 			}
+			// The refusals and net/http's TLS handshake errors about them
+			// are logged through token buckets, not a line each.
+			if useTLS {
+				testwait.For(t, 20*time.Second, "net/http's TLS handshake errors in the limiter's log",
+					func() bool { return lines.httpErrors.Load() > 0 })
+			}
+			if n := lines.n.Load(); n >= floodConns-perSource {
+				t.Fatalf("%d log lines for %d refused connections", n, floodConns-perSource)
+			}
 		})
 	}
 }
+
+// countingHandler counts the records logged.
+type countingHandler struct{ n, httpErrors atomic.Int64 }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.n.Add(1)
+	if r.Message == "http server error" {
+		h.httpErrors.Add(1)
+	}
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
