@@ -135,7 +135,7 @@ func TestDevClusterEndToEnd(t *testing.T) {
 	}
 	if out, err = runTool(t, bin, "ginctl", "--master", addr, "topo", "-m", "--nodes", "node[001-"); err == nil {
 		t.Errorf("a bad hostlist was accepted:\n%s", out)
-	} else if !strings.Contains(out, `ginctl: --nodes: "node[001-": unmatched`) {
+	} else if !strings.Contains(out, `ginctl: --nodes: hostlist: "node[001-": unmatched`) {
 		t.Errorf("a bad hostlist: want the --nodes error in words, got:\n%s", out)
 	}
 

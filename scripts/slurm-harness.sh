@@ -114,12 +114,14 @@ listening() {
   done
 }
 
-# free_base N: a port P with P..P+N-1 all free (random in 20000..59999).
+# free_base N: a port P with P..P+N-1 all free (random in 20000..31999: below
+# the kernel's ephemeral range, 32768.., so no test's outgoing or :0 socket can
+# take it between the pick and slurmctld's bind).
 free_base() {
   local n=$1 try base p busy used
   used=" $(listening | tr '\n' ' ') ${TAKEN:-} "
   for try in $(seq 200); do
-    base=$((20000 + RANDOM % 40000))
+    base=$((20000 + RANDOM % (12000 - n)))
     busy=0
     for p in $(seq "$base" $((base + n - 1))); do
       case "$used" in *" $p "*) busy=1; break ;; esac
@@ -207,7 +209,12 @@ start_munge() {
 wait_idle() {
   local i n=0
   for i in $(seq 600); do # 60 s
-    n=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2=="idle"' | sort -u | wc -l) || n=0
+    # A slurmctld that died (a port taken, a bad config) never makes the
+    # nodes idle: say so now instead of waiting on sinfo's time-outs.
+    if [ -s "$DIR/run/slurmctld.pid" ] && ! alive "$(cat "$DIR/run/slurmctld.pid")"; then
+      log "slurmctld exited:"; tail -n 20 "$DIR"/log/slurmctld.log >&2 || true; return 1
+    fi
+    n=$(timeout 5 sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2=="idle"' | sort -u | wc -l) || n=0
     [ "$n" -ge "$NODES" ] && return 0
     sleep 0.1
   done
