@@ -58,8 +58,14 @@ type forwarder struct {
 	leads     func() bool
 	notLeader func() error // this master's NOT_LEADER status
 	leader    func() (*grpc.ClientConn, error)
-	hold      time.Duration // forwardHold
-	wait      time.Duration // between attempts while no leader answers
+	// leaderID is the leader's server id as Raft knows it ("" in an
+	// election). A leader known by id whose client address this master's
+	// state does not hold yet (a master that cannot apply: its data dir is
+	// full, or it trails the leader's registration) is not waited for: the
+	// client reaches it on its own.
+	leaderID func() string
+	hold     time.Duration // forwardHold
+	wait     time.Duration // between attempts while no leader answers
 }
 
 // leaderOnly are the writes a follower forwards before its handler runs:
@@ -131,7 +137,15 @@ func (f *forwarder) forward(ctx context.Context, method string, req proto.Messag
 		md.Set(authz.ForwardedForKey, id.String())
 	}
 	out := metadata.NewOutgoingContext(ctx, md)
+	// Waiting takes at most half of what is left of the caller's deadline,
+	// so that a client told NOT_LEADER still has time to ask the next
+	// master (ginctl --timeout 5s against a 5 s hold got nothing).
 	until := time.Now().Add(f.hold)
+	if dl, ok := ctx.Deadline(); ok {
+		if half := time.Now().Add(time.Until(dl) / 2); half.Before(until) {
+			until = half
+		}
+	}
 	for {
 		conn, err := f.leader()
 		if err == nil {
@@ -145,6 +159,8 @@ func (f *forwarder) forward(ctx context.Context, method string, req proto.Messag
 			}
 		} else if !errors.Is(err, errNoLeader) {
 			return nil, toStatus(fmt.Errorf("forward %s to the leader: %w", method, err))
+		} else if f.leaderID != nil && f.leaderID() != "" {
+			return nil, refusal
 		}
 		if time.Now().Add(f.wait).After(until) {
 			return nil, refusal

@@ -247,3 +247,51 @@ func TestForwardingWaitsOutAFailover(t *testing.T) {
 		t.Fatalf("the next leader %s does not hold the plan the follower acknowledged", next.s.cfg.ID)
 	}
 }
+
+// TestForwardingDoesNotHoldTheClientsDeadline: a follower waits for a
+// leader to forward to only while it may still help the client. A leader
+// known by id whose client address this master's state lacks (its data dir
+// is full, so it applied no registration since) is not waited for, and an
+// election is waited out for at most half of what is left of the caller's
+// deadline, so the client can still ask another master.
+func TestForwardingDoesNotHoldTheClientsDeadline(t *testing.T) {
+	refusal := status.Error(codes.FailedPrecondition, "not the leader")
+	tests := []struct {
+		name      string
+		leaderID  string
+		deadline  time.Duration // 0: none
+		wantCalls func(int) bool
+	}{
+		{"leader known, address unknown", "m2", 0, func(n int) bool { return n == 1 }},
+		{"election, bounded by the deadline", "", 2 * time.Second, func(n int) bool { return n >= 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			calls := 0
+			f := &forwarder{id: "m1", leads: func() bool { return false }, notLeader: func() error { return refusal },
+				leader: func() (*grpc.ClientConn, error) {
+					// A forwarder that keeps waiting is stopped (and fails
+					// below) instead of holding the test for its hour.
+					if calls++; tt.deadline == 0 && calls > 3 {
+						stop()
+					}
+					return nil, errNoLeader
+				},
+				leaderID: func() string { return tt.leaderID }, hold: time.Hour, wait: 10 * time.Millisecond}
+			_, err := f.forward(ctx, ginv1.PlanService_DeletePlan_FullMethodName, &ginv1.DeletePlanRequest{JobId: "1"}, refusal)
+			if tt.deadline > 0 && ctx.Err() != nil {
+				t.Fatalf("forward returned after the caller's deadline (%d leader lookups)", calls)
+			}
+			if err != refusal || !tt.wantCalls(calls) {
+				t.Fatalf("forward = %v after %d leader lookups, want this master's refusal", err, calls)
+			}
+		})
+	}
+}

@@ -24,6 +24,9 @@ import (
 )
 
 // startServer runs a single-voter master on loopback with a real Raft data dir.
+// hb is the agents' heartbeat interval: liveness marks a node that has sent
+// none DOWN after 3×hb, a Raft write, so a test that compares the Raft index
+// before and after passes time.Minute (a loaded machine can take seconds).
 func startServer(t *testing.T, hb time.Duration) (*Server, *grpc.ClientConn) {
 	t.Helper()
 	return startServerLogging(t, hb, slog.New(slog.DiscardHandler))
@@ -251,7 +254,7 @@ func sysfsGUID(g string) string {
 }
 
 func TestBadInventoryIsRejectedAndChangesNothing(t *testing.T) {
-	s, conn := startServer(t, time.Second)
+	s, conn := startServer(t, time.Minute)
 	good := simInventory(t, "dgx-h100", "node001")
 	good.Generation = 1
 	sess, _ := openSession(t, conn, good)

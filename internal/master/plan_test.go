@@ -99,7 +99,7 @@ func TestPlanIsPinnedOnceForEveryCaller(t *testing.T) {
 // request (issue #11): the real request gets FAILED_PRECONDITION naming the
 // difference, and nothing is written.
 func TestPlanSquattingIsRefused(t *testing.T) {
-	s, conn := startServer(t, time.Second)
+	s, conn := startServer(t, time.Minute)
 	registerNodes(t, s, "dgx-h100", "node001", "node002", "node003", "node004")
 	pc := ginv1.NewPlanServiceClient(conn)
 	ctx := context.Background()
@@ -134,7 +134,7 @@ func TestPlanSquattingIsRefused(t *testing.T) {
 }
 
 func TestPlanBadInputChangesNothing(t *testing.T) {
-	s, conn := startServer(t, time.Second)
+	s, conn := startServer(t, time.Minute)
 	registerNodes(t, s, "dgx-h100", "node001", "node002")
 	pc := ginv1.NewPlanServiceClient(conn)
 	tests := []struct {

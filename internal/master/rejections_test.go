@@ -53,7 +53,7 @@ type lockedBuffer = testlog.Buffer
 // logged, and change nothing.
 func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 	logs := &lockedBuffer{}
-	s, conn := startServerLogging(t, time.Second, slog.New(slog.NewTextHandler(logs, nil)))
+	s, conn := startServerLogging(t, time.Minute, slog.New(slog.NewTextHandler(logs, nil)))
 	good := simInventory(t, "dgx-h100", "node001")
 	good.Generation = 1
 	sess, _ := openSession(t, conn, good)

@@ -101,7 +101,8 @@ func New(cfg Config) (*Server, error) {
 		s.live.now = cfg.LivenessClock
 	}
 	fwd := &forwarder{id: cfg.ID, leads: node.IsLeader, notLeader: func() error { return toStatus(s.notLeaderErr()) },
-		leader: s.link.conn, hold: forwardHold, wait: relayRetryWait}
+		leader: s.link.conn, leaderID: func() string { id, _ := node.Leader(); return id },
+		hold: forwardHold, wait: relayRetryWait}
 	var secure []grpc.ServerOption
 	if cfg.TLS != nil {
 		// The replicated deny list: refused in the interceptor, and the
