@@ -62,21 +62,8 @@ func names(set map[ginv1.Algorithm]bool) string {
 
 // algoTitle names an algorithm as NCCL does ("NVLSTree", "Ring").
 func algoTitle(a ginv1.Algorithm) string {
-	switch a {
-	case ginv1.Algorithm_ALGORITHM_TREE:
-		return "Tree"
-	case ginv1.Algorithm_ALGORITHM_RING:
-		return "Ring"
-	case ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT:
-		return "CollNetDirect"
-	case ginv1.Algorithm_ALGORITHM_COLLNET_CHAIN:
-		return "CollNetChain"
-	case ginv1.Algorithm_ALGORITHM_NVLS:
-		return "NVLS"
-	case ginv1.Algorithm_ALGORITHM_NVLS_TREE:
-		return "NVLSTree"
-	case ginv1.Algorithm_ALGORITHM_PAT:
-		return "PAT"
+	if n := AlgorithmName(a); n != "" {
+		return n
 	}
 	return "NCCL's choice"
 }
