@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -87,15 +86,11 @@ source.`,
 					return usageError{fmt.Errorf("--proto: %w", err)}
 				}
 			}
-			in := a.stdin
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return usageError{err}
-				}
-				defer f.Close()
-				in = f
+			in, closeIn, err := a.openInput("--nccl-tests", file)
+			if err != nil {
+				return err
 			}
+			defer closeIn()
 			log, err := nccltests.Parse(io.LimitReader(in, maxLogBytes))
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
@@ -131,18 +126,7 @@ source.`,
 			for _, note := range skipped {
 				fmt.Fprintf(a.stderr, "ginctl: skipped %s\n", note)
 			}
-			if a.output == "json" {
-				return a.printJSON(out)
-			}
-			for _, resp := range out {
-				m := resp.GetMeasurement()
-				state := "stored"
-				if !resp.GetChanged() {
-					state = "unchanged"
-				}
-				fmt.Fprintln(a.stdout, escapeText(fmt.Sprintf("%s %s: %s, %s", state, m.GetId(), summary(m), shapeLine(m.GetShape()))))
-			}
-			return nil
+			return a.printImported(out)
 		},
 	}
 	f := cmd.Flags()

@@ -230,6 +230,13 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 	}
 	fmt.Fprintf(a.stderr, "ginctl: %s: %d collective records of %d communicator(s) from %d file(s), %d p2p skipped\n",
 		baseName(path), agg.Records, len(comms), agg.Files, agg.Skipped)
+	return a.printImported(out)
+}
+
+// printImported prints what calibrate import stored: the answers as JSON,
+// or a line per measurement saying whether it was new ("stored") or
+// already held ("unchanged": imports are keyed by content).
+func (a *app) printImported(out []*ginv1.ImportMeasurementResponse) error {
 	if a.output == "json" {
 		return a.printJSON(out)
 	}

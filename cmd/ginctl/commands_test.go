@@ -384,6 +384,8 @@ func TestErrors(t *testing.T) {
 		{ctlCase{"err-export-format", []string{"export", "nope"}, ""}, addr, exitUsage},
 		{ctlCase{"err-export-json-output", []string{"export", "slurm", "-o", "json"}, ""}, addr, exitUsage},
 		{ctlCase{"err-fabric-no-file", []string{"fabric", "import", "--ibnetdiscover", "/nonexistent/dump"}, ""}, addr, exitUsage},
+		{ctlCase{"err-diagnose-no-file", []string{"diagnose", "--nccl-log", "/nonexistent/nccl.log"}, ""}, addr, exitUsage},
+		{ctlCase{"err-calibrate-no-file", []string{"calibrate", "import", "--nccl-tests", "/nonexistent/all_reduce.log", "--nodes", "node001"}, ""}, addr, exitUsage},
 		{ctlCase{"err-bad-hostlist", []string{"nodes", "--nodes", "node[001-"}, ""}, addr, exitUsage},
 		{ctlCase{"err-bad-hostlist-topo", []string{"topo", "-m", "--nodes", "node[3-1]"}, ""}, addr, exitUsage},
 		{ctlCase{"err-unknown-node", []string{"node", "nodeX"}, ""}, addr, exitErr},

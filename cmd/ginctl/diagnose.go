@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,15 +42,11 @@ nearest, ranks on different NCCL versions. -o json prints the report
 			if job != "" && nodes != "" {
 				return usagef("--job and --nodes: give one")
 			}
-			in := a.stdin
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return usageError{err}
-				}
-				defer f.Close()
-				in = f
+			in, closeIn, err := a.openInput("--nccl-log", file)
+			if err != nil {
+				return err
 			}
+			defer closeIn()
 			log, err := nccllog.Parse(in)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -32,19 +29,11 @@ warns when it connects none (a dump of another fabric).`,
 			if file == "" {
 				return usagef("--ibnetdiscover FILE is required")
 			}
-			in := a.stdin
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					var pe *fs.PathError
-					if errors.As(err, &pe) {
-						return usagef("--ibnetdiscover %s: %v", file, pe.Err)
-					}
-					return usageError{err}
-				}
-				defer f.Close()
-				in = f
+			in, closeIn, err := a.openInput("--ibnetdiscover", file)
+			if err != nil {
+				return err
 			}
+			defer closeIn()
 			topo, err := fabricscan.ParseIBNetDiscover(in)
 			if err != nil {
 				return err
