@@ -187,7 +187,10 @@ type Node struct {
 	log         *slog.Logger
 	fsm         *FSM
 	opened      time.Time   // when Open started Raft (staleness.go)
-	caughtUp    atomic.Bool // set once CaughtUp saw it caught up (staleness.go)
+	caughtUp    atomic.Bool // set once CaughtUp saw it caught up, or a Barrier returned on the leader (staleness.go)
+	// catchUpTo is the first commit index CaughtUp learned (0: none yet):
+	// applying up to it is catching up, whatever was committed since.
+	catchUpTo atomic.Uint64
 }
 
 // CloseTransport releases the Raft address after Shutdown (which leaves it
@@ -581,8 +584,16 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 
 // Barrier waits until every entry committed before it is applied on the
 // leader (a new leader calls it before serving consistent reads).
+// On the leader that also latches CaughtUp: everything committed before
+// its term is applied.
 func (n *Node) Barrier(ctx context.Context) error {
-	return waitFuture(ctx, n.raft.Barrier(30*time.Second))
+	if err := waitFuture(ctx, n.raft.Barrier(30*time.Second)); err != nil {
+		return err
+	}
+	if n.IsLeader() {
+		n.caughtUp.Store(true)
+	}
+	return nil
 }
 
 func waitFuture(ctx context.Context, f hraft.Future) error {

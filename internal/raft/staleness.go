@@ -54,12 +54,16 @@ func (e *CatchingUpError) Error() string {
 
 // CaughtUp is nil once this server has caught up since it opened: it
 // learned a commit index (a leader's AppendEntries, or as the leader its
-// own term's first entry committing) and applied up to it, a follower
-// after hearing from a leader since it opened. Once caught up it stays so
-// (a later lag is reported by Lag and Staleness, not refused): the latch
-// guards a restarted or joining master whose state predates what the
-// cluster committed. The store may trail AppliedIndex by the batch the
-// FSM goroutine is applying.
+// own term's first entry committing) and applied up to the first one it
+// learned, a follower after hearing from a leader since it opened; a
+// leader also once its leadership Barrier returned. Once caught up it
+// stays so (a later lag is reported by Lag and Staleness, not refused):
+// the latch guards a restarted or joining master whose state predates what
+// the cluster committed. The target is the first commit index learned, not
+// the latest: under steady writes applied trails commit by the batch in
+// flight, and a master chasing the latest would refuse reads until a
+// pause. The store may trail AppliedIndex by the batch the FSM goroutine
+// is applying.
 func (n *Node) CaughtUp() error {
 	if n.caughtUp.Load() {
 		return nil
@@ -72,8 +76,12 @@ func (n *Node) CaughtUp() error {
 	}
 	// A heartbeat carries no commit index: contact alone does not say how
 	// far the leader is, so the commit index must have been learned.
-	if commit == 0 || applied < commit {
+	if commit == 0 {
 		return &CatchingUpError{Applied: applied, Commit: commit}
+	}
+	n.catchUpTo.CompareAndSwap(0, commit)
+	if target := n.catchUpTo.Load(); applied < target {
+		return &CatchingUpError{Applied: applied, Commit: target}
 	}
 	n.caughtUp.Store(true)
 	return nil
