@@ -3,11 +3,14 @@ package archtest
 import (
 	"bufio"
 	"bytes"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -274,5 +277,40 @@ func TestKubernetesClientBehindOnePackage(t *testing.T) {
 	}
 	if importers == 0 {
 		t.Error("nothing imports k8s.io: the rule guards nothing")
+	}
+}
+
+// The exports are engines over one model (issue #25, topograph's shape):
+// in internal/export only the model (model.go, tree.go) and the graph's
+// entry points (export.go) import internal/graph; each engine renders the
+// Topology alone, so no engine walks the graph by itself.
+func TestExportEnginesRenderTheModel(t *testing.T) {
+	_, pkgs := listModule(t)
+	p, ok := pkgs[mod("internal/export")]
+	if !ok {
+		t.Fatal("no internal/export: the rule guards nothing (moved? update the rule and docs/ARCHITECTURE.md)")
+	}
+	modelFiles := map[string]bool{"model.go": true, "tree.go": true, "export.go": true,
+		"json.go": true, "dot.go": true} // the JSON and DOT engines move onto the model next
+	engines := map[string]bool{"slurm.go": false, "nccl.go": false}
+	fset := token.NewFileSet()
+	for _, f := range p.goFiles {
+		file, err := parser.ParseFile(fset, filepath.Join(p.dir, f), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := engines[f]; ok {
+			engines[f] = true
+		}
+		for _, imp := range file.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); under(path, mod("internal/graph")) && !modelFiles[f] {
+				t.Errorf("internal/export/%s imports %s: engines render the Topology (model.go), they do not read the graph", f, path)
+			}
+		}
+	}
+	for f, seen := range engines {
+		if !seen {
+			t.Errorf("internal/export/%s is gone: the rule guards nothing (moved? update the rule)", f)
+		}
 	}
 }

@@ -4,13 +4,16 @@
 // JSON document (JSON), Graphviz (DOT) and NCCL's NCCL_TOPO_FILE XML for one
 // node (NCCLTopo).
 //
-// The scheduler-facing formats render one intermediate model, Topology
-// (model.go, topograph's shape): Build translates the graph once into the
-// nodes, the compute fabric merged into a tree of Slurm switches, and the
-// MNNVL NVLink domains as blocks; SlurmTree and SlurmBlock render it, and
-// Topology.Place gives one node's switches and block (node labels). JSON
-// (its Document), DOT and NCCLTopo (one node's hardware, with its
-// inventory) still read the graph directly.
+// Every format renders one intermediate model, Topology (model.go,
+// topograph's shape): Build translates the graph once into the nodes and
+// their hardware (Host: GPUs, HCAs and ports, their PCIe bridges and NUMA
+// nodes), the compute fabric merged into a tree of Slurm switches, and the
+// MNNVL NVLink domains as blocks; the engines render it, one file each:
+// SlurmTree and SlurmBlock (slurm.go), NCCLTopo (nccl.go, one Host with its
+// inventory), and Topology.Place gives one node's switches and block (node
+// labels). JSON (its Document) and DOT still read the graph directly. The
+// functions of the same names in export.go build the model of a graph and
+// render it with one engine.
 //
 // Exporters only translate; they never discover (topograph's rule: engines
 // translate, providers discover). Everything they write comes from the graph
@@ -70,8 +73,8 @@
 //
 // # NCCL topology
 //
-// NCCLTopo takes the node's structure from the graph (its GPUs and HCAs,
-// the PCIe bridges above each, their NUMA nodes: graph.NodeView), and the
+// NCCLTopo takes the node's structure from the model's Host (its GPUs and
+// HCAs, the PCIe bridges above each, their NUMA nodes), and the
 // values the graph does not keep (PCIe link generations and widths, compute
 // capabilities, NVLink targets, port states, node GUIDs) from the node's
 // NodeInventory, whose device identities are canonical (internal/inventory),

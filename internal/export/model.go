@@ -3,20 +3,24 @@ package export
 import (
 	"errors"
 	"fmt"
-	"sort"
 
+	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/graph"
 )
 
 // Topology is the exports' one intermediate model (topograph's shape: the
-// graph is translated once, engines only render): the cluster's nodes, its
-// compute fabric merged into a tree of Slurm switches, and its MNNVL
-// NVLink domains as blocks. SlurmTree renders Tree, SlurmBlock renders
-// Blocks, and a node's labels come from Place. It is built by Build and
-// not changed after.
+// graph is translated once, engines only render): the cluster's nodes and
+// their hardware, its compute fabric merged into a tree of Slurm switches,
+// and its MNNVL NVLink domains as blocks. SlurmTree renders Tree,
+// SlurmBlock renders Blocks, NCCLTopo one Host (with its inventory), and a
+// node's labels come from Place.
+//
+// It is built once per graph and never changed after: engines only read
+// it (one instance may serve every engine, concurrently), and every slice
+// and pointer in it belongs to it alone, not to the graph.
 type Topology struct {
 	// Nodes are the cluster's node names in natural order (node2 before
-	// node10), each a valid Slurm hostlist name.
+	// node10), each a valid Slurm hostlist name when built by Build.
 	Nodes []string
 	// Tree is the compute fabric as Slurm's topology/tree sees it.
 	Tree Tree
@@ -24,6 +28,98 @@ type Topology struct {
 	// of their first node; NoDomain the nodes in none (natural order).
 	Blocks   []*Block
 	NoDomain []string
+	// Hosts are every node's hardware, in byte-wise name order (the
+	// graph's order, the one the JSON document writes).
+	Hosts []*Host
+
+	// hostIndex finds a Host by name.
+	hostIndex map[string]*Host
+	// nameErr says why the node names cannot go into a Slurm hostlist (nil
+	// when they can); set only on models built without Build's checks.
+	nameErr error
+}
+
+// Host is one node's hardware as the graph holds it.
+type Host struct {
+	Name string
+	// NVLinkDomain is the node's MNNVL clique "<cluster_uuid>.<clique_id>",
+	// "" when it is in none.
+	NVLinkDomain string
+	// Leaf is the id (normalised GUID) of the switch its first compute port
+	// (rail 0) is cabled to, and LeafName that switch's description (else
+	// its id); "" unknown.
+	Leaf, LeafName                    string
+	NVLinksUp, NVLinksTotal           int
+	ComputePortsUp, ComputePortsTotal int
+	// GPUs by NVML index; HCAs in natural name order (mlx5_2 before
+	// mlx5_10).
+	GPUs []HostGPU
+	HCAs []HostHCA
+}
+
+// HostGPU is one GPU of a node.
+type HostGPU struct {
+	Index    uint32
+	UUID     string
+	PCIBusID string // canonical, "" unknown
+	NUMANode int32  // -1 unknown
+	// NVLinkDomain is "<cluster_uuid>.<clique_id>" when the GPU is in a
+	// completed MNNVL clique.
+	NVLinkDomain string
+	// NVSwitchLinksUp counts UP NVLinks to NVSwitches (local or off-node).
+	NVSwitchLinksUp int
+	// NVLinkMBps is the smallest per-link bandwidth of its UP NVLinks.
+	NVLinkMBps uint64
+	// Peers are the other GPUs of the node it reaches over NVLink.
+	Peers []GPUPeer
+	// NearestPort is the nearest compute port "<hca>/<port>" ("" none) and
+	// NearestClass its PCIe path class ("PIX", "PXB", "PHB", "NODE", "SYS").
+	NearestPort, NearestClass string
+	// PCIe is the GPU's way up the PCIe tree: its parent bridge first, its
+	// host bridge last; nil when the inventory does not place it.
+	PCIe []Bridge
+}
+
+// GPUPeer is a GPU's NVLink connection to another GPU of its node.
+type GPUPeer struct {
+	GPU       uint32 // the peer's NVML index
+	Count     int    // bonded UP links
+	ViaSwitch bool   // through an NVSwitch both reach
+	MBps      uint64
+}
+
+// Bridge is one bridge of a node's PCIe tree. At most one kind is set (none
+// when the inventory does not say).
+type Bridge struct {
+	ID                                           string // canonical bus id, or a host bridge's name
+	HostBridge, RootPort, Switch, DownstreamPort bool
+}
+
+// HostHCA is one HCA (PCI function) of a node.
+type HostHCA struct {
+	Name     string
+	Role     ginv1.HcaRole
+	NUMANode int32 // -1 unknown
+	Ports    []HostPort
+	// PCIe is the HCA's way up the PCIe tree, as HostGPU.PCIe.
+	PCIe []Bridge
+}
+
+// HostPort is one HCA port and where it meets the fabric.
+type HostPort struct {
+	Port     uint32
+	GUID     string // normalised, "" unknown
+	Active   bool
+	RateMBps uint64
+	// Rail is the port's position among the node's compute ports, -1 for
+	// other ports.
+	Rail int
+	// Switch is the id (normalised GUID) of the switch the port is cabled
+	// to, "" unknown; SwitchInFabric says whether the fabric scan knows it
+	// (else only the node's fabric neighbours name it).
+	Switch         string
+	SwitchInFabric bool
+	LinkMBps       uint64 // the cable's rate, 0 unknown
 }
 
 // Tree is the compute fabric merged into Slurm switches.
@@ -73,20 +169,86 @@ type Block struct {
 var ErrNoNodes = errors.New("the cluster has no nodes yet, and an empty topology.conf would break slurmctld")
 
 // Build translates the graph into its Topology. It fails on an empty
-// graph (ErrNoNodes) and on node names that are not valid hostlist names.
+// graph (ErrNoNodes) and on node names that are not valid hostlist names,
+// which the Slurm formats and node labels cannot carry. (JSON, DOT and
+// NCCLTopo, which can, render the same model built without the two checks:
+// an empty cluster still has a JSON document.)
 func Build(g *graph.Graph) (*Topology, error) {
 	if g == nil || g.Len() == 0 {
 		return nil, ErrNoNodes
 	}
-	names := g.Nodes()
-	if err := checkNodeNames(names); err != nil {
-		return nil, err
+	t := newTopology(g)
+	if t.nameErr != nil {
+		return nil, t.nameErr
 	}
-	sortNatural(names)
-	t := &Topology{Nodes: names}
-	t.Tree = buildTree(g, names)
-	t.Blocks, t.NoDomain = buildBlocks(g, names)
 	return t, nil
+}
+
+// newTopology builds the model of g (not nil), whatever its node names; the
+// graph is read here and nowhere else.
+func newTopology(g *graph.Graph) *Topology {
+	names := g.Nodes() // byte-wise order
+	t := &Topology{nameErr: checkNodeNames(names), hostIndex: make(map[string]*Host, len(names))}
+	for _, name := range names {
+		v, _ := g.NodeView(name)
+		h := hostOf(v)
+		if leaf, ok := g.NodeLeaf(name); ok {
+			h.Leaf = leaf
+		}
+		t.Hosts = append(t.Hosts, h)
+		t.hostIndex[name] = h
+	}
+	t.Nodes = append([]string(nil), names...)
+	sortNatural(t.Nodes)
+	t.Tree = buildTree(g.Switches(), t)
+	t.Blocks, t.NoDomain = t.buildBlocks()
+	return t
+}
+
+// hostOf copies one node's view into the model.
+func hostOf(v graph.NodeView) *Host {
+	h := &Host{Name: v.Name, NVLinkDomain: v.Info.NVLinkDomain, LeafName: v.Info.LeafSwitch,
+		NVLinksUp: v.Info.NVLinksUp, NVLinksTotal: v.Info.NVLinksTotal,
+		ComputePortsUp: v.Info.ComputePortsUp, ComputePortsTotal: v.Info.ComputePortsTotal,
+		GPUs: make([]HostGPU, 0, len(v.GPUs)), HCAs: make([]HostHCA, 0, len(v.HCAs))}
+	for _, gp := range v.GPUs {
+		out := HostGPU{Index: gp.Index, UUID: gp.UUID, PCIBusID: gp.PCIBusID, NUMANode: gp.NUMANode, NVLinkDomain: gp.NVLinkDomain,
+			NVSwitchLinksUp: gp.NVSwitchLinksUp, NVLinkMBps: gp.NVLinkMBps, NearestPort: gp.NearestPort, PCIe: bridgesOf(gp.PCIe)}
+		if gp.NearestPort != "" {
+			out.NearestClass = gp.NearestClass.String()
+		}
+		for _, p := range gp.Peers {
+			out.Peers = append(out.Peers, GPUPeer{GPU: p.GPU, Count: p.Count, ViaSwitch: p.ViaSwitch != "", MBps: p.MBps})
+		}
+		h.GPUs = append(h.GPUs, out)
+	}
+	for _, hv := range v.HCAs {
+		hca := HostHCA{Name: hv.Name, Role: hv.Role, NUMANode: hv.NUMANode, Ports: make([]HostPort, 0, len(hv.Ports)), PCIe: bridgesOf(hv.PCIe)}
+		for _, p := range hv.Ports {
+			hca.Ports = append(hca.Ports, HostPort{Port: p.Port, GUID: p.GUID, Active: p.Active, RateMBps: p.RateMBps, Rail: p.Rail,
+				Switch: p.Switch, SwitchInFabric: p.SwitchInFabric, LinkMBps: p.LinkMBps})
+		}
+		h.HCAs = append(h.HCAs, hca)
+	}
+	return h
+}
+
+func bridgesOf(bs []graph.PCIeBridgeView) []Bridge {
+	if bs == nil {
+		return nil
+	}
+	out := make([]Bridge, len(bs))
+	for i, b := range bs {
+		out[i] = Bridge{ID: b.ID, HostBridge: b.HostBridge, RootPort: b.RootPort, Switch: b.Switch, DownstreamPort: b.DownstreamPort}
+	}
+	return out
+}
+
+// Host is the named node's hardware; ok is false for a node not in the
+// topology.
+func (t *Topology) Host(name string) (h *Host, ok bool) {
+	h, ok = t.hostIndex[name]
+	return h, ok
 }
 
 // Place is where node sits: its Slurm switches from its leaf group up to
@@ -110,6 +272,15 @@ func (t *Topology) Place(node string) (path []*TreeSwitch, block *Block, ok bool
 	return path, block, path != nil
 }
 
+// slurmReady says why t cannot be written for Slurm: no nodes, or a node
+// name no hostlist can carry.
+func (t *Topology) slurmReady() error {
+	if len(t.Nodes) == 0 {
+		return ErrNoNodes
+	}
+	return t.nameErr
+}
+
 // blockName is the i-th block's name (from 0).
 func blockName(i int) string { return fmt.Sprintf("block%02d", i+1) }
 
@@ -122,19 +293,19 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// buildBlocks groups names (natural order) by NVLink domain.
-func buildBlocks(g *graph.Graph, names []string) (blocks []*Block, none []string) {
+// buildBlocks groups the nodes (natural order) by NVLink domain.
+func (t *Topology) buildBlocks() (blocks []*Block, none []string) {
 	byDomain := map[string]*Block{}
-	for _, n := range names {
-		info, _ := g.NodeInfo(n)
-		if info.NVLinkDomain == "" {
+	for _, n := range t.Nodes {
+		d := t.hostIndex[n].NVLinkDomain
+		if d == "" {
 			none = append(none, n)
 			continue
 		}
-		b := byDomain[info.NVLinkDomain]
+		b := byDomain[d]
 		if b == nil {
-			b = &Block{Domain: info.NVLinkDomain}
-			byDomain[info.NVLinkDomain] = b
+			b = &Block{Domain: d}
+			byDomain[d] = b
 			blocks = append(blocks, b)
 		}
 		b.Nodes = append(b.Nodes, n)
@@ -143,189 +314,4 @@ func buildBlocks(g *graph.Graph, names []string) (blocks []*Block, none []string
 		b.Name = blockName(i)
 	}
 	return blocks, none
-}
-
-// tvertex is one Slurm switch of the tree being built (indices into the
-// switch list: merging works on them before the switches are named).
-type tvertex struct {
-	level    int      // 1 for leaf groups
-	members  []int    // fabric switches merged into it (indices into the switch list)
-	nodes    []string // level 1: its nodes, natural order
-	children []*tvertex
-	first    string // first node below it (natural order), for stable numbering
-	name     string
-	comment  []string
-}
-
-// treeBuild is one tree being built: the fabric's switches (the graph's,
-// then those known only from inventories, from nFabric on) and the
-// vertices made so far.
-type treeBuild struct {
-	g       *graph.Graph
-	sws     []graph.SwitchView
-	nFabric int
-	idx     map[string]int // GUID → index into sws
-	all     []*tvertex
-	roots   []*tvertex
-}
-
-// buildTree follows the package documentation's four steps: compute
-// ports to leaves, leaf groups, tiers merged upwards, the unknown switch;
-// then the switches are named.
-func buildTree(g *graph.Graph, names []string) Tree {
-	sws := g.Switches()
-	b := &treeBuild{g: g, sws: sws, nFabric: len(sws), idx: make(map[string]int, len(sws))}
-	for i, s := range sws {
-		b.idx[s.GUID] = i
-	}
-	cur, consumed, unknown := b.leafGroups(names)
-	b.mergeUp(cur, consumed)
-	if len(unknown) > 0 {
-		u := &tvertex{level: 1, nodes: unknown, first: unknown[0], name: UnknownSwitch,
-			comment: []string{UnknownSwitch + ": nodes whose compute ports reach no switch known to the fabric scan or to their inventory"}}
-		b.roots = append(b.roots, u)
-		b.all = append(b.all, u)
-	}
-	nameVertices(b.all, b.sws)
-	return b.tree()
-}
-
-// leafGroups (steps 1 and 2): each node's compute ports to their leaves,
-// leaves serving a common node one group, in the order of their first
-// node; the nodes reaching no switch are returned apart.
-func (b *treeBuild) leafGroups(names []string) (groupsInOrder []*tvertex, consumed map[int]bool, unknown []string) {
-	uf := unionFind{}
-	nodeLeaf := map[string]int{} // node → one of its leaves
-	usedLeaf := map[int]bool{}
-	for _, name := range names {
-		v, _ := b.g.NodeView(name)
-		first := -1
-		for _, h := range v.HCAs {
-			for _, p := range h.Ports {
-				if p.Rail < 0 || p.Switch == "" {
-					continue
-				}
-				i, ok := b.idx[p.Switch]
-				if !ok { // named only by the node's fabric neighbours
-					i = len(b.sws)
-					b.sws = append(b.sws, graph.SwitchView{GUID: p.Switch, Tier: 1})
-					b.idx[p.Switch] = i
-				}
-				usedLeaf[i] = true
-				if first < 0 {
-					first = i
-				} else {
-					uf.union(first, i)
-				}
-			}
-		}
-		if first < 0 {
-			unknown = append(unknown, name)
-			continue
-		}
-		nodeLeaf[name] = first
-	}
-	groups := map[int]*tvertex{}
-	for _, name := range names {
-		l, ok := nodeLeaf[name]
-		if !ok {
-			continue
-		}
-		r := uf.find(l)
-		v := groups[r]
-		if v == nil {
-			v = &tvertex{level: 1, first: name}
-			groups[r] = v
-			groupsInOrder = append(groupsInOrder, v)
-		}
-		v.nodes = append(v.nodes, name)
-	}
-	consumed = map[int]bool{}
-	for l := range usedLeaf {
-		v := groups[uf.find(l)]
-		v.members = append(v.members, l)
-		consumed[l] = true
-	}
-	for _, v := range groupsInOrder {
-		sort.Ints(v.members)
-	}
-	b.all = append(b.all, groupsInOrder...)
-	return groupsInOrder, consumed, unknown
-}
-
-// mergeUp (step 3): the uplinks of the current vertices merged per
-// connected component, level by level, until no vertex has an unconsumed
-// uplink; a vertex without one is a root.
-func (b *treeBuild) mergeUp(cur []*tvertex, consumed map[int]bool) {
-	for level := 2; len(cur) > 0; level++ {
-		parents := make([][]int, len(cur))
-		cuf := unionFind{}
-		for i, v := range cur {
-			set := map[int]bool{}
-			for _, m := range v.members {
-				for _, u := range b.sws[m].Uplinks {
-					if j, ok := b.idx[u.GUID]; ok && !consumed[j] {
-						set[j] = true
-					}
-				}
-			}
-			for j := range set {
-				parents[i] = append(parents[i], j)
-				cuf.union(-1-i, j)
-			}
-			sort.Ints(parents[i])
-		}
-		comp := map[int]*tvertex{}
-		var next []*tvertex
-		for i, v := range cur {
-			if len(parents[i]) == 0 {
-				b.roots = append(b.roots, v)
-				continue
-			}
-			r := cuf.find(-1 - i)
-			nv := comp[r]
-			if nv == nil {
-				nv = &tvertex{level: level, first: v.first}
-				comp[r] = nv
-				next = append(next, nv)
-			}
-			nv.children = append(nv.children, v)
-			for _, p := range parents[i] {
-				if !consumed[p] {
-					consumed[p] = true
-					nv.members = append(nv.members, p)
-				}
-			}
-		}
-		for _, nv := range next {
-			sort.Ints(nv.members)
-		}
-		b.all = append(b.all, next...)
-		cur = next
-	}
-}
-
-// tree turns the named vertices into the model's switches.
-func (b *treeBuild) tree() Tree {
-	of := make(map[*tvertex]*TreeSwitch, len(b.all))
-	var t Tree
-	for _, v := range b.all {
-		s := &TreeSwitch{Name: v.name, Level: v.level, Nodes: v.nodes, Comment: v.comment}
-		for _, m := range v.members {
-			sw := b.sws[m]
-			s.Fabric = append(s.Fabric, FabricSwitch{GUID: sw.GUID, Description: sw.Description, Tier: sw.Tier, FromInventory: m >= b.nFabric})
-		}
-		of[v] = s
-		t.Switches = append(t.Switches, s)
-	}
-	for _, v := range b.all {
-		for _, c := range v.children {
-			of[v].Children = append(of[v].Children, of[c])
-			of[c].Parent = of[v]
-		}
-	}
-	for _, r := range b.roots {
-		t.Roots = append(t.Roots, of[r])
-	}
-	return t
 }

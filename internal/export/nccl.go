@@ -11,7 +11,6 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/devid"
-	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/inventory"
 )
 
@@ -49,18 +48,21 @@ type xnode struct {
 
 func (x *xnode) attr(k, v string) { x.attrs = append(x.attrs, [2]string{k, v}) }
 
-// NCCLTopo writes an NCCL_TOPO_FILE for one node (nccl-plugin.md §5): the
+// errNilInventory: NCCLTopo needs the node's inventory.
+var errNilInventory = errors.New("export: nccl topo: nil inventory")
+
+// NCCLTopo renders an NCCL_TOPO_FILE for one node (nccl-plugin.md §5): the
 // system root, one cpu per NUMA node, the PCIe switches as pci bridges
 // (NCCL collapses a switch's upstream and downstream ports into one pci
 // element and leaves out root ports; so does this), each GPU as a pci
 // element holding a gpu with its NVLinks, and each HCA as a pci element
 // holding a nic with one net per ACTIVE port.
 //
-// The structure comes from the canonical graph g, which must hold the
-// node as built from inv (the master passes its graph and the stored
+// The structure comes from the model's Host of the node, which must have
+// been built from inv (the master passes its graph and the stored
 // inventory of one read): which GPUs and HCAs, in which order, under which
 // bridges of the PCIe tree and on which NUMA node. The attribute values
-// NCCL wants and the graph does not keep (link generations and widths,
+// NCCL wants and the model does not keep (link generations and widths,
 // compute capabilities, NVLink targets, port states, GUIDs) are read from
 // inv, whose identities are canonical (inventory.Canonical) so that the
 // two agree by plain comparison.
@@ -82,29 +84,26 @@ func (x *xnode) attr(k, v string) { x.attrs = append(x.attrs, [2]string{k, v}) }
 //     overwrites it with its own index), speed (Mb/s), port, latency 0,
 //     guid (the HCA's node GUID), maxconn (131072 for Mellanox/NVIDIA HCAs,
 //     left out otherwise), gdr="1".
-func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
+func (t *Topology) NCCLTopo(inv *ginv1.NodeInventory) ([]byte, error) {
 	if inv == nil {
-		return nil, errors.New("export: nccl topo: nil inventory")
-	}
-	if g == nil {
-		return nil, errors.New("export: nccl topo: nil graph")
+		return nil, errNilInventory
 	}
 	inv, _ = inventory.Canonical(inv) // already canonical when it comes from the master
 	node := inv.NodeName
-	view, ok := g.NodeView(node)
+	host, ok := t.Host(node)
 	if !ok {
 		return nil, fmt.Errorf("export: nccl topo: node %q is not in the graph", node)
 	}
-	t := newNCCLTree(inv)
-	if err := t.gpus(view); err != nil {
+	x := newNCCLTree(inv)
+	if err := x.gpus(host); err != nil {
 		return nil, err
 	}
-	if err := t.hcas(view); err != nil {
+	if err := x.hcas(host); err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!-- NCCL_TOPO_FILE for node %s, written by GIN from its inventory -->\n", xmlComment(node))
-	writeXML(&b, t.system(), 0)
+	writeXML(&b, x.system(), 0)
 	return b.Bytes(), nil
 }
 
@@ -144,7 +143,7 @@ func (t *ncclTree) cpuOf(numa int32) *xnode {
 // a switch's downstream ports into it and leaves out root ports and
 // host bridges), creating the chain of such bridges from the cpu of
 // its NUMA node down.
-func (t *ncclTree) attach(above []graph.PCIeBridgeView, numa int32) *xnode {
+func (t *ncclTree) attach(above []Bridge, numa int32) *xnode {
 	up := t.cpuOf(numa)
 	for i := len(above) - 1; i >= 0; i-- {
 		b := above[i]
@@ -165,13 +164,13 @@ func (t *ncclTree) attach(above []graph.PCIeBridgeView, numa int32) *xnode {
 	return up
 }
 
-// gpus adds the node's GPUs, by NVML index (the graph's order).
-func (t *ncclTree) gpus(view graph.NodeView) error {
+// gpus adds the node's GPUs, by NVML index (the model's order).
+func (t *ncclTree) gpus(host *Host) error {
 	gpuByIndex := make(map[uint32]*ginv1.Gpu, len(t.inv.Gpus))
 	for _, gp := range t.inv.Gpus {
 		gpuByIndex[gp.Index] = gp
 	}
-	for _, gv := range view.GPUs {
+	for _, gv := range host.GPUs {
 		g := gpuByIndex[gv.Index]
 		bus := gv.PCIBusID
 		if bus == "" || g == nil {
@@ -203,16 +202,16 @@ func (t *ncclTree) gpus(view graph.NodeView) error {
 	return nil
 }
 
-// hcas adds the node's HCAs, in natural name order (the graph's), with
+// hcas adds the node's HCAs, in natural name order (the model's), with
 // their ACTIVE ports only, numbered over all HCAs as NCCL's IB plugin
 // does.
-func (t *ncclTree) hcas(view graph.NodeView) error {
+func (t *ncclTree) hcas(host *Host) error {
 	hcaByName := make(map[string]*ginv1.Hca, len(t.inv.Hcas))
 	for _, h := range t.inv.Hcas {
 		hcaByName[h.Name] = h
 	}
 	dev := 0
-	for _, hv := range view.HCAs {
+	for _, hv := range host.HCAs {
 		h := hcaByName[hv.Name]
 		if h == nil {
 			return fmt.Errorf("export: nccl topo: node %s: HCA %s is in the graph, not in the inventory", t.inv.NodeName, hv.Name)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/gin-topology/gin/internal/devid"
-	"github.com/gin-topology/gin/internal/graph"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/natsort"
 )
@@ -22,21 +21,15 @@ const (
 // maxSlurmName is Slurm's limit on SwitchName and BlockName.
 const maxSlurmName = 64
 
-// SlurmTree writes a Slurm topology.conf for TopologyPlugin=topology/tree
-// from the graph's compute fabric: the Tree of its Topology (see the
-// package documentation for how the Clos tiers are merged into a tree and
-// how switches are named). It fails on an empty graph (Slurm must never
-// get an empty tree) and on node names that are not valid hostlist names.
-func SlurmTree(g *graph.Graph) ([]byte, error) {
-	t, err := Build(g)
-	if err != nil {
+// SlurmTree renders t.Tree as a Slurm topology.conf for
+// TopologyPlugin=topology/tree (see the package documentation for how the
+// Clos tiers are merged into a tree and how switches are named). It fails
+// on a model without nodes (Slurm must never get an empty tree) or with
+// node names no hostlist can carry.
+func (t *Topology) SlurmTree() ([]byte, error) {
+	if err := t.slurmReady(); err != nil {
 		return nil, slurmError(err)
 	}
-	return t.slurmTree(), nil
-}
-
-// slurmTree renders t.Tree.
-func (t *Topology) slurmTree() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Slurm topology.conf for TopologyPlugin=topology/tree, written by GIN from its topology graph.\n")
 	fmt.Fprintf(&b, "# %d nodes; fabric tiers merged into a tree (switches serving the same nodes are one SwitchName).\n", len(t.Nodes))
@@ -69,7 +62,7 @@ func (t *Topology) slurmTree() []byte {
 		}
 		fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", v.Name, hostlist.Compress(kids))
 	}
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // slurmError says why no topology.conf can be written from the graph.
@@ -78,88 +71,6 @@ func slurmError(err error) error {
 		return err
 	}
 	return fmt.Errorf("cannot write a Slurm topology.conf: %w", err)
-}
-
-// nameVertices names the Slurm switches: after the fabric switch when a
-// vertex is exactly one switch with a usable, unique description, else
-// leafNN/spineNN/coreNN/tierK-NN by level in order.
-func nameVertices(all []*tvertex, sws []graph.SwitchView) {
-	taken := map[string]bool{UnknownSwitch: true}
-	count := map[string]int{}
-	for _, v := range all {
-		if v.name == "" && len(v.members) == 1 {
-			if n := slurmName(sws[v.members[0]].Description); n != "" {
-				count[strings.ToLower(n)]++
-			}
-		}
-	}
-	for _, v := range all {
-		if v.name == "" && len(v.members) == 1 {
-			n := slurmName(sws[v.members[0]].Description)
-			if n != "" && count[strings.ToLower(n)] == 1 && !taken[strings.ToLower(n)] {
-				v.name = n
-				taken[strings.ToLower(n)] = true
-			}
-		}
-	}
-	seq := map[string]int{}
-	for _, v := range all {
-		if v.name != "" {
-			continue
-		}
-		var prefix string
-		switch v.level {
-		case 1:
-			prefix = "leaf"
-		case 2:
-			prefix = "spine"
-		case 3:
-			prefix = "core"
-		default:
-			prefix = fmt.Sprintf("tier%d-", v.level)
-		}
-		for {
-			seq[prefix]++
-			n := fmt.Sprintf("%s%02d", prefix, seq[prefix])
-			if !taken[strings.ToLower(n)] {
-				v.name = n
-				taken[n] = true
-				break
-			}
-		}
-	}
-}
-
-// slurmName derives a Slurm switch name from a switch description: the
-// hostname of an NVIDIA "MF0;<host>:<model>/U1" description, else the whole
-// description; characters outside [A-Za-z0-9._-] become '-'. "" when nothing
-// usable is left or the name is longer than Slurm allows.
-func slurmName(desc string) string {
-	d := strings.TrimSpace(desc)
-	if rest, ok := strings.CutPrefix(d, "MF0;"); ok {
-		if host, _, ok := strings.Cut(rest, ":"); ok {
-			d = host
-		}
-	}
-	var b strings.Builder
-	dash := false
-	for i := 0; i < len(d); i++ {
-		c := d[i]
-		if isNameChar(c) {
-			b.WriteByte(c)
-			dash = c == '-'
-			continue
-		}
-		if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-.")
-	if len(s) > maxSlurmName {
-		return ""
-	}
-	return s
 }
 
 func isNameChar(c byte) bool {
@@ -181,26 +92,19 @@ func checkNodeNames(names []string) error {
 	return nil
 }
 
-// SlurmBlock writes a Slurm topology.conf for TopologyPlugin=topology/block:
-// one BlockName per MNNVL NVLink domain (the Blocks of its Topology) and a
-// BlockSizes line (see the package documentation). Every node must be in
+// SlurmBlock renders t.Blocks as a Slurm topology.conf for
+// TopologyPlugin=topology/block: one BlockName per MNNVL NVLink domain and
+// Slurm's default BlockSizes, the smallest block's node count doubled while
+// the doubled size still fits the number of blocks. Every node must be in
 // an NVLink domain.
-func SlurmBlock(g *graph.Graph) ([]byte, error) {
-	t, err := Build(g)
-	if err != nil {
+func (t *Topology) SlurmBlock() ([]byte, error) {
+	if err := t.slurmReady(); err != nil {
 		return nil, slurmError(err)
 	}
 	if len(t.NoDomain) > 0 {
 		return nil, fmt.Errorf("topology/block needs MNNVL NVLink domains, and %d of %d nodes are in none (%s); export slurm (topology/tree) for them instead",
 			len(t.NoDomain), len(t.Nodes), hostlist.Compress(t.NoDomain))
 	}
-	return t.slurmBlock(), nil
-}
-
-// slurmBlock renders t.Blocks (every node in one) with Slurm's default
-// BlockSizes: the smallest block's node count doubled while the doubled
-// size still fits the number of blocks.
-func (t *Topology) slurmBlock() []byte {
 	base := len(t.Blocks[0].Nodes)
 	for _, b := range t.Blocks {
 		base = min(base, len(b.Nodes))
@@ -217,31 +121,7 @@ func (t *Topology) slurmBlock() []byte {
 		fmt.Fprintf(&out, "BlockName=%s Nodes=%s\n", b.Name, hostlist.Compress(b.Nodes))
 	}
 	fmt.Fprintf(&out, "BlockSizes=%s\n", strings.Join(sizes, ","))
-	return out.Bytes()
-}
-
-// unionFind is a union-find over ints.
-type unionFind map[int]int
-
-func (u unionFind) find(x int) int {
-	p, ok := u[x]
-	if !ok || p == x {
-		return x
-	}
-	r := u.find(p)
-	u[x] = r
-	return r
-}
-
-func (u unionFind) union(a, b int) {
-	ra, rb := u.find(a), u.find(b)
-	if ra == rb {
-		return
-	}
-	if rb < ra {
-		ra, rb = rb, ra
-	}
-	u[rb] = ra
+	return out.Bytes(), nil
 }
 
 // commentText quotes free text for a one-line comment.
