@@ -53,6 +53,9 @@ func TestBadFlagsExitUsage(t *testing.T) {
 		{"negative collect interval", []string{"--collect-interval", "-1s"}, nil, "--collect-interval"},
 		{"negative home probe interval", []string{"--home-probe-interval", "-1s"}, nil, "--home-probe-interval"},
 		{"home probe interval below 1s", []string{"--home-probe-interval", "100ms"}, nil, "at least 1s"},
+		{"fabric scan interval below 1s", []string{"--fabric-scan-interval", "500ms"}, nil, "--fabric-scan-interval 500ms: must be at least 1s"},
+		{"zero link error threshold", []string{"--link-error-threshold", "0"}, nil, "--link-error-threshold"},
+		{"metrics bind without port", []string{"--metrics-bind", "localhost"}, nil, `--metrics-bind "localhost"`},
 		{"unknown source kind", []string{"--source", "dcgm"}, nil, `--source "dcgm"`},
 		{"sim without profile", []string{"--source", "sim:"}, nil, "sim:<profile>"},
 		{"file without path", []string{"--source", "file:"}, nil, "file:<path>"},
@@ -207,10 +210,11 @@ func TestSettingsFromFlagsAndEnv(t *testing.T) {
 			if err := cmd.Execute(); err != nil {
 				t.Fatal(err)
 			}
-			if got.heartbeatInterval != tc.wantHeartbeat || got.collectInterval != tc.wantCollect ||
-				strings.Join(got.masters, ",") != strings.Join(tc.wantMasters, ",") {
+			a := got.Agent
+			if a.HeartbeatInterval != tc.wantHeartbeat || a.CollectInterval != tc.wantCollect ||
+				strings.Join(a.Masters, ",") != strings.Join(tc.wantMasters, ",") {
 				t.Errorf("heartbeat %s collect %s masters %v; want %s %s %v",
-					got.heartbeatInterval, got.collectInterval, got.masters, tc.wantHeartbeat, tc.wantCollect, tc.wantMasters)
+					a.HeartbeatInterval, a.CollectInterval, a.Masters, tc.wantHeartbeat, tc.wantCollect, tc.wantMasters)
 			}
 		})
 	}

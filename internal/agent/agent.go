@@ -44,55 +44,6 @@ type Source interface {
 	Collect(ctx context.Context) (*ginv1.NodeInventory, error)
 }
 
-// Config configures an Agent. Zero durations take the documented defaults.
-type Config struct {
-	// NodeName is the name the node is reported under (required). It
-	// overrides the node_name of collected inventories.
-	NodeName string
-	// Masters are the master client addresses (host:port; see
-	// internal/masteraddr), tried in turn. At least one is required.
-	Masters []string
-	// HeartbeatInterval is how often a Heartbeat is sent (default 5s). A
-	// heartbeat_interval in a SessionResponse overrides it.
-	HeartbeatInterval time.Duration
-	// CollectInterval is how often the source is re-read to detect changes
-	// (default: the configured HeartbeatInterval).
-	CollectInterval time.Duration
-	// Source collects the inventory (required).
-	Source Source
-	// Logger receives the agent's logs (default slog.Default()).
-	Logger *slog.Logger
-	// DialOptions are passed to grpc.NewClient; they must include transport
-	// credentials. The agent adds keepalive parameters before them, so an
-	// explicit grpc.WithKeepaliveParams here wins.
-	DialOptions []grpc.DialOption
-	// InitialBackoff is the first reconnect backoff ceiling (default 200ms);
-	// it doubles per failure up to MaxBackoff, with full jitter.
-	InitialBackoff time.Duration
-	// MaxBackoff caps reconnect backoff (default 30s). A rejected inventory
-	// (INVALID_ARGUMENT) waits between MaxBackoff/2 and MaxBackoff.
-	MaxBackoff time.Duration
-	// Version is sent as Hello.agent_version.
-	Version string
-	// FabricScanner scans the fabric when the master names this agent the
-	// scanner (nil: this agent never scans). FabricScanInterval defaults to
-	// DefaultFabricScanInterval.
-	FabricScanner      FabricScanner
-	FabricScanInterval time.Duration
-	// Plans keeps the plans the master pushes for jobs on this node (the
-	// node's plan store, served on the plan socket); nil: pushes are ignored.
-	Plans PlanSink
-	// HomeProbeInterval is how often, on average, the agent probes its home
-	// master (the one its node name hashes to) while its session is with
-	// another one, to return once the home master takes sessions again
-	// (home.go); default DefaultHomeProbeInterval, negative: never.
-	HomeProbeInterval time.Duration
-	// Rand is the randomness for backoff jitter (default: a PCG seeded from
-	// the runtime's random source). Tests pass a fixed seed. It is used from
-	// one goroutine only.
-	Rand rand.Source
-}
-
 // Status is a snapshot of the agent's state, for logs and metrics.
 type Status struct {
 	// Connected is true while a session is established (hello acknowledged).
