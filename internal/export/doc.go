@@ -7,11 +7,13 @@
 // Every format renders one intermediate model, Topology (model.go,
 // topograph's shape): Build translates the graph once into the nodes and
 // their hardware (Host: GPUs, HCAs and ports, their PCIe bridges and NUMA
-// nodes), the compute fabric merged into a tree of Slurm switches, and the
+// nodes), every fabric switch and switch-to-switch cable, the compute
+// fabric merged into a tree of Slurm switches, and the
 // MNNVL NVLink domains as blocks; the engines render it, one file each:
 // SlurmTree and SlurmBlock (slurm.go), NCCLTopo (nccl.go, one Host with its
-// inventory), and Topology.Place gives one node's switches and block (node
-// labels). JSON (its Document) and DOT still read the graph directly. The
+// inventory), JSON (json.go, through its Document), and Topology.Place
+// gives one node's switches and block (node labels). DOT still reads the
+// graph (through the JSON Document of Model). The
 // functions of the same names in export.go build the model of a graph and
 // render it with one engine.
 //

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -39,6 +40,7 @@ func TestEnginesShareOneModel(t *testing.T) {
 	}{
 		{"dgx-h100-8", dgx, []render{
 			{"dgx-h100-8.tree.conf", (*Topology).SlurmTree},
+			{"dgx-h100-8.json", (*Topology).JSON},
 			{"dgx-h100.nccl.xml", nccl(dgxInvs[0])},
 		}},
 		{"gb200-nvl72-36", nvl, []render{
@@ -116,12 +118,13 @@ func TestModelLenient(t *testing.T) {
 	}
 }
 
-// FuzzNCCLTopo: the NCCL engine takes an inventory besides the model. Any
-// inventory the graph accepts renders or is refused with an error, never a
-// panic; one the master would accept (inventory.Validate) gives well-formed
-// XML of bounded size; and an inventory that does not match the model (a
-// simulated node of the same name) does not panic either.
-func FuzzNCCLTopo(f *testing.F) {
+// FuzzEngines: the model of any inventory the graph accepts renders with
+// every engine or is refused with an error, never a panic. The NCCL engine
+// takes an inventory besides the model: one the master would accept
+// (inventory.Validate) gives well-formed XML of bounded size, and one that
+// does not match the model (a simulated node of the same name) does not
+// panic either. The JSON document is valid JSON.
+func FuzzEngines(f *testing.F) {
 	others := map[string]*ginv1.NodeInventory{}
 	for _, p := range sim.Profiles() {
 		invs, _ := simCluster(f, p, []string{"n0"}, nil)
@@ -143,6 +146,11 @@ func FuzzNCCLTopo(f *testing.F) {
 			return
 		}
 		m := newTopology(g)
+		_, _ = m.SlurmTree()
+		_, _ = m.SlurmBlock()
+		if doc, err := m.JSON(); err != nil || !json.Valid(doc) {
+			t.Fatalf("JSON: %v\n%s", err, doc)
+		}
 		out, err := m.NCCLTopo(inv)
 		if o := others[other]; o != nil {
 			o = proto.CloneOf(o)

@@ -2,13 +2,10 @@ package export
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/devid"
-	"github.com/gin-topology/gin/internal/graph"
 )
 
 // JSONSchema names the schema of the document JSON writes. Fields may be
@@ -16,7 +13,8 @@ import (
 // changes the schema name.
 const JSONSchema = "gin.topology.export/v1"
 
-// Document is the JSON export of the graph. Network rates are in Gb/s
+// Document is the JSON export of the model (its engine: Topology.Document
+// and Topology.JSON). Network rates are in Gb/s
 // (cable signalling rates), NVLink bandwidths in MB/s per direction.
 // Switches are identified by "0x" + their 16-hex-digit node GUID (other
 // identities, such as LLDP chassis ids, as they are), HCA ports by
@@ -123,44 +121,34 @@ type Link struct {
 	RateGbps uint64 `json:"rate_gbps,omitempty"`
 }
 
-// Model builds the JSON document of the graph (also the model DOT draws).
-func Model(g *graph.Graph) (*Document, error) {
-	if g == nil {
-		return nil, errors.New("export: nil graph")
+// Document is the JSON engine's document of the model. Ids are written as
+// devid.GUIDText writes them; rates in Gb/s are the model's MB/s over 125.
+func (t *Topology) Document() *Document {
+	doc := &Document{Schema: JSONSchema, Nodes: make([]Node, 0, len(t.Hosts)), Switches: make([]Switch, 0, len(t.Fabric)), Links: []Link{}}
+	for _, s := range t.Fabric {
+		doc.Switches = append(doc.Switches, Switch{ID: devid.GUIDText(s.GUID), Name: s.Description, Tier: s.Tier, InFabric: !s.FromInventory,
+			DownGbps: gbps(s.DownMBps), UpGbps: gbps(s.UpMBps)})
 	}
-	doc := &Document{Schema: JSONSchema, Nodes: []Node{}, Switches: []Switch{}, Links: []Link{}}
-	sws := g.Switches()
-	known := make(map[string]bool, len(sws))
-	for _, s := range sws {
-		known[s.GUID] = true
-		doc.Switches = append(doc.Switches, Switch{ID: devid.GUIDText(s.GUID), Name: s.Description, Tier: s.Tier, InFabric: true,
-			DownGbps: s.DownMBps / 125, UpGbps: s.UpMBps / 125})
-	}
-	for _, name := range g.Nodes() {
-		v, _ := g.NodeView(name)
-		n := Node{Name: name, NVLinkDomain: v.Info.NVLinkDomain, LeafName: v.Info.LeafSwitch,
-			NVLinksUp: v.Info.NVLinksUp, NVLinksTotal: v.Info.NVLinksTotal,
-			ComputePortsUp: v.Info.ComputePortsUp, ComputePortsTotal: v.Info.ComputePortsTotal,
-			GPUs: make([]GPU, 0, len(v.GPUs)), NICs: make([]NIC, 0, len(v.HCAs))}
-		if leaf, ok := g.NodeLeaf(name); ok {
-			n.Leaf = devid.GUIDText(leaf)
+	for _, h := range t.Hosts {
+		n := Node{Name: h.Name, NVLinkDomain: h.NVLinkDomain, LeafName: h.LeafName,
+			NVLinksUp: h.NVLinksUp, NVLinksTotal: h.NVLinksTotal,
+			ComputePortsUp: h.ComputePortsUp, ComputePortsTotal: h.ComputePortsTotal,
+			GPUs: make([]GPU, 0, len(h.GPUs)), NICs: make([]NIC, 0, len(h.HCAs))}
+		if h.Leaf != "" {
+			n.Leaf = devid.GUIDText(h.Leaf)
 		}
-		for _, gp := range v.GPUs {
+		for _, gp := range h.GPUs {
 			out := GPU{Index: gp.Index, UUID: gp.UUID, PCIBusID: gp.PCIBusID, NUMANode: gp.NUMANode, NVLinkDomain: gp.NVLinkDomain,
-				NVSwitchLinksUp: gp.NVSwitchLinksUp, NVLinkMBps: gp.NVLinkMBps, NearestNIC: gp.NearestPort}
-			if gp.NearestPort != "" {
-				out.NearestNICClass = gp.NearestClass.String()
-			}
+				NVSwitchLinksUp: gp.NVSwitchLinksUp, NVLinkMBps: gp.NVLinkMBps, NearestNIC: gp.NearestPort, NearestNICClass: gp.NearestClass}
 			for _, p := range gp.Peers {
-				out.Peers = append(out.Peers, NVLinkPeer{GPU: p.GPU, Count: p.Count, ViaSwitch: p.ViaSwitch != "", MBps: p.MBps})
+				out.Peers = append(out.Peers, NVLinkPeer{GPU: p.GPU, Count: p.Count, ViaSwitch: p.ViaSwitch, MBps: p.MBps})
 			}
 			n.GPUs = append(n.GPUs, out)
 		}
-		for _, h := range v.HCAs {
-			nic := NIC{Name: h.Name, Role: roleText(h.Role), NUMANode: h.NUMANode, Ports: make([]Port, 0, len(h.Ports))}
-			for _, p := range h.Ports {
-				id := fmt.Sprintf("%s/%s/%d", name, h.Name, p.Port)
-				pt := Port{ID: id, Port: p.Port, Active: p.Active, RateGbps: p.RateMBps / 125}
+		for _, hca := range h.HCAs {
+			nic := NIC{Name: hca.Name, Role: roleText(hca.Role), NUMANode: hca.NUMANode, Ports: make([]Port, 0, len(hca.Ports))}
+			for _, p := range hca.Ports {
+				pt := Port{ID: portID(h, hca, p), Port: p.Port, Active: p.Active, RateGbps: gbps(p.RateMBps)}
 				if p.GUID != "" {
 					pt.GUID = devid.GUIDText(p.GUID)
 				}
@@ -170,11 +158,7 @@ func Model(g *graph.Graph) (*Document, error) {
 				}
 				if p.Switch != "" {
 					pt.Switch = devid.GUIDText(p.Switch)
-					if !p.SwitchInFabric && !known[p.Switch] {
-						known[p.Switch] = true
-						doc.Switches = append(doc.Switches, Switch{ID: pt.Switch, Tier: 1})
-					}
-					doc.Links = append(doc.Links, Link{Kind: "port", A: id, B: pt.Switch, RateGbps: p.LinkMBps / 125})
+					doc.Links = append(doc.Links, Link{Kind: "port", A: pt.ID, B: pt.Switch, RateGbps: gbps(p.LinkMBps)})
 				}
 				nic.Ports = append(nic.Ports, pt)
 			}
@@ -182,42 +166,30 @@ func Model(g *graph.Graph) (*Document, error) {
 		}
 		doc.Nodes = append(doc.Nodes, n)
 	}
-	var up []Link
-	for _, s := range sws {
-		for _, u := range s.Uplinks {
-			up = append(up, Link{Kind: "switch", A: devid.GUIDText(s.GUID), B: devid.GUIDText(u.GUID), RateGbps: u.MBps / 125})
-		}
+	for _, c := range t.Cables {
+		doc.Links = append(doc.Links, Link{Kind: "switch", A: devid.GUIDText(c.Lower), B: devid.GUIDText(c.Upper), RateGbps: gbps(c.MBps)})
 	}
-	sort.Slice(up, func(i, j int) bool {
-		if up[i].A != up[j].A {
-			return up[i].A < up[j].A
-		}
-		return up[i].B < up[j].B
-	})
-	doc.Links = append(doc.Links, up...)
-	sort.SliceStable(doc.Switches, func(i, j int) bool {
-		a, b := doc.Switches[i], doc.Switches[j]
-		if a.Tier != b.Tier {
-			return a.Tier > b.Tier
-		}
-		return a.ID < b.ID
-	})
-	return doc, nil
+	return doc
 }
 
-// JSON writes the graph as an indented Document (schema JSONSchema),
+// JSON renders the model as an indented Document (schema JSONSchema),
 // ending with a newline.
-func JSON(g *graph.Graph) ([]byte, error) {
-	doc, err := Model(g)
-	if err != nil {
-		return nil, err
-	}
-	out, err := json.MarshalIndent(doc, "", "  ")
+func (t *Topology) JSON() ([]byte, error) {
+	out, err := json.MarshalIndent(t.Document(), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("export: json: %w", err)
 	}
 	return append(out, '\n'), nil
 }
+
+// portID is a port's id in the document: "<node>/<hca>/<port>".
+func portID(h *Host, hca HostHCA, p HostPort) string {
+	return fmt.Sprintf("%s/%s/%d", h.Name, hca.Name, p.Port)
+}
+
+// gbps is a rate in MB/s as Gb/s (cable signalling rates: 400 Gb/s is
+// 50,000 MB/s).
+func gbps(mbps uint64) uint64 { return mbps / 125 }
 
 func roleText(r ginv1.HcaRole) string {
 	switch r {

@@ -3,8 +3,10 @@ package export
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/devid"
 	"github.com/gin-topology/gin/internal/graph"
 )
 
@@ -31,6 +33,14 @@ type Topology struct {
 	// Hosts are every node's hardware, in byte-wise name order (the
 	// graph's order, the one the JSON document writes).
 	Hosts []*Host
+	// Fabric is every switch the exports know: the fabric scan's and those
+	// only nodes' fabric neighbours name (FromInventory, tier 1), highest
+	// tier first, then by id (devid.GUIDText).
+	Fabric []FabricSwitch
+	// Cables are the switch-to-switch cabling, one per lower and upper
+	// switch with the narrowest cable's rate, by lower then upper id
+	// (devid.GUIDText).
+	Cables []Cable
 
 	// hostIndex finds a Host by name.
 	hostIndex map[string]*Host
@@ -147,14 +157,24 @@ type TreeSwitch struct {
 	Comment []string // extra comment lines (the unknown switch's reason)
 }
 
-// FabricSwitch is one switch of the fabric behind a Slurm switch.
+// FabricSwitch is one switch of the fabric.
 type FabricSwitch struct {
-	GUID        string
+	GUID        string // normalised (other identities lower-cased)
 	Description string
-	Tier        uint32
+	// Tier: 1 leaf, 2 spine, 3 core; 0 when nothing says.
+	Tier uint32
 	// FromInventory: named only by the nodes' own fabric neighbours, not
 	// by a fabric scan.
 	FromInventory bool
+	// DownMBps and UpMBps are the capacities towards the hosts (or lower
+	// tiers) and towards higher tiers; 0 for FromInventory switches.
+	DownMBps, UpMBps uint64
+}
+
+// Cable is the cabling between a switch and one of a higher tier.
+type Cable struct {
+	Lower, Upper string // switch GUIDs
+	MBps         uint64 // the narrowest of the parallel cables
 }
 
 // Block is one MNNVL NVLink domain.
@@ -200,7 +220,9 @@ func newTopology(g *graph.Graph) *Topology {
 	}
 	t.Nodes = append([]string(nil), names...)
 	sortNatural(t.Nodes)
-	t.Tree = buildTree(g.Switches(), t)
+	sws := g.Switches()
+	t.Fabric, t.Cables = t.buildFabric(sws)
+	t.Tree = buildTree(sws, t)
 	t.Blocks, t.NoDomain = t.buildBlocks()
 	return t
 }
@@ -231,6 +253,47 @@ func hostOf(v graph.NodeView) *Host {
 		h.HCAs = append(h.HCAs, hca)
 	}
 	return h
+}
+
+// buildFabric lists the fabric's switches, then those known only from the
+// hosts' ports (in host, HCA and port order), sorted by tier and id, and
+// the switches' uplinks.
+func (t *Topology) buildFabric(sws []graph.SwitchView) ([]FabricSwitch, []Cable) {
+	fabric := make([]FabricSwitch, 0, len(sws))
+	var cables []Cable
+	known := make(map[string]bool, len(sws))
+	for _, s := range sws {
+		known[s.GUID] = true
+		fabric = append(fabric, FabricSwitch{GUID: s.GUID, Description: s.Description, Tier: s.Tier, DownMBps: s.DownMBps, UpMBps: s.UpMBps})
+		for _, u := range s.Uplinks {
+			cables = append(cables, Cable{Lower: s.GUID, Upper: u.GUID, MBps: u.MBps})
+		}
+	}
+	for _, h := range t.Hosts {
+		for _, hca := range h.HCAs {
+			for _, p := range hca.Ports {
+				if p.Switch != "" && !p.SwitchInFabric && !known[p.Switch] {
+					known[p.Switch] = true
+					fabric = append(fabric, FabricSwitch{GUID: p.Switch, Tier: 1, FromInventory: true})
+				}
+			}
+		}
+	}
+	sort.SliceStable(fabric, func(i, j int) bool {
+		a, b := fabric[i], fabric[j]
+		if a.Tier != b.Tier {
+			return a.Tier > b.Tier
+		}
+		return devid.GUIDText(a.GUID) < devid.GUIDText(b.GUID)
+	})
+	sort.SliceStable(cables, func(i, j int) bool {
+		la, lb := devid.GUIDText(cables[i].Lower), devid.GUIDText(cables[j].Lower)
+		if la != lb {
+			return la < lb
+		}
+		return devid.GUIDText(cables[i].Upper) < devid.GUIDText(cables[j].Upper)
+	})
+	return fabric, cables
 }
 
 func bridgesOf(bs []graph.PCIeBridgeView) []Bridge {

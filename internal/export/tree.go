@@ -178,7 +178,8 @@ func (b *treeBuild) tree() Tree {
 		s := &TreeSwitch{Name: v.name, Level: v.level, Nodes: v.nodes, Comment: v.comment}
 		for _, m := range v.members {
 			sw := b.sws[m]
-			s.Fabric = append(s.Fabric, FabricSwitch{GUID: sw.GUID, Description: sw.Description, Tier: sw.Tier, FromInventory: m >= b.nFabric})
+			s.Fabric = append(s.Fabric, FabricSwitch{GUID: sw.GUID, Description: sw.Description, Tier: sw.Tier, FromInventory: m >= b.nFabric,
+				DownMBps: sw.DownMBps, UpMBps: sw.UpMBps})
 		}
 		of[v] = s
 		t.Switches = append(t.Switches, s)
