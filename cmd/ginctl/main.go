@@ -36,24 +36,18 @@ const (
 
 // app holds the global flags and the streams of one invocation.
 type app struct {
-	master      string
-	output      string
-	consistent  bool
-	timeout     time.Duration
+	globals
 	stdin       io.Reader
 	stdout      io.Writer
 	stderr      io.Writer
 	getenv      func(string) string
-	logLevel    string
-	noHeaders   bool
 	yaml        bool // -o yaml: output is "json", printed as YAML
 	log         *slog.Logger
 	usageFailed bool
-	tls         pki.Files // --tls-ca, --tls-cert, --tls-key (else GIN_TLS_*)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	a := &app{globals: defaultGlobals(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -93,33 +87,20 @@ Reads are answered by any master (add --consistent to require the leader).`,
 					return usagef("--nodes: %v", err)
 				}
 			}
-			var l slog.Level
-			if err := l.UnmarshalText([]byte(a.logLevel)); err != nil {
-				return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
+			if err := a.globals.validate(); err != nil {
+				return usageError{err}
 			}
+			l, _ := a.level()
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: l}))
-			switch a.output {
-			case "table", "json":
-			case "yaml":
+			if a.output == "yaml" {
 				// The same document as -o json, written as YAML: commands
 				// test for "json" and printJSON writes YAML.
 				a.output, a.yaml = "json", true
-			default:
-				return usagef("-o %q: want table, json or yaml", a.output)
 			}
 			return nil
 		},
 	}
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.master, "master", "", "master list host[:port],... (default $GIN_MASTER_HOST, else 127.0.0.1:5000)")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml (docs/JSON.md)")
-	pf.BoolVar(&a.noHeaders, "no-headers", false, "tables: leave out the header row and summary lines (cells are single tokens either way)")
-	pf.BoolVar(&a.consistent, "consistent", false, "read from the leader after it verified its leadership")
-	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline of each request")
-	pf.StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: debug (each request, the master that answered, its duration), info, warn, error")
-	pf.StringVar(&a.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key")
-	pf.StringVar(&a.tls.Cert, "tls-cert", "", "mTLS: this client's certificate (default $GIN_TLS_CERT)")
-	pf.StringVar(&a.tls.Key, "tls-key", "", "mTLS: this client's key (default $GIN_TLS_KEY)")
+	bindGlobals(root.PersistentFlags(), &a.globals)
 	root.AddCommand(a.nodesCmd(), a.nodeCmd(), a.topoCmd(), a.pathCmd(), a.watchCmd(), a.clusterCmd(), a.fabricCmd(),
 		a.planCmd(), a.estimateCmd(), a.orderCmd(), a.exportCmd(), a.membersCmd(), a.calibrateCmd(), a.tlsCmd(),
 		a.checkCmd(), a.jobCmd(), a.gateCmd(), a.diagnoseCmd())

@@ -36,7 +36,7 @@ func TestTableEscapesControls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			a := &app{stdout: &out, noHeaders: true}
+			a := &app{stdout: &out, globals: globals{noHeaders: true}}
 			tb := a.newTable("A", "B")
 			tb.row("first", tc.in)
 			if err := tb.flush(); err != nil {
