@@ -8,14 +8,15 @@
 // topograph's shape): Build translates the graph once into the nodes and
 // their hardware (Host: GPUs, HCAs and ports, their PCIe bridges and NUMA
 // nodes), every fabric switch and switch-to-switch cable, the compute
-// fabric merged into a tree of Slurm switches, and the
-// MNNVL NVLink domains as blocks; the engines render it, one file each:
-// SlurmTree and SlurmBlock (slurm.go), NCCLTopo (nccl.go, one Host with its
-// inventory), JSON (json.go, through its Document), and Topology.Place
-// gives one node's switches and block (node labels). DOT still reads the
-// graph (through the JSON Document of Model). The
+// fabric merged into a tree of Slurm switches (tree.go), and the MNNVL
+// NVLink domains as blocks. The engines render it and never read the graph
+// (internal/archtest checks it), one file each: SlurmTree and SlurmBlock
+// (slurm.go), NCCLTopo (nccl.go, one Host with its inventory), JSON
+// (json.go, through its Document) and DOT (dot.go); Topology.Place gives
+// one node's switches and block (node labels, internal/kubelabels). The
 // functions of the same names in export.go build the model of a graph and
-// render it with one engine.
+// render it with one engine; a caller writing several formats of one graph
+// builds its Topology once and calls each engine on it.
 //
 // Exporters only translate; they never discover (topograph's rule: engines
 // translate, providers discover). Everything they write comes from the graph

@@ -41,6 +41,7 @@ func TestEnginesShareOneModel(t *testing.T) {
 		{"dgx-h100-8", dgx, []render{
 			{"dgx-h100-8.tree.conf", (*Topology).SlurmTree},
 			{"dgx-h100-8.json", (*Topology).JSON},
+			{"dgx-h100-8.dot", (*Topology).DOT},
 			{"dgx-h100.nccl.xml", nccl(dgxInvs[0])},
 		}},
 		{"gb200-nvl72-36", nvl, []render{
@@ -151,6 +152,9 @@ func FuzzEngines(f *testing.F) {
 		if doc, err := m.JSON(); err != nil || !json.Valid(doc) {
 			t.Fatalf("JSON: %v\n%s", err, doc)
 		}
+		if dot, err := m.DOT(); err != nil || !strings.HasSuffix(string(dot), "}\n") {
+			t.Fatalf("DOT: %v\n%s", err, dot)
+		}
 		out, err := m.NCCLTopo(inv)
 		if o := others[other]; o != nil {
 			o = proto.CloneOf(o)
@@ -174,6 +178,35 @@ func FuzzEngines(f *testing.F) {
 			if err != nil {
 				t.Fatalf("not well-formed: %v\n%s", err, out)
 			}
+		}
+	})
+}
+
+// FuzzDOTString: whatever a description or node name holds, it stays one
+// DOT string: quoted, no raw line break, every quote inside escaped.
+func FuzzDOTString(f *testing.F) {
+	for _, s := range []string{"", "MF0;leaf-1:MQM9701/U1", "a\"b", "a\\", "x\ny\r", "\\\"", "tier 1\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := dotString(s)
+		if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.ContainsAny(q, "\n\r") {
+			t.Fatalf("dotString(%q) = %s", s, q)
+		}
+		body := q[1 : len(q)-1]
+		for i := 0; i < len(body); i++ {
+			switch body[i] {
+			case '\\':
+				i++ // the escaped byte
+				if i == len(body) {
+					t.Fatalf("dotString(%q) = %s: ends in a lone backslash", s, q)
+				}
+			case '"':
+				t.Fatalf("dotString(%q) = %s: unescaped quote", s, q)
+			}
+		}
+		if len(q) > 2+2*len(s) {
+			t.Fatalf("dotString(%q) is %d bytes", s, len(q))
 		}
 	})
 }

@@ -46,7 +46,8 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 	return newTopology(g).NCCLTopo(inv)
 }
 
-// errNilGraph: JSON and DOT need a graph (an empty one has a document).
+// errNilGraph: JSON and DOT need a graph (an empty one has a document and
+// a drawing).
 var errNilGraph = errors.New("export: nil graph")
 
 // Model builds the JSON document of the graph (Topology.Document).
@@ -64,4 +65,12 @@ func JSON(g *graph.Graph) ([]byte, error) {
 		return nil, errNilGraph
 	}
 	return newTopology(g).JSON()
+}
+
+// DOT writes the graph for Graphviz (Topology.DOT).
+func DOT(g *graph.Graph) ([]byte, error) {
+	if g == nil {
+		return nil, errNilGraph
+	}
+	return newTopology(g).DOT()
 }
