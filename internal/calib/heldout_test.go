@@ -293,7 +293,7 @@ func TestHeldOutInterpolation(t *testing.T) {
 		t.Fatalf("only %d held-out sizes", len(rows))
 	}
 	var b strings.Builder
-	b.WriteString("| log | collective | size | GIN's cell (imported neighbours' cells) | how | predicted µs | out-of-place µs | in-place µs | columns differ | busbw error vs out-of-place | vs in-place | vs the faster (stored) | beyond both columns | before: time error vs the faster |\n")
+	b.WriteString("| log | collective | size | GIN's cell (imported neighbours' cells) | how | predicted µs | out-of-place µs | in-place µs | columns differ | busbw error vs out-of-place | vs in-place | vs the faster (stored) | beyond both columns | time error vs the faster |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var vsFaster, beyond, timeErr []float64
 	var misses []string
@@ -339,7 +339,7 @@ func TestHeldOutInterpolation(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "\n%d held-out sizes. Busbw error against the faster column (the point the import stores): median %.1f%%, worst %.1f%%. "+
 		"Beyond both columns (the measurement's own spread taken as its error bar): median %.1f%%, worst %.1f%%. "+
-		"Time error against the faster column (the figure this section quoted before): median %.1f%%, worst %.1f%%. "+
+		"Time error against the faster column: median %.1f%%, worst %.1f%%. "+
 		"Goal (median ≤ %.0f%%, worst ≤ %.0f%%, busbw): the median is met; the worst is met at every size but %s.\n",
 		len(rows), 100*mf, 100*wf, 100*mb, 100*wb, 100*mt, 100*wt, 100*goalMedian, 100*goalWorst, joinAnd(misses))
 	for _, r := range rows {

@@ -275,7 +275,10 @@ func TestCalibration(t *testing.T) {
 	if len(over) > 0 {
 		summary += " Over the 15% goal: " + strings.Join(over, "; ") + "."
 	}
-	doc := renderDoc(table, summary, pairsTable(t), b200FiveOfEight(t), calibRegion(t), nvlsPairsTable(t), nvlsTreeFormsLine(t), nvlsTreeChoices(t), nvlsBeforeAfter(t), regimesTable(), devClusterOverrides(t))
+	doc, err := renderDoc(table, summary, pairsTable(t), b200FiveOfEight(t), calibRegion(t), nvlsPairsTable(t), nvlsTreeFormsLine(t), nvlsTreeChoices(t), nvlsBeforeAfter(t), regimesTable(), devClusterOverrides(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *updateDoc {
 		if err := os.WriteFile(calibrationDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
