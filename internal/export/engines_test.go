@@ -88,6 +88,13 @@ func TestEnginesShareOneModel(t *testing.T) {
 			if !reflect.DeepEqual(model, again) {
 				t.Error("rendering changed the model")
 			}
+			// NCCLTopo(g, inv) renders one node's part of the model: the
+			// same Host.
+			for _, h := range model.Hosts {
+				if part, ok := hostTopology(c.g, h.Name).Host(h.Name); !ok || !reflect.DeepEqual(part, h) {
+					t.Fatalf("%s: the one-node model's Host differs from the model's", h.Name)
+				}
+			}
 		})
 	}
 }

@@ -35,7 +35,8 @@ func SlurmBlock(g *graph.Graph) ([]byte, error) {
 }
 
 // NCCLTopo writes an NCCL_TOPO_FILE for the node of inv, whose structure g
-// holds as built from inv (Topology.NCCLTopo).
+// holds as built from inv (Topology.NCCLTopo). It renders the part of the
+// model the file reads, that node's Host, and not the whole cluster's.
 func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 	if inv == nil {
 		return nil, errNilInventory
@@ -43,7 +44,7 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 	if g == nil {
 		return nil, errors.New("export: nccl topo: nil graph")
 	}
-	return newTopology(g).NCCLTopo(inv)
+	return hostTopology(g, inv.NodeName).NCCLTopo(inv)
 }
 
 // errNilGraph: JSON and DOT need a graph (an empty one has a document and

@@ -210,11 +210,7 @@ func newTopology(g *graph.Graph) *Topology {
 	names := g.Nodes() // byte-wise order
 	t := &Topology{nameErr: checkNodeNames(names), hostIndex: make(map[string]*Host, len(names))}
 	for _, name := range names {
-		v, _ := g.NodeView(name)
-		h := hostOf(v)
-		if leaf, ok := g.NodeLeaf(name); ok {
-			h.Leaf = leaf
-		}
+		h := hostTopology(g, name).Hosts[0]
 		t.Hosts = append(t.Hosts, h)
 		t.hostIndex[name] = h
 	}
@@ -224,6 +220,23 @@ func newTopology(g *graph.Graph) *Topology {
 	t.Fabric, t.Cables = t.buildFabric(sws)
 	t.Tree = buildTree(sws, t)
 	t.Blocks, t.NoDomain = t.buildBlocks()
+	return t
+}
+
+// hostTopology is the part of g's model that one node's NCCL topology
+// reads: that node's Host alone (as Build's model holds it), nothing of the
+// cluster. NCCLTopo(g, inv) renders it so that one node's file does not
+// copy every node's hardware (100 times the work at 256 nodes).
+func hostTopology(g *graph.Graph, node string) *Topology {
+	t := &Topology{hostIndex: map[string]*Host{}}
+	if v, ok := g.NodeView(node); ok {
+		h := hostOf(v)
+		if leaf, ok := g.NodeLeaf(node); ok {
+			h.Leaf = leaf
+		}
+		t.Hosts = []*Host{h}
+		t.hostIndex[node] = h
+	}
 	return t
 }
 
@@ -279,19 +292,29 @@ func (t *Topology) buildFabric(sws []graph.SwitchView) ([]FabricSwitch, []Cable)
 			}
 		}
 	}
+	// Sorted by the ids the formats write (computed once per switch).
+	ids := make(map[string]string, len(fabric))
+	id := func(guid string) string {
+		s, ok := ids[guid]
+		if !ok {
+			s = devid.GUIDText(guid)
+			ids[guid] = s
+		}
+		return s
+	}
 	sort.SliceStable(fabric, func(i, j int) bool {
-		a, b := fabric[i], fabric[j]
+		a, b := &fabric[i], &fabric[j]
 		if a.Tier != b.Tier {
 			return a.Tier > b.Tier
 		}
-		return devid.GUIDText(a.GUID) < devid.GUIDText(b.GUID)
+		return id(a.GUID) < id(b.GUID)
 	})
 	sort.SliceStable(cables, func(i, j int) bool {
-		la, lb := devid.GUIDText(cables[i].Lower), devid.GUIDText(cables[j].Lower)
+		la, lb := id(cables[i].Lower), id(cables[j].Lower)
 		if la != lb {
 			return la < lb
 		}
-		return devid.GUIDText(cables[i].Upper) < devid.GUIDText(cables[j].Upper)
+		return id(cables[i].Upper) < id(cables[j].Upper)
 	})
 	return fabric, cables
 }
