@@ -152,10 +152,26 @@ func handshakeQueue(n int) int {
 	return n
 }
 
+// usageError is a bad flag or value (exit exitUsage), found before
+// anything is created.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// run is main without the process: it parses args, runs the master (or the
+// dev cluster) and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
+	cmd := newCommand(&o, stdout, stderr)
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	return exitStatus(cmd.ExecuteContext(context.Background()), stderr)
+}
+
+// newCommand is gin-master's command with every flag bound to o.
+func newCommand(o *options, stdout, stderr io.Writer) *cobra.Command {
 	hostname, _ := os.Hostname()
-	code := 0
 	cmd := &cobra.Command{
 		Use:   "gin-master",
 		Short: "GIN master: the cluster's replicated GPU topology service",
@@ -195,59 +211,116 @@ Then try: ginctl nodes; ginctl topo -m`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := devFlagsNeedDev(cmd, o.dev); err != nil {
-				code = exitUsage
-				return err
-			}
-			log, err := newLogger(stderr, o.logLevel)
+			log, ml, err := checkFlags(cmd, o, stderr)
 			if err != nil {
-				code = exitUsage
-				return err
+				return usageError{err}
 			}
-			if err := checkRecoverFlags(&o); err != nil {
-				code = exitUsage
-				return err
-			}
-			if err := o.kube.check(cmd.Flags()); err != nil {
-				code = exitUsage
-				return err
-			}
-			ml, err := memlimit.Parse(o.memoryLimit)
-			if err != nil {
-				code = exitUsage
-				return fmt.Errorf("--memory-limit: %w", err)
-			}
-			res, err := ml.Apply(memlimit.Host())
-			if err != nil {
-				log.Warn("memory limit not derived from the cgroup", "err", err)
-			}
-			log.Info("memory limit", "limit", memlimit.String(res.Bytes), "bytes", res.Bytes, "from", res.Source)
+			applyMemoryLimit(ml, log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if o.dev {
-				if o.tls.Given() {
-					code = exitUsage
-					return errors.New("--tls-* do not apply to --dev (a plaintext cluster on loopback); leave them out, or run a real master")
-				}
-				cfg, err := devConfig(cmd, o, log)
-				if err != nil {
-					code = exitUsage
-					return err
-				}
-				return runDev(ctx, cfg, o, log, stdout)
+				return startDev(ctx, cmd, *o, log, stdout)
 			}
-			flagsGiven := o.tls.Given()
-			o.tls = pki.FilesFromEnv(o.tls, os.Getenv)
-			if err := checkTLSChoice(o, !flagsGiven && o.tls.Given()); err != nil {
-				if !errors.As(err, new(configError)) {
-					code = exitUsage
-				}
-				return err
-			}
-			return runServer(ctx, o, log)
+			return startMaster(ctx, *o, log)
 		},
 	}
-	f := cmd.Flags()
+	bindFlags(cmd.Flags(), o, hostname)
+	cmd.Version = buildinfo.String()
+	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	return cmd
+}
+
+// checkFlags runs the checks that need no data dir and no network: --dev-*
+// need --dev, --log-level, --recover and --recover-peers, --kube-*,
+// --memory-limit. Every error is a usage error; nothing was created.
+func checkFlags(cmd *cobra.Command, o *options, stderr io.Writer) (*slog.Logger, memlimit.Setting, error) {
+	if err := devFlagsNeedDev(cmd, o.dev); err != nil {
+		return nil, memlimit.Setting{}, err
+	}
+	log, err := newLogger(stderr, o.logLevel)
+	if err != nil {
+		return nil, memlimit.Setting{}, err
+	}
+	if err := checkRecoverFlags(o); err != nil {
+		return nil, memlimit.Setting{}, err
+	}
+	if err := o.kube.check(cmd.Flags()); err != nil {
+		return nil, memlimit.Setting{}, err
+	}
+	ml, err := memlimit.Parse(o.memoryLimit)
+	if err != nil {
+		return nil, memlimit.Setting{}, fmt.Errorf("--memory-limit: %w", err)
+	}
+	return log, ml, nil
+}
+
+// applyMemoryLimit sets the Go heap's soft limit of --memory-limit and
+// logs the limit in effect; a cgroup that cannot be read is a warning, not
+// an error (the limit falls back to GOMEMLIMIT or none).
+func applyMemoryLimit(ml memlimit.Setting, log *slog.Logger) {
+	res, err := ml.Apply(memlimit.Host())
+	if err != nil {
+		log.Warn("memory limit not derived from the cgroup", "err", err)
+	}
+	log.Info("memory limit", "limit", memlimit.String(res.Bytes), "bytes", res.Bytes, "from", res.Source)
+}
+
+// startDev runs the dev cluster of --dev; its flags' errors (--tls-* given,
+// a bad --dev-* value) are usage errors found before anything starts.
+func startDev(ctx context.Context, cmd *cobra.Command, o options, log *slog.Logger, stdout io.Writer) error {
+	if o.tls.Given() {
+		return usageError{errors.New("--tls-* do not apply to --dev (a plaintext cluster on loopback); leave them out, or run a real master")}
+	}
+	cfg, err := devConfig(cmd, o, log)
+	if err != nil {
+		return usageError{err}
+	}
+	return runDev(ctx, cfg, o, log, stdout)
+}
+
+// startMaster runs a real master: the TLS files (flags, else GIN_TLS_*)
+// or --insecure, exactly one of them (checkTLSChoice: a usage error when
+// both are given, a configError when neither), then runServer.
+func startMaster(ctx context.Context, o options, log *slog.Logger) error {
+	flagsGiven := o.tls.Given()
+	o.tls = pki.FilesFromEnv(o.tls, os.Getenv)
+	if err := checkTLSChoice(o, !flagsGiven && o.tls.Given()); err != nil {
+		if !errors.As(err, new(configError)) {
+			return usageError{err}
+		}
+		return err
+	}
+	return runServer(ctx, o, log)
+}
+
+// exitStatus prints err (nil: nothing) and returns gin-master's exit status
+// for it: exitConfig for a configError, else exitLogStore for a failed log
+// store, else exitUsage for a usage error or a positional argument, else 1.
+func exitStatus(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	code := 1
+	if errors.As(err, new(usageError)) || strings.HasPrefix(err.Error(), "unknown command ") {
+		code = exitUsage // a positional argument: gin-master takes none
+	}
+	if logStoreFailed(err) {
+		code = exitLogStore
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)
+	}
+	fmt.Fprintf(stderr, "gin-master: %v\n", err)
+	if errors.As(err, new(configError)) {
+		code = exitConfig
+	}
+	return code
+}
+
+// bindFlags binds every flag of gin-master to its field of o; the
+// defaults of the master's knobs are master.DefaultConfig's.
+func bindFlags(f *pflag.FlagSet, o *options, hostname string) {
 	d := master.DefaultConfig() // every default of a master knob, in one place
 	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
 	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
@@ -296,35 +369,6 @@ Then try: ginctl nodes; ginctl topo -m`,
 	f.StringVar(&o.devFabric, "dev-fabric", sim.DefaultFabricSpec().String(), "with --dev: simulated rail-optimised fat tree: leaf-groups=N,spines=N,oversub=X")
 	f.StringArrayVar(&o.healthThresholds, "health-threshold", nil, "a node-verdict setting, repeatable (docs/HEALTH.md): CHECK=pass|warn|fail (a check's severity; pass turns it off), xid-fatal=LIST, xid-ignore=LIST, min-peers=N")
 	f.StringArrayVar(&o.devFaults, "dev-fault", nil, "with --dev: a simulated fault, repeatable: NODE/HCA[:PORT]=down|RATE (NIC down or retrained at RATE Gb/s), NODE/GPU<i>/nvlink<l>=down, NODE/GPU<i>/xid=N (the GPU reported XID N)")
-	cmd.Version = buildinfo.String()
-	cmd.SetVersionTemplate(buildinfo.VersionTemplate("gin-master"))
-	cmd.SetArgs(args)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		code = exitUsage
-		return err
-	})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		if strings.HasPrefix(err.Error(), "unknown command ") {
-			code = exitUsage // a positional argument: gin-master takes none
-		}
-		if logStoreFailed(err) {
-			code = exitLogStore
-		}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)
-		}
-		fmt.Fprintf(stderr, "gin-master: %v\n", err)
-		if errors.As(err, new(configError)) {
-			code = exitConfig
-		}
-		if code == 0 {
-			code = 1
-		}
-		return code
-	}
-	return 0
 }
 
 // logStoreFailed reports whether err is the Raft log store failing a
@@ -342,35 +386,14 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// runServer runs a real master until ctx ends. Every flag is checked
+// before the data dir is created: the knobs (masterConfig), the advertised
+// addresses (deriveAdvertise), the TLS files (serverTLS), --recover and the
+// --kube-* tasks; then the data dir is created, the master built and
+// served.
 func runServer(ctx context.Context, o options, log *slog.Logger) error {
-	if o.nodeID == "" {
-		return errors.New("--node-id is empty and the host name is unknown")
-	}
-	if err := ginraft.ValidateServerID(o.nodeID); err != nil {
-		return fmt.Errorf("--node-id: %w", err)
-	}
-	var join []string
-	if o.join != "" {
-		var err error
-		if join, err = masteraddr.Parse(o.join); err != nil {
-			return fmt.Errorf("--join: %w", err)
-		}
-	}
-	cfg := master.Config{
-		ID: o.nodeID, Bind: o.bind, RaftBind: o.raftBind,
-		RaftTuning: o.tuning, DataDir: o.dataDir,
-		BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
-		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile, Logger: log,
-		HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(min(o.maxStreamsPerConn, math.MaxUint32)),
-		Recover: o.recover, RecoverPeers: o.recoverMembers,
-		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
-		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
-		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
-	}
-	if o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
-		cfg.MinFreeBytes = ginraft.MaxMinFreeBytes + 1 // out of range without overflowing the shift
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := masterConfig(o)
+	if err != nil {
 		return err
 	}
 	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
@@ -380,21 +403,9 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated; anyone who reaches these ports can read, rewrite or stop the cluster (docs/SECURITY.md: turn mutual TLS on with --tls-ca, --tls-cert, --tls-key)",
 			"grpc", firstNonEmpty(o.advertise, o.bind), "raft", firstNonEmpty(o.raftAdvertise, o.raftBind))
 	}
-	var tlsSrc *pki.Source
-	if o.tls.Given() {
-		src, err := pki.NewSource(o.tls, log)
-		if err != nil {
-			return configError{err}
-		}
-		if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.nodeID {
-			return configError{fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)}
-		}
-		tlsSrc = src
-	}
-	if tlsSrc != nil {
-		if err := certCoversAdvertised(tlsSrc, o); err != nil {
-			return configError{err}
-		}
+	tlsSrc, err := serverTLS(o, log)
+	if err != nil {
+		return err
 	}
 	if o.recover {
 		if err := ginraft.CheckRecoverable(o.dataDir); err != nil {
@@ -406,23 +417,15 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return configError{err}
 	}
-	// Every flag is checked before the data dir is created.
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
-	}
-	bootstrap := o.bootstrap
-	if o.bootstrapExpect > 1 || (len(join) > 0 && o.bootstrapExpect != 1) {
-		bootstrap = false
-	}
-	if o.bootstrapExpect == 1 {
-		bootstrap = true
 	}
 	th, err := healthThresholds(o.healthThresholds)
 	if err != nil {
 		return err
 	}
-	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS, cfg.HealthThresholds = o.advertise, o.raftAdvertise, bootstrap, tlsSrc, th
-	cfg.LeaderTasks, cfg.Collectors = tasks, collectors
+	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS, cfg.HealthThresholds = o.advertise, o.raftAdvertise, bootstrapWanted(o, cfg.Join), tlsSrc, th
+	cfg.LeaderTasks, cfg.Collectors, cfg.Logger = tasks, collectors, log
 	s, err := master.New(cfg)
 	if err != nil {
 		return err
@@ -436,6 +439,78 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 		err = cerr
 	}
 	return err
+}
+
+// masterConfig is the master's configuration of the flags, validated
+// (master.Config.Validate); the addresses derived at start, the TLS
+// source, the bootstrap choice, the health thresholds and the tasks are
+// added by runServer. It touches nothing.
+func masterConfig(o options) (master.Config, error) {
+	if o.nodeID == "" {
+		return master.Config{}, errors.New("--node-id is empty and the host name is unknown")
+	}
+	if err := ginraft.ValidateServerID(o.nodeID); err != nil {
+		return master.Config{}, fmt.Errorf("--node-id: %w", err)
+	}
+	var join []string
+	if o.join != "" {
+		var err error
+		if join, err = masteraddr.Parse(o.join); err != nil {
+			return master.Config{}, fmt.Errorf("--join: %w", err)
+		}
+	}
+	cfg := master.Config{
+		ID: o.nodeID, Bind: o.bind, RaftBind: o.raftBind,
+		RaftTuning: o.tuning, DataDir: o.dataDir,
+		BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
+		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile,
+		HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(min(o.maxStreamsPerConn, math.MaxUint32)),
+		Recover: o.recover, RecoverPeers: o.recoverMembers,
+		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
+		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
+		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
+	}
+	if o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
+		cfg.MinFreeBytes = ginraft.MaxMinFreeBytes + 1 // out of range without overflowing the shift
+	}
+	if err := cfg.Validate(); err != nil {
+		return master.Config{}, err
+	}
+	return cfg, nil
+}
+
+// serverTLS loads the master's TLS source of --tls-* (nil without them)
+// and checks that it is a master certificate for --node-id naming the
+// advertised host; every error is a configError (exit 78).
+func serverTLS(o options, log *slog.Logger) (*pki.Source, error) {
+	if !o.tls.Given() {
+		return nil, nil
+	}
+	src, err := pki.NewSource(o.tls, log)
+	if err != nil {
+		return nil, configError{err}
+	}
+	if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.nodeID {
+		return nil, configError{fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)}
+	}
+	if err := certCoversAdvertised(src, o); err != nil {
+		return nil, configError{err}
+	}
+	return src, nil
+}
+
+// bootstrapWanted is whether a fresh data dir bootstraps a single-voter
+// cluster: --bootstrap, unless --bootstrap-expect > 1 or --join (without
+// --bootstrap-expect 1) forms or joins a cluster instead; --bootstrap-expect
+// 1 always does.
+func bootstrapWanted(o options, join []string) bool {
+	if o.bootstrapExpect == 1 {
+		return true
+	}
+	if o.bootstrapExpect > 1 || len(join) > 0 {
+		return false
+	}
+	return o.bootstrap
 }
 
 // devFlagsNeedDev refuses --dev-* flags without --dev: they configure the

@@ -224,42 +224,129 @@ func ValidateServerID(id string) error {
 	return nil
 }
 
-// Open opens (or creates) the data directory and starts Raft.
-func Open(cfg Config, store *state.Store) (*Node, error) {
+// Open opens (or creates) the data directory and starts Raft. Its parts
+// run in this order, each undoing nothing it did not do: the
+// configuration is checked before anything touches the data dir or the
+// network (a bad flag changes nothing); the log store is opened (which
+// locks the data dir), then the snapshot store and the transport; the
+// stored state is checked and recovered or bootstrapped; Raft starts on
+// the counting log store. On an error every store and the transport
+// opened so far are closed.
+func Open(cfg Config, store *state.Store) (_ *Node, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	level := hclog.Warn
+	if cfg.Fast {
+		level = hclog.Error // elections on loopback are routine, not news
+	}
+	hlog := raftLogger(level, os.Stderr)
+	rc, err := raftConfig(cfg, hlog)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAdvertised(cfg); err != nil {
+		return nil, err
+	}
+	logs, err := openLogStore(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = logs.Close()
+		}
+	}()
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+	}
+	adv, err := advertiseAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
+	trans, rguard, padmit, err := newTransport(cfg, adv, store, hlog, log)
+	if err != nil {
+		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = trans.Close()
+		}
+	}()
+	fsm := NewFSM(store, log)
+	has, err := prepareState(cfg, rc, logs, snaps, trans, log)
+	if err != nil {
+		return nil, err
+	}
+	guard := &diskGuard{dir: cfg.DataDir, minFree: cfg.MinFreeBytes, statfs: cfg.statfs, log: log}
+	failed := newFailure()
+	counted, running := newCountedLogStore(cfg, logs, guard, failed, log)
+	r, err := startRaft(cfg, rc, fsm, counted, logs, snaps, trans, has, log)
+	if err != nil {
+		return nil, err
+	}
+	running.Store(r)
+	counted.bySize.raft.Store(r)
+	if rguard != nil {
+		rguard.setMembership(func() (hraft.Configuration, bool) {
+			f := r.GetConfiguration()
+			if f.Error() != nil {
+				return hraft.Configuration{}, false
+			}
+			return f.Configuration(), true
+		})
+	}
+	n := &Node{opened: time.Now(), cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, preAuth: padmit, failed: failed, store: store, log: log, fsm: fsm}
+	n.hadState.Store(has || cfg.Bootstrap)
+	return n, nil
+}
+
+// withDefaults is cfg checked and with every zero knob set to its
+// default (MinFreeBytes, Logger, statfs). It touches nothing: Open calls
+// it first, so a bad configuration changes nothing.
+func (cfg Config) withDefaults() (Config, error) {
 	if err := ValidateServerID(cfg.ID); err != nil {
-		return nil, fmt.Errorf("raft: %w", err)
+		return cfg, fmt.Errorf("raft: %w", err)
 	}
 	if cfg.DataDir == "" {
-		return nil, errors.New("raft: data dir is empty")
+		return cfg, errors.New("raft: data dir is empty")
 	}
 	if cfg.MinFreeBytes == 0 {
 		cfg.MinFreeBytes = DefaultMinFreeBytes
 	}
 	segment := uint64(cmp.Or(cfg.walSegmentSize, wal.DefaultSegmentSize))
 	if cfg.MinFreeBytes < segment || cfg.MinFreeBytes > MaxMinFreeBytes {
-		return nil, fmt.Errorf("raft: minimum free space %d bytes: want %d..%d (at least one Raft log segment, which a rotation preallocates)",
+		return cfg, fmt.Errorf("raft: minimum free space %d bytes: want %d..%d (at least one Raft log segment, which a rotation preallocates)",
 			cfg.MinFreeBytes, segment, uint64(MaxMinFreeBytes))
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	level := hclog.Warn
-	if cfg.Fast {
-		level = hclog.Error // elections on loopback are routine, not news
+	if cfg.statfs == nil {
+		cfg.statfs = freeBytes
 	}
-	hlog := raftLogger(level, os.Stderr)
-	// The configuration is checked before anything touches the data dir or
-	// the network: a bad flag changes nothing.
-	rc, err := raftConfig(cfg, hlog)
-	if err != nil {
-		return nil, err
-	}
+	return cfg, nil
+}
+
+// checkAdvertised refuses a Bind on every interface without an Advertise
+// address, which peers could not dial. It touches nothing.
+func checkAdvertised(cfg Config) error {
 	if cfg.Advertise == "" {
 		if unspec, err := hostaddr.Unspecified(cfg.Bind); err == nil && unspec {
-			return nil, fmt.Errorf("raft: %s listens on every interface and no advertise address was given (peers cannot dial it)", cfg.Bind)
+			return fmt.Errorf("raft: %s listens on every interface and no advertise address was given (peers cannot dial it)", cfg.Bind)
 		}
 	}
+	return nil
+}
+
+// openLogStore opens the Raft log in <data-dir>/wal, creating the
+// directory, and removes temporary snapshots left by a crash. A --recover
+// of a data dir without state is refused before the directory is
+// created. On an error nothing is left open.
+func openLogStore(cfg Config, log *slog.Logger) (*wal.WAL, error) {
 	walDir := filepath.Join(cfg.DataDir, "wal")
 	if cfg.Recover {
 		if err := CheckRecoverable(cfg.DataDir); err != nil {
@@ -285,68 +372,65 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		_ = logs.Close()
 		return nil, err
 	}
-	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, hlog)
+	return logs, nil
+}
+
+// advertiseAddr is cfg.Advertise resolved (nil when not given: the
+// transport advertises its bound address).
+func advertiseAddr(cfg Config) (net.Addr, error) {
+	if cfg.Advertise == "" {
+		return nil, nil
+	}
+	adv, err := net.ResolveTCPAddr("tcp", cfg.Advertise)
 	if err != nil {
-		_ = logs.Close()
-		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+		return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
 	}
-	var adv net.Addr
-	if cfg.Advertise != "" {
-		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
-			_ = logs.Close()
-			return nil, fmt.Errorf("raft: advertise address %q: %w", cfg.Advertise, err)
-		}
-	}
-	trans, rguard, padmit, err := newTransport(cfg, adv, store, hlog, log)
-	if err != nil {
-		_ = logs.Close()
-		return nil, fmt.Errorf("raft: listen on %s: %w", cfg.Bind, err)
-	}
-	fsm := NewFSM(store, log)
+	return adv, nil
+}
+
+// prepareState inspects the data dir and readies its state for Raft: a
+// compacted log must be covered by a readable snapshot; --recover
+// rewrites the stored configuration (a data dir without state is
+// refused); Bootstrap makes a fresh one a single-voter cluster. It
+// reports whether the data dir held Raft state.
+func prepareState(cfg Config, rc *hraft.Config, logs *wal.WAL, snaps hraft.SnapshotStore, trans hraft.Transport, log *slog.Logger) (bool, error) {
 	has, err := hraft.HasExistingState(logs, logs, snaps)
 	if err != nil {
-		_ = trans.Close()
-		_ = logs.Close()
-		return nil, fmt.Errorf("raft: inspect data dir: %w", err)
+		return false, fmt.Errorf("raft: inspect data dir: %w", err)
 	}
 	if has {
 		if err := checkSnapshotCoverage(logs, snaps); err != nil {
-			_ = trans.Close()
-			_ = logs.Close()
-			return nil, fmt.Errorf("raft: data dir %s: %w", cfg.DataDir, err)
+			return false, fmt.Errorf("raft: data dir %s: %w", cfg.DataDir, err)
 		}
 	}
-	if cfg.Recover {
+	switch {
+	case cfg.Recover:
 		if !has {
-			_ = trans.Close()
-			_ = logs.Close()
-			return nil, fmt.Errorf("raft: recover: %w: %s holds no Raft log or snapshot", ErrNoState, cfg.DataDir)
+			return false, fmt.Errorf("raft: recover: %w: %s holds no Raft log or snapshot", ErrNoState, cfg.DataDir)
 		}
 		if err := recoverCluster(cfg, rc, logs, snaps, trans, log); err != nil {
-			_ = trans.Close()
-			_ = logs.Close()
-			return nil, err
+			return false, err
 		}
-	} else if cfg.Bootstrap {
-		if !has {
-			conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
-			if err := hraft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
-				_ = trans.Close()
-				_ = logs.Close()
-				return nil, fmt.Errorf("raft: bootstrap: %w", err)
-			}
-			log.Info("bootstrapped a new single-voter cluster", "id", cfg.ID, "raft_addr", trans.LocalAddr())
+	case cfg.Bootstrap && !has:
+		conf := hraft.Configuration{Servers: []hraft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
+		if err := hraft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
+			return false, fmt.Errorf("raft: bootstrap: %w", err)
 		}
+		log.Info("bootstrapped a new single-voter cluster", "id", cfg.ID, "raft_addr", trans.LocalAddr())
 	}
-	statfs := cfg.statfs
-	if statfs == nil {
-		statfs = freeBytes
-	}
-	guard := &diskGuard{dir: cfg.DataDir, minFree: cfg.MinFreeBytes, statfs: statfs, log: log}
-	failed := newFailure()
+	return has, nil
+}
+
+// newCountedLogStore wraps logs as Raft uses it: errors counted, a
+// follower's appends refused while the data dir is below its free-space
+// minimum (the leader's own entries were checked in Apply), snapshots
+// triggered by bytes appended, and the first write error recorded in
+// failed and Raft shut down. running is where Open stores Raft once it
+// started; until then no append is refused and no shutdown is needed.
+func newCountedLogStore(cfg Config, logs *wal.WAL, guard *diskGuard, failed *failure, log *slog.Logger) (*countingLogStore, *atomic.Pointer[hraft.Raft]) {
 	counted := newCountingLogStore(logs)
 	counted.bySize = &snapshotByBytes{threshold: cmp.Or(cfg.Tuning.SnapshotBytes, DefaultSnapshotBytes), log: log}
-	var running atomic.Pointer[hraft.Raft]
+	running := new(atomic.Pointer[hraft.Raft])
 	counted.refuse = func() error {
 		// A follower keeps the space free; the leader's own entries (its
 		// proposals were checked in Apply) go through.
@@ -366,10 +450,16 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 			go r.Shutdown()
 		}
 	}
+	return counted, running
+}
+
+// startRaft starts hashicorp/raft on the stores. When every snapshot of a
+// data dir with state fails to restore and the whole log is present, the
+// snapshots are set aside and Raft starts from the log
+// (snapshotfallback.go); otherwise the error is returned.
+func startRaft(cfg Config, rc *hraft.Config, fsm *FSM, counted *countingLogStore, logs *wal.WAL, snaps hraft.SnapshotStore, trans hraft.Transport, has bool, log *slog.Logger) (*hraft.Raft, error) {
 	r, err := hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
 	if err != nil && has && errors.Is(errSnapshotsUnreadable(err), errNoSnapshotLoaded) {
-		// Every snapshot failed to restore: with the whole log present,
-		// set them aside and start from the log (snapshotfallback.go).
 		if moved, qerr := setAsideUnreadableSnapshots(cfg.DataDir, logs, snaps, log); qerr != nil {
 			err = fmt.Errorf("%w; and the log cannot stand in for them: %w", err, qerr)
 		} else if moved > 0 {
@@ -377,24 +467,9 @@ func Open(cfg Config, store *state.Store) (*Node, error) {
 		}
 	}
 	if err != nil {
-		_ = trans.Close()
-		_ = logs.Close()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
-	running.Store(r)
-	counted.bySize.raft.Store(r)
-	if rguard != nil {
-		rguard.setMembership(func() (hraft.Configuration, bool) {
-			f := r.GetConfiguration()
-			if f.Error() != nil {
-				return hraft.Configuration{}, false
-			}
-			return f.Configuration(), true
-		})
-	}
-	n := &Node{opened: time.Now(), cfg: cfg, raft: r, transport: trans, logs: logs, counted: counted, guard: guard, rpcGuard: rguard, preAuth: padmit, failed: failed, store: store, log: log, fsm: fsm}
-	n.hadState.Store(has || cfg.Bootstrap)
-	return n, nil
+	return r, nil
 }
 
 // Failed is closed when the log store failed a write (Err says how): the
