@@ -204,8 +204,9 @@ func Build(g *graph.Graph) (*Topology, error) {
 	return t, nil
 }
 
-// newTopology builds the model of g (not nil), whatever its node names; the
-// graph is read here and nowhere else.
+// newTopology builds the model of g (not nil), whatever its node names. The
+// graph is read here and in hostTopology only (buildTree gets its switch
+// list from here); everything else works on the model.
 func newTopology(g *graph.Graph) *Topology {
 	names := g.Nodes() // byte-wise order
 	t := &Topology{nameErr: checkNodeNames(names), hostIndex: make(map[string]*Host, len(names))}
