@@ -17,7 +17,9 @@ import (
 // per applied index.
 type checkService struct {
 	ginv1.UnimplementedCheckServiceServer
-	s *Server
+	store *state.Store
+	read  readFunc
+	th    health.Thresholds
 
 	mu       sync.Mutex
 	assessed map[string]assessed // by node name
@@ -31,12 +33,15 @@ type assessed struct {
 	a    health.Assessment
 }
 
-func newCheckService(s *Server) *checkService {
-	return &checkService{s: s, assessed: map[string]assessed{}}
+func newCheckService(store *state.Store, read readFunc, th health.Thresholds) *checkService {
+	return &checkService{store: store, read: read, th: th, assessed: map[string]assessed{}}
 }
 
+// current is verdictsAt this replica's current state.
+func (c *checkService) current() map[string]*ginv1.NodeVerdict { return c.verdictsAt(c.store.View()) }
+
 func (c *checkService) Check(ctx context.Context, req *ginv1.CheckRequest) (*ginv1.CheckResponse, error) {
-	v, ri, err := c.s.read(ctx, req.GetConsistency())
+	v, ri, err := c.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -62,7 +67,7 @@ func (c *checkService) verdictsAt(v state.View) map[string]*ginv1.NodeVerdict {
 	if c.verdicts != nil && c.index == v.Index {
 		return c.verdicts
 	}
-	th := c.s.cfg.HealthThresholds
+	th := c.th
 	names := v.NodeNames()
 	keep := make(map[string]assessed, len(names))
 	as := make([]health.Assessment, 0, len(names))

@@ -16,7 +16,7 @@ import (
 const maxEstimateGPUs = 1 << 20
 
 func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
-	v, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	v, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -42,7 +42,7 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 		if gpn == 0 && len(names) > 0 {
 			gpn = int(pred.GetNRanks()) / len(names)
 		}
-		calib.Apply(pred, calib.NewIndex(v.Graph, gpuModel(v), p.s.store.Measurements()).Measured(names, gpn, req.GetCollective(), req.GetSizeBytes()))
+		calib.Apply(pred, calib.NewIndex(v.Graph, gpuModel(v), p.store.Measurements()).Measured(names, gpn, req.GetCollective(), req.GetSizeBytes()))
 		if pred.GetBasis() == calib.BasisModelled {
 			if sh, err := costmodel.ShapeOf(v.Graph, names, gpn); err == nil {
 				pred.Evidence = calib.ModelInputs(sh)
@@ -63,7 +63,7 @@ func (p *planService) Estimate(ctx context.Context, req *ginv1.EstimateRequest) 
 			h, _ := v.Head(node)
 			return h.ComputeEthernet
 		}
-		pes, err := estimate.ForGPUCountWith(v.Graph, int(req.GetGpus()), busyNodes(v, p.s.store), w,
+		pes, err := estimate.ForGPUCountWith(v.Graph, int(req.GetGpus()), busyNodes(v, p.store), w,
 			estimate.Options{Ethernet: ethernet})
 		if err != nil {
 			return nil, toStatus(invalidf("gpus", "%v", err))
@@ -97,7 +97,7 @@ func busyNodes(v state.View, st *state.Store) map[string]bool {
 }
 
 func (p *planService) OrderNodes(ctx context.Context, req *ginv1.OrderNodesRequest) (*ginv1.OrderNodesResponse, error) {
-	v, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	v, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -116,7 +116,7 @@ func (p *planService) OrderNodes(ctx context.Context, req *ginv1.OrderNodesReque
 }
 
 func (p *planService) Export(ctx context.Context, req *ginv1.ExportRequest) (*ginv1.ExportResponse, error) {
-	v, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	v, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -37,7 +37,7 @@ func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
-	vs := h.c.verdictsAt(h.c.s.store.View())
+	vs := h.c.current()
 	type key struct{ check, sev string }
 	findings := map[key]int{}
 	nodes := map[string]int{"pass": 0, "warn": 0, "fail": 0}

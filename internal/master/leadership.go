@@ -31,12 +31,12 @@ func (s *Server) leaderLoops() []leaderLoop {
 		// Missed heartbeats mark nodes down (timers in this leader's memory).
 		{"liveness", s.live.run},
 		// Pinned plans past their expiry are deleted.
-		{"plan-expiry", func(ctx context.Context) { s.planExpiryLoop(ctx, time.Minute) }},
+		{"plan-expiry", func(ctx context.Context) { s.plans.expiryLoop(ctx, time.Minute) }},
 	}
 	for _, t := range s.cfg.LeaderTasks {
 		// Each task gets a verdict cache of its own (assessments are kept
 		// per node and rerun only for nodes that changed).
-		loops = append(loops, leaderLoop{t.Name, func(ctx context.Context) { t.Run(ctx, s.store, newCheckService(s).verdictsAt) }})
+		loops = append(loops, leaderLoop{t.Name, func(ctx context.Context) { t.Run(ctx, s.store, s.newCheck().verdictsAt) }})
 	}
 	if s.cfg.DeadServerTimeout > 0 {
 		// Voters failing heartbeats for too long are removed (autopilot).

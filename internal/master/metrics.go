@@ -177,7 +177,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	reg.MustRegister(newMasterCollector(s), newBoundsCollector(s), newRaftGuardCollector(s), newPreAuthCollector(s), s.metrics.rejected, s.metrics.applyLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(s.cfg.Collectors...)
-	checks := newCheckService(s)
+	checks := s.newCheck()
 	reg.MustRegister(newHealthCollector(checks))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -191,7 +191,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	// The read-only web view (/ui/), answered from this replica like gRPC
 	// reads, behind the gate of a TLS cluster (httpserve.go).
 	ui := http.NewServeMux()
-	webui.Register(ui, webBackend{&topologyService{s: s}, &adminService{s: s}, checks}, s.log)
+	webui.Register(ui, webBackend{s.topology, s.admin, s.plans, s.calib, checks}, s.log)
 	gate := newUIGate(s)
 	reg.MustRegister(gate)
 	mux.Handle("/ui", gate.wrap(ui))
@@ -223,19 +223,4 @@ func listenHTTP(bind, webConfig string) (net.Listener, error) {
 		return nil, fmt.Errorf("master: listen on --http-bind %s: %w", bind, err)
 	}
 	return l, nil
-}
-
-// webBackend is what the web view reads: the gRPC read services, called
-// in-process, and the pinned plans of this replica.
-type webBackend struct {
-	*topologyService
-	*adminService
-	// check answers the health verdicts the pictures colour nodes by (its
-	// own cache of assessments, as CheckService keeps one).
-	check *checkService
-}
-
-// PinnedPlans implements webui.Backend.
-func (w webBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
-	return w.topologyService.s.store.Plans(), nil
 }

@@ -45,7 +45,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Fatal("bad job id accepted")
 	}
 
-	for _, c := range []prometheus.Collector{newMasterCollector(s), newHealthCollector(newCheckService(s))} {
+	for _, c := range []prometheus.Collector{newMasterCollector(s), newHealthCollector(s.newCheck())} {
 		problems, err := testutil.CollectAndLint(c)
 		if err != nil {
 			t.Fatal(err)

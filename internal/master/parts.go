@@ -20,3 +20,8 @@ type applyFunc func(ctx context.Context, cmd *statev1.Command) (state.Result, er
 // readFunc prepares a read at a consistency: the view to answer from and
 // the ReadInfo that says where and how fresh it is (Server.read).
 type readFunc func(ctx context.Context, c ginv1.ReadConsistency) (state.View, *ginv1.ReadInfo, error)
+
+// leadingFunc is nil while this master leads, else the NotLeaderError
+// naming the leader (Server.leading), for a part whose work only the
+// leader may start.
+type leadingFunc func() error

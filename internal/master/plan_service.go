@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/plan"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // Plan limits.
@@ -44,13 +46,28 @@ func validJobID(id string) error {
 	return nil
 }
 
+// planService is PlanService: plans pinned through Raft on the leader and
+// read on any master, estimates, node orders and exports; on the leader it
+// also deletes the plans past their expiry (a leader-only loop).
 type planService struct {
 	ginv1.UnimplementedPlanServiceServer
-	s *Server
+	store    *state.Store
+	apply    applyFunc
+	read     readFunc
+	leading  leadingFunc
+	maxPlans int // Config.MaxPlans
+	log      *slog.Logger
 	// creating collapses concurrent first requests for one job (every rank
 	// of a job asks at once) into one computation and one Raft write.
 	creating singleflight.Group
 }
+
+func newPlanService(store *state.Store, apply applyFunc, read readFunc, leading leadingFunc, maxPlans int, log *slog.Logger) *planService {
+	return &planService{store: store, apply: apply, read: read, leading: leading, maxPlans: maxPlans, log: log}
+}
+
+// pinned is the plans pinned in this replica's state.
+func (p *planService) pinned() []*ginv1.Plan { return p.store.Plans() }
 
 func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
 	if err := validJobID(req.GetJobId()); err != nil {
@@ -59,18 +76,18 @@ func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreat
 	if err := agentNamesItself(ctx, req.GetNodes()); err != nil {
 		return nil, toStatus(err)
 	}
-	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+	if pl, ok := p.store.Plan(req.GetJobId()); ok {
 		if err := samePlacement(pl, req); err != nil {
 			return nil, toStatus(err)
 		}
-		_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+		_, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 		if err != nil {
 			return nil, toStatus(err)
 		}
 		return &ginv1.GetOrCreatePlanResponse{Plan: pl, Read: ri}, nil
 	}
-	if !p.s.node.IsLeader() {
-		return nil, toStatus(p.s.notLeaderErr())
+	if err := p.leading(); err != nil {
+		return nil, toStatus(err)
 	}
 	v, err, _ := p.creating.Do(req.GetJobId(), func() (any, error) {
 		return p.create(context.WithoutCancel(ctx), req)
@@ -79,7 +96,7 @@ func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreat
 		return nil, toStatus(err)
 	}
 	res := v.(*createResult)
-	_, ri, err := p.s.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
+	_, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -100,7 +117,7 @@ type createResult struct {
 func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*createResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if pl, ok := p.s.store.Plan(req.GetJobId()); ok {
+	if pl, ok := p.store.Plan(req.GetJobId()); ok {
 		if err := samePlacement(pl, req); err != nil {
 			return nil, err
 		}
@@ -109,9 +126,9 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	if req.GetNodes() == "" {
 		return nil, &notFound{msg: fmt.Sprintf("job %q has no plan", req.GetJobId())}
 	}
-	if _, n := p.s.store.Counts(); n >= p.s.cfg.MaxPlans {
+	if _, n := p.store.Counts(); n >= p.maxPlans {
 		return nil, exhaustedf(apierr.ReasonPlanLimit, "plan for job %q not pinned: %d plans are, the most gin-master --max-plans allows (%d); raise it or delete plans (ginctl plan delete --job ID)",
-			req.GetJobId(), n, p.s.cfg.MaxPlans)
+			req.GetJobId(), n, p.maxPlans)
 	}
 	nodes, err := expandNodes(req.GetNodes(), MaxPlanNodes, "a plan's nodes")
 	if err != nil {
@@ -127,7 +144,7 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 			return nil, invalidf("ttl_seconds", "%d s is more than %s", t, MaxPlanTTL)
 		}
 	}
-	view := p.s.store.View()
+	view := p.store.View()
 	var missing, down []string
 	for _, n := range nodes {
 		h, ok := view.Head(n)
@@ -145,7 +162,7 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 		return nil, fmt.Errorf("%w: node(s) %s are not up", errFailedPrecondition, hostlist.Compress(down))
 	}
 	var ev plan.Evidence
-	if ms := p.s.store.Measurements(); len(ms) > 0 {
+	if ms := p.store.Measurements(); len(ms) > 0 {
 		ev = calib.NewIndex(view.Graph, gpuModel(view), ms)
 	}
 	pl, err := plan.BuildWith(view.Graph, req.GetJobId(), nodes, int(req.GetGpusPerNode()), ev)
@@ -154,15 +171,15 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	}
 	now := time.Now()
 	pl.CreatedAt, pl.ExpiresAt = timestamppb.New(now), timestamppb.New(now.Add(ttl))
-	res, err := p.s.apply(ctx, &statev1.Command{Command: &statev1.Command_PutPlan{PutPlan: &statev1.PutPlan{Plan: pl}}})
+	res, err := p.apply(ctx, &statev1.Command{Command: &statev1.Command_PutPlan{PutPlan: &statev1.PutPlan{Plan: pl}}})
 	if err != nil {
 		return nil, fmt.Errorf("pin plan for job %q: %w", req.GetJobId(), err)
 	}
-	stored, ok := p.s.store.Plan(req.GetJobId())
+	stored, ok := p.store.Plan(req.GetJobId())
 	if !ok {
 		return nil, fmt.Errorf("pin plan for job %q: committed at %d but not in the state", req.GetJobId(), res.Index)
 	}
-	p.s.log.Info("plan pinned", "job", req.GetJobId(), "nodes", len(nodes), "rules", len(stored.GetRules()),
+	p.log.Info("plan pinned", "job", req.GetJobId(), "nodes", len(nodes), "rules", len(stored.GetRules()),
 		"hash", stored.GetContentHash(), "index", stored.GetCreatedIndex(), "created", res.Changed)
 	// Pushed to the agents of its nodes by every master's planPushLoop.
 	return &createResult{plan: stored, created: res.Changed}, nil
@@ -172,11 +189,11 @@ func (p *planService) GetPlan(ctx context.Context, req *ginv1.GetPlanRequest) (*
 	if err := validJobID(req.GetJobId()); err != nil {
 		return nil, toStatus(err)
 	}
-	_, ri, err := p.s.read(ctx, req.GetConsistency())
+	_, ri, err := p.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	pl, ok := p.s.store.Plan(req.GetJobId())
+	pl, ok := p.store.Plan(req.GetJobId())
 	if !ok {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("plan for job %q", req.GetJobId())})
 	}
@@ -187,33 +204,33 @@ func (p *planService) DeletePlan(ctx context.Context, req *ginv1.DeletePlanReque
 	if err := validJobID(req.GetJobId()); err != nil {
 		return nil, toStatus(err)
 	}
-	if _, ok := p.s.store.Plan(req.GetJobId()); !ok {
+	if _, ok := p.store.Plan(req.GetJobId()); !ok {
 		return &ginv1.DeletePlanResponse{}, nil
 	}
-	res, err := p.s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: req.GetJobId(), Reason: "deleted by request"}}})
+	res, err := p.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: req.GetJobId(), Reason: "deleted by request"}}})
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &ginv1.DeletePlanResponse{Deleted: res.Changed, Index: res.Index}, nil
 }
 
-// expirePlans deletes, on the leader, the plans past their expiry.
-func (s *Server) expirePlans(ctx context.Context, now time.Time) {
-	for _, pl := range s.store.Plans() {
+// expire deletes, on the leader, the plans past their expiry.
+func (p *planService) expire(ctx context.Context, now time.Time) {
+	for _, pl := range p.store.Plans() {
 		if exp := pl.GetExpiresAt(); exp == nil || exp.AsTime().After(now) {
 			continue
 		}
-		_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: pl.GetJobId(), Reason: "expired"}}})
+		_, err := p.apply(ctx, &statev1.Command{Command: &statev1.Command_DeletePlan{DeletePlan: &statev1.DeletePlan{JobId: pl.GetJobId(), Reason: "expired"}}})
 		if err != nil {
-			s.log.Warn("plan expiry not committed", "job", pl.GetJobId(), "err", err)
+			p.log.Warn("plan expiry not committed", "job", pl.GetJobId(), "err", err)
 			continue
 		}
-		s.log.Info("plan expired", "job", pl.GetJobId())
+		p.log.Info("plan expired", "job", pl.GetJobId())
 	}
 }
 
-// planExpiryLoop runs expirePlans every interval (a leader-only loop).
-func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
+// expiryLoop runs expire every interval (a leader-only loop).
+func (p *planService) expiryLoop(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -221,7 +238,7 @@ func (s *Server) planExpiryLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s.expirePlans(ctx, now)
+			p.expire(ctx, now)
 		}
 	}
 }

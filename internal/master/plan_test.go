@@ -171,11 +171,11 @@ func TestExpiredPlansAreDeleted(t *testing.T) {
 	if _, err := pc.GetOrCreatePlan(context.Background(), &ginv1.GetOrCreatePlanRequest{JobId: "short", Nodes: "node001", TtlSeconds: 60}); err != nil {
 		t.Fatal(err)
 	}
-	s.expirePlans(context.Background(), time.Now()) // not yet
+	s.plans.expire(context.Background(), time.Now()) // not yet
 	if _, ok := s.store.Plan("short"); !ok {
 		t.Fatal("plan expired early")
 	}
-	s.expirePlans(context.Background(), time.Now().Add(2*time.Minute))
+	s.plans.expire(context.Background(), time.Now().Add(2*time.Minute))
 	if _, ok := s.store.Plan("short"); ok {
 		t.Fatal("expired plan still pinned")
 	}

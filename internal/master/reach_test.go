@@ -10,7 +10,7 @@ import (
 // membersOf is m's GetClusterInfo answer, by member id.
 func membersOf(t *testing.T, m *member) map[string]*ginv1.Member {
 	t.Helper()
-	resp, err := (&adminService{s: m.s}).GetClusterInfo(context.Background(), &ginv1.GetClusterInfoRequest{})
+	resp, err := m.s.admin.GetClusterInfo(context.Background(), &ginv1.GetClusterInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,7 +344,7 @@ func pinPlan(t *testing.T, ms []*member, job, nodes string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := (&planService{s: l.s}).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes})
+		_, err := l.s.plans.GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: job, Nodes: nodes})
 		return err == nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -49,8 +50,13 @@ type Server struct {
 	planPush  planPush    // pinned plans to the agent sessions of their nodes
 	admission *admission  // agent handshakes at once
 	metrics   *metrics
-	httpLis   net.Listener
-	agentLog  *ratelog.Bucket // attach/detach lines
+	// The gRPC services that are parts of their own (parts.go).
+	topology *topologyService
+	admin    *adminService
+	plans    *planService
+	calib    *calibrationService
+	httpLis  net.Listener
+	agentLog *ratelog.Bucket // attach/detach lines
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -144,17 +150,28 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)...)
+	s.topology = newTopologyService(store, s.read)
+	s.admin = &adminService{s: s}
+	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
+	s.calib = newCalibrationService(store, s.apply, s.read, log)
 	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
-	ginv1.RegisterTopologyServiceServer(s.grpc, &topologyService{s: s})
-	ginv1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
-	ginv1.RegisterPlanServiceServer(s.grpc, &planService{s: s})
-	ginv1.RegisterCalibrationServiceServer(s.grpc, newCalibrationService(store, s.apply, s.read, log))
-	ginv1.RegisterCheckServiceServer(s.grpc, newCheckService(s))
+	ginv1.RegisterTopologyServiceServer(s.grpc, s.topology)
+	ginv1.RegisterAdminServiceServer(s.grpc, s.admin)
+	ginv1.RegisterPlanServiceServer(s.grpc, s.plans)
+	ginv1.RegisterCalibrationServiceServer(s.grpc, s.calib)
+	ginv1.RegisterCheckServiceServer(s.grpc, s.newCheck())
 	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(agentServiceName, healthpb.HealthCheckResponse_NOT_SERVING) // sessionhealth.go
 	return s, nil
+}
+
+// newCheck is a health check over this replica: each caller (CheckService,
+// the /metrics collector and web view, each leader task) gets a verdict
+// cache of its own.
+func (s *Server) newCheck() *checkService {
+	return newCheckService(s.store, s.read, s.cfg.HealthThresholds)
 }
 
 // Addr is the bound gRPC address.
@@ -322,6 +339,43 @@ func (s *Server) apply(ctx context.Context, cmd *statev1.Command) (state.Result,
 		s.metrics.applyLatency.Observe(time.Since(start).Seconds())
 	}
 	return res, err
+}
+
+// read prepares a read: a CONSISTENT one is served by a verified leader only.
+func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View, *ginv1.ReadInfo, error) {
+	if err := s.outdated(); err != nil {
+		return state.View{}, nil, err
+	}
+	switch c {
+	case ginv1.ReadConsistency_READ_CONSISTENCY_UNSPECIFIED, ginv1.ReadConsistency_READ_CONSISTENCY_ANY:
+	case ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT:
+		if !s.node.IsLeader() {
+			return state.View{}, nil, s.notLeaderErr()
+		}
+		if err := s.node.VerifyLeader(ctx); err != nil {
+			return state.View{}, nil, err
+		}
+	default:
+		return state.View{}, nil, invalidf("consistency", "unknown read consistency %d", c)
+	}
+	// A master that has not caught up with a leader since it started (a
+	// restart without a quorum, a join still receiving the log) would
+	// answer from a state older than the cluster's: it refuses, UNAVAILABLE,
+	// and clients ask the next master (redirect.MoveOn).
+	if err := s.node.CaughtUp(); err != nil {
+		return state.View{}, nil, err
+	}
+	v := s.store.View()
+	applied, commit := s.node.Lag()
+	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(s.node.Staleness()), Lag: commit - applied}, nil
+}
+
+// leading is nil while this server leads, else the NotLeaderError.
+func (s *Server) leading() error {
+	if s.node.IsLeader() {
+		return nil
+	}
+	return s.notLeaderErr()
 }
 
 // HTTPAddr is the bound /metrics address ("" when disabled).

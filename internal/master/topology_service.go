@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -17,42 +16,27 @@ import (
 	"github.com/gin-topology/gin/internal/state"
 )
 
+// topologyService is TopologyService: nodes, graph, paths, matrices and
+// the change stream, read from this replica's state.
 type topologyService struct {
 	ginv1.UnimplementedTopologyServiceServer
-	s *Server
+	store *state.Store
+	read  readFunc
+}
+
+func newTopologyService(store *state.Store, read readFunc) *topologyService {
+	return &topologyService{store: store, read: read}
+}
+
+// snapshot is this replica's graph and fabric scan, from one view so the
+// two agree (the web view draws them).
+func (t *topologyService) snapshot() (*graph.Graph, *ginv1.FabricTopology) {
+	v := t.store.View()
+	return v.Graph, v.Fabric()
 }
 
 // maxGPURef bounds a GPU reference ("node/GPU3" or a UUID).
 const maxGPURef = 512
-
-// read prepares a read: a CONSISTENT one is served by a verified leader only.
-func (s *Server) read(ctx context.Context, c ginv1.ReadConsistency) (state.View, *ginv1.ReadInfo, error) {
-	if err := s.outdated(); err != nil {
-		return state.View{}, nil, err
-	}
-	switch c {
-	case ginv1.ReadConsistency_READ_CONSISTENCY_UNSPECIFIED, ginv1.ReadConsistency_READ_CONSISTENCY_ANY:
-	case ginv1.ReadConsistency_READ_CONSISTENCY_CONSISTENT:
-		if !s.node.IsLeader() {
-			return state.View{}, nil, s.notLeaderErr()
-		}
-		if err := s.node.VerifyLeader(ctx); err != nil {
-			return state.View{}, nil, err
-		}
-	default:
-		return state.View{}, nil, invalidf("consistency", "unknown read consistency %d", c)
-	}
-	// A master that has not caught up with a leader since it started (a
-	// restart without a quorum, a join still receiving the log) would
-	// answer from a state older than the cluster's: it refuses, UNAVAILABLE,
-	// and clients ask the next master (redirect.MoveOn).
-	if err := s.node.CaughtUp(); err != nil {
-		return state.View{}, nil, err
-	}
-	v := s.store.View()
-	applied, commit := s.node.Lag()
-	return v, &ginv1.ReadInfo{Index: v.Index, ServedBy: s.cfg.ID, Leader: s.node.IsLeader(), Staleness: durationpb.New(s.node.Staleness()), Lag: commit - applied}, nil
-}
 
 // selectNodes expands a hostlist against the view, sorted; empty selects
 // all nodes. Unknown nodes are NOT_FOUND, a bad hostlist INVALID_ARGUMENT.
@@ -110,7 +94,7 @@ func summary(g *graph.Graph, h state.NodeHead) *ginv1.NodeSummary {
 }
 
 func (t *topologyService) ListNodes(ctx context.Context, req *ginv1.ListNodesRequest) (*ginv1.ListNodesResponse, error) {
-	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	v, ri, err := t.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -127,7 +111,7 @@ func (t *topologyService) ListNodes(ctx context.Context, req *ginv1.ListNodesReq
 }
 
 func (t *topologyService) GetNode(ctx context.Context, req *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error) {
-	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	v, ri, err := t.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -140,7 +124,7 @@ func (t *topologyService) GetNode(ctx context.Context, req *ginv1.GetNodeRequest
 }
 
 func (t *topologyService) GetGraph(ctx context.Context, req *ginv1.GetGraphRequest) (*ginv1.GetGraphResponse, error) {
-	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	v, ri, err := t.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -162,7 +146,7 @@ func (t *topologyService) GetPath(ctx context.Context, req *ginv1.GetPathRequest
 	if len(req.GetFromGpu()) > maxGPURef || len(req.GetToGpu()) > maxGPURef {
 		return nil, toStatus(invalidf("from_gpu", "GPU reference longer than %d bytes", maxGPURef))
 	}
-	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	v, ri, err := t.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -182,7 +166,7 @@ func (t *topologyService) GetPath(ctx context.Context, req *ginv1.GetPathRequest
 }
 
 func (t *topologyService) GetMatrix(ctx context.Context, req *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error) {
-	v, ri, err := t.s.read(ctx, req.GetConsistency())
+	v, ri, err := t.read(ctx, req.GetConsistency())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -199,7 +183,7 @@ func (t *topologyService) GetMatrix(ctx context.Context, req *ginv1.GetMatrixReq
 }
 
 func (t *topologyService) Watch(req *ginv1.WatchRequest, stream ginv1.TopologyService_WatchServer) error {
-	replay, ch, cancel, err := t.s.store.WatchSince(req.GetSinceIndex())
+	replay, ch, cancel, err := t.store.WatchSince(req.GetSinceIndex())
 	if err != nil {
 		return toStatus(fmt.Errorf("%w; re-read the state and watch from its index", err))
 	}
@@ -235,8 +219,8 @@ func (t *topologyService) watchResponse(e state.Event) *ginv1.WatchResponse {
 		resp.At = timestamppb.New(e.At)
 	}
 	if e.Node != "" {
-		if h, ok := t.s.store.Head(e.Node); ok {
-			resp.Node = summary(t.s.store.Graph(), h)
+		if h, ok := t.store.Head(e.Node); ok {
+			resp.Node = summary(t.store.Graph(), h)
 		} else {
 			resp.Node = &ginv1.NodeSummary{Name: e.Node} // deleted since
 		}
