@@ -3,10 +3,14 @@ package master
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/devid"
+	"github.com/gin-topology/gin/internal/pki"
+	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/state"
 )
 
@@ -16,19 +20,48 @@ const (
 	maxFabricLinks    = 4_000_000
 )
 
+// adminService is AdminService: fabric imports, cluster membership (join,
+// admission, removal), the certificate deny list and node deletion. Its
+// writes are the leader's (forward.go brings a follower's caller there);
+// its reads answer from this master.
 type adminService struct {
 	ginv1.UnimplementedAdminServiceServer
-	s *Server
+	id, advertise string      // this master's server id and client address
+	tls           *pki.Source // nil without TLS
+	store         *state.Store
+	node          clusterNode
+	apply         applyFunc
+	leading       leadingFunc
+	outdated      func() error // Server.outdated
+	leaderHint    func() string
+	// reach is the leader's view of another master (liveness.reach).
+	reach func(id string) (reachable bool, since time.Duration, known bool)
+	// held: node has a live agent session here, or one a follower reports.
+	held func(node string) bool
+	log  *slog.Logger
+}
+
+// clusterNode is what AdminService reads and changes of this master's Raft
+// node (*ginraft.Node).
+type clusterNode interface {
+	IsLeader() bool
+	Leader() (id, addr string)
+	Stats() ginraft.Stats
+	HasState() bool
+	Addr() string
+	IsMember(id string) bool
+	AddVoter(ctx context.Context, id, addr string) error
+	RemoveServer(ctx context.Context, id string) error
 }
 
 func (a *adminService) ImportFabric(ctx context.Context, req *ginv1.ImportFabricRequest) (*ginv1.ImportFabricResponse, error) {
-	idx, err := a.s.importFabric(ctx, req.GetFabric())
+	idx, err := a.importFabric(ctx, req.GetFabric())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	compute, matched := portCoverage(a.s.store.View(), req.GetFabric())
+	compute, matched := portCoverage(a.store.View(), req.GetFabric())
 	if matched == 0 && compute > 0 {
-		a.s.log.Warn("the imported fabric connects none of the cluster's compute ports", "compute_ports", compute, "source", req.GetFabric().GetSource())
+		a.log.Warn("the imported fabric connects none of the cluster's compute ports", "compute_ports", compute, "source", req.GetFabric().GetSource())
 	}
 	return &ginv1.ImportFabricResponse{
 		Index: idx, Switches: uint32(len(req.GetFabric().GetSwitches())), Links: uint32(len(req.GetFabric().GetLinks())),
@@ -73,7 +106,7 @@ func portCoverage(v state.View, f *ginv1.FabricTopology) (compute, matched uint3
 	return compute, matched
 }
 
-func (s *Server) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uint64, error) {
+func (a *adminService) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uint64, error) {
 	switch {
 	case f == nil:
 		return 0, invalidf("fabric", "is missing")
@@ -82,36 +115,36 @@ func (s *Server) importFabric(ctx context.Context, f *ginv1.FabricTopology) (uin
 	case len(f.GetLinks()) > maxFabricLinks:
 		return 0, invalidf("fabric.links", "%d links, more than %d", len(f.GetLinks()), maxFabricLinks)
 	}
-	g := s.store.Graph()
+	g := a.store.Graph()
 	if _, err := g.WithFabric(f); err != nil {
 		return 0, invalidf("fabric", "%v", err)
 	}
 	if errs := g.CheckFabric(f); len(errs) > 0 {
 		return 0, invalidf("fabric", "the scan contradicts the inventories (%d problem(s)); first: %v", len(errs), errs[0])
 	}
-	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_ImportFabric{ImportFabric: &statev1.ImportFabric{Fabric: f}}})
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_ImportFabric{ImportFabric: &statev1.ImportFabric{Fabric: f}}})
 	if err != nil {
 		return 0, fmt.Errorf("fabric import: %w", err)
 	}
-	s.log.Info("fabric imported", "source", f.GetSource(), "switches", len(f.GetSwitches()), "links", len(f.GetLinks()), "index", res.Index)
+	a.log.Info("fabric imported", "source", f.GetSource(), "switches", len(f.GetSwitches()), "links", len(f.GetLinks()), "index", res.Index)
 	return res.Index, nil
 }
 
 func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
-	st := a.s.node.Stats()
-	lid, _ := a.s.node.Leader()
+	st := a.node.Stats()
+	lid, _ := a.node.Leader()
 	resp := &ginv1.GetClusterInfoResponse{
-		ServerId: a.s.cfg.ID, RaftState: st.State, Term: st.Term, CommitIndex: st.CommitIndex,
-		AppliedIndex: st.AppliedIndex, LeaderId: lid, LeaderAddress: a.s.leaderHint(),
-		ClusterId: a.s.store.ClusterID(), HasState: a.s.node.HasState(),
-		RaftAddress: a.s.node.Addr(), ClientAddress: a.s.cfg.Advertise,
+		ServerId: a.id, RaftState: st.State, Term: st.Term, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, LeaderId: lid, LeaderAddress: a.leaderHint(),
+		ClusterId: a.store.ClusterID(), HasState: a.node.HasState(),
+		RaftAddress: a.node.Addr(), ClientAddress: a.advertise,
 	}
 	for _, m := range st.Members {
 		mem := &ginv1.Member{Id: m.ID, Address: m.Address, Voter: m.Voter, Leader: m.ID == lid}
-		if r, ok := a.s.store.Server(m.ID); ok {
+		if r, ok := a.store.Server(m.ID); ok {
 			mem.ClientAddress = r.GetClientAddress()
 		}
-		a.s.fillReach(mem)
+		a.fillReach(mem)
 		resp.Members = append(resp.Members, mem)
 	}
 	return resp, nil

@@ -216,46 +216,45 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		// the server its certificate names, never as another.
 		return nil, toStatus(&forbidden{msg: fmt.Sprintf("join as server %q with the certificate of %s: a master joins only as the server its certificate names", req.GetServerId(), id)})
 	}
-	s := a.s
-	if !s.node.IsLeader() {
-		return nil, toStatus(s.notLeaderErr())
+	if err := a.leading(); err != nil {
+		return nil, toStatus(err)
 	}
 	// The checks below read the leader's state, the one that decides.
-	if err := s.checkJoinClusterID(req); err != nil {
-		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
+	if err := a.checkJoinClusterID(req); err != nil {
+		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
-	if err := s.checkJoinAddresses(req); err != nil {
-		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
+	if err := a.checkJoinAddresses(req); err != nil {
+		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
-	if err := s.checkJoinAdmitted(req); err != nil { // joinadmission.go
-		s.log.Warn("join refused", "member", req.GetServerId(), "err", err)
+	if err := a.checkJoinAdmitted(req); err != nil { // joinadmission.go
+		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 		return nil, toStatus(err)
 	}
-	if err := s.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
-		s.log.Warn("join refused: raft address unreachable", "member", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
+	if err := a.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
+		a.log.Warn("join refused: raft address unreachable", "member", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
 	}
-	if err := s.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
+	if err := a.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
 		ServerId: req.GetServerId(), ClientAddress: req.GetClientAddress(), RaftAddress: req.GetRaftAddress(),
 	}}})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("server joined", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
-	return &ginv1.JoinResponse{ClusterId: s.store.ClusterID(), Index: res.Index}, nil
+	a.log.Info("server joined", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("client", req.GetClientAddress()))
+	return &ginv1.JoinResponse{ClusterId: a.store.ClusterID(), Index: res.Index}, nil
 }
 
 // checkJoinClusterID refuses a Join that names another cluster, or none
 // once this cluster has an id. A fresh cluster has no id until its first
 // leader sets one (onLeadership): then only a joiner naming no id is
 // accepted, since one naming an id comes from another cluster.
-func (s *Server) checkJoinClusterID(req *ginv1.JoinRequest) error {
-	cid, its := s.store.ClusterID(), req.GetClusterId()
+func (a *adminService) checkJoinClusterID(req *ginv1.JoinRequest) error {
+	cid, its := a.store.ClusterID(), req.GetClusterId()
 	switch {
 	case cid == "" && its == "":
 		return nil
@@ -274,13 +273,13 @@ func (s *Server) checkJoinClusterID(req *ginv1.JoinRequest) error {
 // redirect the cluster's Raft traffic or the leader hints clients follow.
 // A master that really moved (new IP) is removed first, then joins again:
 // ginctl members remove ID.
-func (s *Server) checkJoinAddresses(req *ginv1.JoinRequest) error {
+func (a *adminService) checkJoinAddresses(req *ginv1.JoinRequest) error {
 	id := req.GetServerId()
 	moved := func(what, have, want string) error {
 		return &precondition{msg: fmt.Sprintf("server %s is a member with %s %s, this join names %s: a Join never changes an existing server's address; if the master really moved, remove it first (ginctl members remove %s) and start it again", id, what, have, want, id)}
 	}
 	member := false
-	for _, m := range s.node.Stats().Members {
+	for _, m := range a.node.Stats().Members {
 		if m.ID != id {
 			continue
 		}
@@ -292,7 +291,7 @@ func (s *Server) checkJoinAddresses(req *ginv1.JoinRequest) error {
 	// A server no longer in the configuration (removed by an operator or by
 	// dead-server cleanup) may come back with new addresses: its record is
 	// stale, and this Join replaces it.
-	if r, ok := s.store.Server(id); ok && member {
+	if r, ok := a.store.Server(id); ok && member {
 		if r.GetRaftAddress() != "" && r.GetRaftAddress() != req.GetRaftAddress() {
 			return moved("raft address", r.GetRaftAddress(), req.GetRaftAddress())
 		}
@@ -312,7 +311,7 @@ const joinDialTimeout = 2 * time.Second
 // quorum with a vote that never comes). Plaintext: a TCP connection. With
 // TLS on: the Raft TLS handshake, which must show a master certificate of
 // the cluster CA naming the joining server.
-func (s *Server) dialRaft(ctx context.Context, id, addr string) error {
+func (a *adminService) dialRaft(ctx context.Context, id, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, joinDialTimeout)
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
@@ -320,7 +319,7 @@ func (s *Server) dialRaft(ctx context.Context, id, addr string) error {
 		return err
 	}
 	defer c.Close()
-	if s.cfg.TLS == nil {
+	if a.tls == nil {
 		return nil
 	}
 	isJoiner := func(peer pki.Identity) error {
@@ -332,7 +331,7 @@ func (s *Server) dialRaft(ctx context.Context, id, addr string) error {
 		}
 		return nil
 	}
-	tc := tls.Client(c, pki.ClientConfig(s.cfg.TLS, isJoiner))
+	tc := tls.Client(c, pki.ClientConfig(a.tls, isJoiner))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("TLS: %w", err)
 	}
@@ -343,9 +342,8 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 	if req.GetServerId() == "" {
 		return nil, toStatus(invalidf("server_id", "is empty"))
 	}
-	s := a.s
 	found, voter, voters := false, false, 0
-	for _, m := range s.node.Stats().Members {
+	for _, m := range a.node.Stats().Members {
 		if m.Voter {
 			voters++
 		}
@@ -354,31 +352,31 @@ func (a *adminService) RemoveServer(ctx context.Context, req *ginv1.RemoveServer
 		}
 	}
 	if !found {
-		if _, admitted := s.store.Admission(req.GetServerId()); admitted {
+		if _, admitted := a.store.Admission(req.GetServerId()); admitted {
 			// Admitted, not joined yet: removing it takes the admission back.
-			if !s.node.IsLeader() {
-				return nil, toStatus(s.notLeaderErr())
-			}
-			if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
+			if err := a.leading(); err != nil {
 				return nil, toStatus(err)
 			}
-			s.log.Info("admission revoked", "member", req.GetServerId())
-			return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
+			if err := a.revokeAdmission(ctx, req.GetServerId()); err != nil {
+				return nil, toStatus(err)
+			}
+			a.log.Info("admission revoked", "member", req.GetServerId())
+			return &ginv1.RemoveServerResponse{Index: a.node.Stats().CommitIndex}, nil
 		}
 		return nil, toStatus(&notFound{what: fmt.Sprintf("server %q", req.GetServerId())})
 	}
 	if voter && voters == 1 {
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("%s is the cluster's only voter: without it no master could be elected; add another master (gin-master --join) before removing it", req.GetServerId())})
 	}
-	if !s.node.IsLeader() {
-		return nil, toStatus(s.notLeaderErr())
-	}
-	if err := s.node.RemoveServer(ctx, req.GetServerId()); err != nil {
+	if err := a.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.revokeAdmission(ctx, req.GetServerId()); err != nil {
+	if err := a.node.RemoveServer(ctx, req.GetServerId()); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := a.revokeAdmission(ctx, req.GetServerId()); err != nil {
 		return nil, toStatus(fmt.Errorf("server %s removed, but its admission was not revoked (run ginctl members remove %s again): %w", req.GetServerId(), req.GetServerId(), err))
 	}
-	s.log.Info("server removed", "member", req.GetServerId())
-	return &ginv1.RemoveServerResponse{Index: s.node.Stats().CommitIndex}, nil
+	a.log.Info("server removed", "member", req.GetServerId())
+	return &ginv1.RemoveServerResponse{Index: a.node.Stats().CommitIndex}, nil
 }

@@ -21,30 +21,30 @@ import (
 // (internal/authz at the gRPC listener, internal/raft at the Raft port).
 
 func (a *adminService) DenyCertificate(ctx context.Context, req *ginv1.DenyCertificateRequest) (*ginv1.DenyCertificateResponse, error) {
-	e, err := a.s.denyEntry(ctx, req)
+	e, err := a.denyEntry(ctx, req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := a.s.apply(ctx, &statev1.Command{Command: &statev1.Command_DenyCertificate{DenyCertificate: &statev1.DenyCertificate{Entry: e}}})
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_DenyCertificate{DenyCertificate: &statev1.DenyCertificate{Entry: e}}})
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("deny certificate %s: %w", e.GetSerial(), err))
 	}
-	stored, ok := a.s.store.DeniedCertificate(e.GetSerial())
+	stored, ok := a.store.DeniedCertificate(e.GetSerial())
 	if !ok {
 		return nil, toStatus(fmt.Errorf("deny entry %s committed at %d but not in the state", e.GetSerial(), res.Index))
 	}
-	a.s.log.Warn("certificate denied", "serial", e.GetSerial(), "reason", e.GetReason(), "by", e.GetDeniedBy(), "changed", res.Changed, "index", res.Index)
-	if a.s.cfg.TLS == nil {
-		a.s.log.Warn("this master runs without TLS: the deny list is kept and replicated, but there are no certificates to refuse")
+	a.log.Warn("certificate denied", "serial", e.GetSerial(), "reason", e.GetReason(), "by", e.GetDeniedBy(), "changed", res.Changed, "index", res.Index)
+	if a.tls == nil {
+		a.log.Warn("this master runs without TLS: the deny list is kept and replicated, but there are no certificates to refuse")
 	}
 	return &ginv1.DenyCertificateResponse{Entry: stored, Changed: res.Changed, Index: res.Index}, nil
 }
 
 // denyEntry validates a deny request at the edge: the serial canonical,
 // the entry as the FSM will check it, room on the list for a new serial.
-func (s *Server) denyEntry(ctx context.Context, req *ginv1.DenyCertificateRequest) (*ginv1.DeniedCertificate, error) {
+func (a *adminService) denyEntry(ctx context.Context, req *ginv1.DenyCertificateRequest) (*ginv1.DeniedCertificate, error) {
 	serial, err := pki.ParseSerial(req.GetSerial())
 	if err != nil {
 		return nil, invalidf("serial", "%v", err)
@@ -57,8 +57,8 @@ func (s *Server) denyEntry(ctx context.Context, req *ginv1.DenyCertificateReques
 	if err := state.CheckDeniedCertificate(e); err != nil {
 		return nil, invalidf("entry", "%v", err)
 	}
-	if _, ok := s.store.DeniedCertificate(serial); !ok {
-		if n := s.store.DeniedCount(); n >= state.MaxDeniedCertificates {
+	if _, ok := a.store.DeniedCertificate(serial); !ok {
+		if n := a.store.DeniedCount(); n >= state.MaxDeniedCertificates {
 			return nil, exhaustedf(apierr.ReasonDenyListFull, "serial %s not denied: the deny list holds %d entries, the most it may; take entries of expired certificates off it (ginctl tls allow SERIAL)",
 				serial, n)
 		}
@@ -71,22 +71,22 @@ func (a *adminService) AllowCertificate(ctx context.Context, req *ginv1.AllowCer
 	if err != nil {
 		return nil, toStatus(invalidf("serial", "%v", err))
 	}
-	if _, ok := a.s.store.DeniedCertificate(serial); !ok {
+	if _, ok := a.store.DeniedCertificate(serial); !ok {
 		return nil, toStatus(&notFound{msg: fmt.Sprintf("serial %s is not on the deny list", serial)})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := a.s.apply(ctx, &statev1.Command{Command: &statev1.Command_AllowCertificate{AllowCertificate: &statev1.AllowCertificate{Serial: serial}}})
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_AllowCertificate{AllowCertificate: &statev1.AllowCertificate{Serial: serial}}})
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("allow certificate %s: %w", serial, err))
 	}
-	a.s.log.Warn("certificate taken off the deny list", "serial", serial, "changed", res.Changed, "index", res.Index)
+	a.log.Warn("certificate taken off the deny list", "serial", serial, "changed", res.Changed, "index", res.Index)
 	return &ginv1.AllowCertificateResponse{Changed: res.Changed, Index: res.Index}, nil
 }
 
 func (a *adminService) ListDeniedCertificates(context.Context, *ginv1.ListDeniedCertificatesRequest) (*ginv1.ListDeniedCertificatesResponse, error) {
-	if err := a.s.outdated(); err != nil {
+	if err := a.outdated(); err != nil {
 		return nil, toStatus(err)
 	}
-	return &ginv1.ListDeniedCertificatesResponse{Entries: a.s.store.DeniedCertificates()}, nil
+	return &ginv1.ListDeniedCertificatesResponse{Entries: a.store.DeniedCertificates()}, nil
 }

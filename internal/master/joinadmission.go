@@ -41,35 +41,34 @@ func (a *adminService) AdmitServer(ctx context.Context, req *ginv1.AdmitServerRe
 			return nil, toStatus(invalidf("raft_address", "%v (want HOST:PORT)", err))
 		}
 	}
-	s := a.s
-	if !s.node.IsLeader() {
-		return nil, toStatus(s.notLeaderErr())
+	if err := a.leading(); err != nil {
+		return nil, toStatus(err)
 	}
-	if s.node.IsMember(req.GetServerId()) {
+	if a.node.IsMember(req.GetServerId()) {
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("%s is a member already; a member needs no admission (to move it, remove it first: ginctl members remove %s)", req.GetServerId(), req.GetServerId())})
 	}
 	by := ""
 	if id, ok := authz.Identity(ctx); ok {
 		by = id.String()
 	}
-	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_AdmitServer{AdmitServer: &statev1.AdmitServer{
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_AdmitServer{AdmitServer: &statev1.AdmitServer{
 		ServerId: req.GetServerId(), RaftAddress: req.GetRaftAddress(), AdmittedBy: by,
 	}}})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("server admitted to join", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("by", by))
+	a.log.Info("server admitted to join", slog.String("member", req.GetServerId()), slog.String("raft", req.GetRaftAddress()), slog.String("by", by))
 	return &ginv1.AdmitServerResponse{Index: res.Index}, nil
 }
 
 // checkJoinAdmitted refuses a Join from a server that is neither a member
 // nor admitted, or admitted at another Raft address.
-func (s *Server) checkJoinAdmitted(req *ginv1.JoinRequest) error {
+func (a *adminService) checkJoinAdmitted(req *ginv1.JoinRequest) error {
 	id := req.GetServerId()
-	if s.node.IsMember(id) {
+	if a.node.IsMember(id) {
 		return nil
 	}
-	adm, ok := s.store.Admission(id)
+	adm, ok := a.store.Admission(id)
 	if !ok {
 		return &precondition{msg: fmt.Sprintf("server %s is not a member and no admin admitted it: joining needs an admin's word (ginctl members add %s [--address %s]); it joins on its next try", id, id, req.GetRaftAddress())}
 	}
@@ -81,11 +80,11 @@ func (s *Server) checkJoinAdmitted(req *ginv1.JoinRequest) error {
 
 // revokeAdmission takes back id's admission, if any (RemoveServer: a
 // removed master's name opens nothing).
-func (s *Server) revokeAdmission(ctx context.Context, id string) error {
-	if _, ok := s.store.Admission(id); !ok {
+func (a *adminService) revokeAdmission(ctx context.Context, id string) error {
+	if _, ok := a.store.Admission(id); !ok {
 		return nil
 	}
-	_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_AdmitServer{AdmitServer: &statev1.AdmitServer{ServerId: id, Revoke: true}}})
+	_, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_AdmitServer{AdmitServer: &statev1.AdmitServer{ServerId: id, Revoke: true}}})
 	return err
 }
 

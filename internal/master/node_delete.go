@@ -23,22 +23,21 @@ func (a *adminService) DeleteNode(ctx context.Context, req *ginv1.DeleteNodeRequ
 	if err := inventory.ValidNodeName(name); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
-	s := a.s
-	if _, ok := s.store.Node(name); !ok {
+	if _, ok := a.store.Node(name); !ok {
 		return nil, toStatus(&notFound{what: fmt.Sprintf("node %q", name)})
 	}
-	if !s.node.IsLeader() {
-		return nil, toStatus(s.notLeaderErr())
+	if err := a.leading(); err != nil {
+		return nil, toStatus(err)
 	}
-	if s.sessions.has(name) || s.live.reportedHeld(name) {
+	if a.held(name) {
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("node %q has a live agent session: stop its agent first (or deny its certificate, ginctl tls deny SERIAL, which ends the session), then delete it", name)})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_DeleteNode{DeleteNode: &statev1.DeleteNode{NodeName: name, At: timestamppb.Now()}}})
+	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_DeleteNode{DeleteNode: &statev1.DeleteNode{NodeName: name, At: timestamppb.Now()}}})
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("delete node %s: %w", name, err))
 	}
-	s.log.Warn("node deleted", "node", name, "changed", res.Changed, "index", res.Index)
+	a.log.Warn("node deleted", "node", name, "changed", res.Changed, "index", res.Index)
 	return &ginv1.DeleteNodeResponse{Index: res.Index}, nil
 }

@@ -25,15 +25,15 @@ func (l *liveness) reach(id string) (reachable bool, since time.Duration, known 
 
 // fillReach sets m's reachability as the leader sees it. It is the
 // leader's to say: a follower's answer leaves both fields unset.
-func (s *Server) fillReach(m *ginv1.Member) {
-	if !s.node.IsLeader() {
+func (a *adminService) fillReach(m *ginv1.Member) {
+	if !a.node.IsLeader() {
 		return
 	}
-	if m.GetId() == s.cfg.ID {
+	if m.GetId() == a.id {
 		m.Reachable, m.LastContactMs = new(true), new(uint64(0))
 		return
 	}
-	ok, since, known := s.live.reach(m.GetId())
+	ok, since, known := a.reach(m.GetId())
 	m.Reachable = new(ok)
 	if known {
 		m.LastContactMs = new(uint64(since.Milliseconds()))

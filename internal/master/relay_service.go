@@ -214,5 +214,5 @@ func (s *Server) importFabricScanHere(ctx context.Context, node string, scan *gi
 	if sc := s.scanner(); sc != node {
 		return 0, fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, node, sc)
 	}
-	return s.importFabric(ctx, scan)
+	return s.admin.importFabric(ctx, scan)
 }

@@ -151,7 +151,9 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)...)
 	s.topology = newTopologyService(store, s.read)
-	s.admin = &adminService{s: s}
+	s.admin = &adminService{id: cfg.ID, advertise: cfg.Advertise, tls: cfg.TLS, store: store, node: node,
+		apply: s.apply, leading: s.leading, outdated: s.outdated, leaderHint: s.leaderHint, reach: s.live.reach,
+		held: func(n string) bool { return s.sessions.has(n) || s.live.reportedHeld(n) }, log: log}
 	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
 	s.calib = newCalibrationService(store, s.apply, s.read, log)
 	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
