@@ -47,20 +47,6 @@ const (
 // steady stream of writes delays handshakes but never starves them).
 const writeYield = time.Second
 
-// Clock is the time of handshake pacing: time.Now and time.After by
-// default, a fake one in tests (admissions counted against the elapsed
-// time of a clock the test moves).
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-// realClock is the wall clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // admission paces the agent handshakes of a master. A handshake starts
 // with a Hello and ends when the agent is in sync (its HelloAck says so, or
 // its first inventory or delta has been answered), when the session ends,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,34 +14,16 @@ import (
 	"github.com/gin-topology/gin/internal/testwait"
 )
 
-// lockedClock is a fake clock the server's goroutines may read.
-type lockedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *lockedClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *lockedClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // TestAgentAttachLogIsRateLimited: a burst of agent sessions logs at most
 // --agent-log-burst "agent attached" lines; the rest are counted in
 // gin_master_agent_log_lines_suppressed_total, and the next line let
 // through (once the bucket refills) says how many were left out.
 func TestAgentAttachLogIsRateLimited(t *testing.T) {
 	logs := &testlog.Buffer{}
-	clk := &lockedClock{t: time.Unix(1_800_000_000, 0)}
+	clk := newFakeClockAt(time.Unix(1_800_000_000, 0))
 	s := startServerWith(t, func(c *Config) {
 		c.HeartbeatInterval, c.Logger = time.Minute, slog.New(slog.NewTextHandler(logs, nil))
-		c.AgentLogRate, c.AgentLogBurst, c.AgentLogClock = 1, 2, clk.now
+		c.AgentLogRate, c.AgentLogBurst, c.AgentLogClock = 1, 2, clk
 	})
 	conn := dialPlain(t, s.Addr())
 	attached := func() int { return strings.Count(logs.String(), `msg="agent attached"`) }
@@ -67,7 +48,7 @@ gin_master_agent_log_lines_suppressed_total{server="m1"} %d
 	}
 	// One second later one token is back: the next attach is logged and
 	// says how many lines were left out before it.
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	openSession(t, conn, simInventory(t, "dgx-h100", "node099"))
 	testwait.For(t, 30*time.Second, "the line after the refill", func() bool { return attached() == 3 }, logs.String)
 	if !strings.Contains(logs.String(), fmt.Sprintf("node=node099 held_generation=0 in_sync=false agent_version=\"\" suppressed=%d", sessions-2)) {

@@ -119,16 +119,16 @@ type Config struct {
 	// bucket of burst MaxHandshakes; default DefaultHandshakeRate(), 125
 	// per CPU): a Hello waits in the queue for its token, and one whose
 	// wait would pass HelloTimeout is refused with a retry hint of the
-	// queue's wait (admission.go). HandshakeClock is the bucket's clock
-	// (nil: the wall clock; tests).
-	HandshakeRate  float64
-	HandshakeClock Clock
-	AgentLogBurst  int
-	// AgentLogClock is that bucket's clock (nil: time.Now; tests).
-	AgentLogClock func() time.Time
-	// LivenessClock is the clock of the leader's node liveness (when a node
-	// was heard from, when it missed its heartbeats; nil: time.Now; tests).
-	LivenessClock func() time.Time
+	// queue's wait (admission.go).
+	HandshakeRate float64
+	AgentLogBurst int
+	// The clocks (nil: the wall clock) of handshake pacing (the token
+	// bucket and the queue's waits), of the attach/detach lines' bucket,
+	// and of the leader's node liveness (when a node was heard from, when
+	// it missed its heartbeats). One type, three fields: tests move each
+	// on its own (the pacing tests refill the handshake bucket by moving
+	// its clock an hour, which liveness must not see).
+	HandshakeClock, AgentLogClock, LivenessClock Clock
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own
@@ -219,8 +219,26 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	for _, c := range []*Clock{&cfg.HandshakeClock, &cfg.AgentLogClock, &cfg.LivenessClock} {
+		if *c == nil {
+			*c = realClock{}
+		}
+	}
 	return cfg
 }
+
+// Clock is a master's time: time.Now and time.After by default (realClock),
+// a fake one in tests that move it.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Validate checks every knob against its range, as gin-master does before
 // it touches the data dir (New does not: tests run masters with knobs

@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,19 +12,6 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/inventory"
 )
-
-// livenessClock is a liveness clock only the test moves (every master of
-// a cluster reads it; only the leader's liveness acts on it).
-type livenessClock struct{ ns atomic.Int64 }
-
-func newLivenessClock() *livenessClock {
-	c := &livenessClock{}
-	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *livenessClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *livenessClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // A node registered through a follower, on a leader elected long before,
 // is heard from at the commit of its registration: it is not marked DOWN
@@ -38,8 +24,8 @@ func (c *livenessClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func TestNodeRegisteredThroughAFollowerIsHeardAtItsCommit(t *testing.T) {
 	const interval = time.Second
 	limit := 3 * interval
-	clk := newLivenessClock()
-	ms := startClusterWith(t, 3, func(c *Config) { c.LivenessClock = clk.now })
+	clk := newFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // every master reads it; only the leader's liveness acts on it
+	ms := startClusterWith(t, 3, func(c *Config) { c.LivenessClock = clk })
 	waitUntil(t, "3 masters to bootstrap, elect and register", func() bool { return formed(ms) })
 	leader := leaderOf(ms)
 	var follower *member
@@ -55,7 +41,7 @@ func TestNodeRegisteredThroughAFollowerIsHeardAtItsCommit(t *testing.T) {
 		return leader.s.live.active
 	})
 	// Long after the election: its grace for nodes not heard from is over.
-	clk.advance(10 * time.Minute)
+	clk.Advance(10 * time.Minute)
 
 	ctx := context.Background()
 	state := func(node string) ginv1.NodeState {
@@ -88,7 +74,7 @@ func TestNodeRegisteredThroughAFollowerIsHeardAtItsCommit(t *testing.T) {
 				t.Fatalf("%s: relayed registration of %s: %v", s.what, s.register, err)
 			}
 		}
-		clk.advance(s.advance)
+		clk.Advance(s.advance)
 		leader.s.live.check(ctx)
 		if s.want == ginv1.NodeState_NODE_STATE_DOWN {
 			// The check commits DOWN itself, or its loop's check does.

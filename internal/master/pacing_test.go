@@ -32,7 +32,9 @@ type fakeWaiter struct {
 	ch chan time.Time
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+func newFakeClock() *fakeClock { return newFakeClockAt(time.Unix(1_000_000, 0)) }
+
+func newFakeClockAt(t time.Time) *fakeClock { return &fakeClock{now: t} }
 
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()

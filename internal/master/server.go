@@ -98,14 +98,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis, preAuth: newPreAuthLimits(log),
-		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
+		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock.Now), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = func() { s.refreshScanner(); s.dups.check(s) }
 	s.live.writing = s.sessions.writing
-	if cfg.LivenessClock != nil {
-		s.live.now = cfg.LivenessClock
-	}
+	s.live.now = cfg.LivenessClock.Now
 	fwd := &forwarder{id: cfg.ID, leads: node.IsLeader, notLeader: func() error { return toStatus(s.notLeaderErr()) },
 		leader: s.link.conn, leaderID: func() string { id, _ := node.Leader(); return id },
 		hold: forwardHold, wait: relayRetryWait}
