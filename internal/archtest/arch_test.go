@@ -3,6 +3,7 @@ package archtest
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -310,6 +311,60 @@ func TestExportEnginesRenderTheModel(t *testing.T) {
 	for f, seen := range engines {
 		if !seen {
 			t.Errorf("internal/export/%s is gone: the rule guards nothing (moved? update the rule)", f)
+		}
+	}
+}
+
+// The gRPC services of a master are parts of their own (issue #25): a type
+// of internal/master named ...Service holds no *Server but what its
+// constructor is given. notYet lists those still to be cut loose; a type
+// on it that no longer holds *Server is to be taken off it.
+func TestMasterServicesHoldNoServer(t *testing.T) {
+	_, pkgs := listModule(t)
+	p, ok := pkgs[mod("internal/master")]
+	if !ok {
+		t.Fatal("internal/master not found")
+	}
+	notYet := map[string]bool{"agentService": true, "relayService": true}
+	fset := token.NewFileSet()
+	services := 0
+	holds := map[string]bool{}
+	for _, f := range p.goFiles {
+		file, err := parser.ParseFile(fset, filepath.Join(p.dir, f), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok || !strings.HasSuffix(ts.Name.Name, "Service") {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			services++
+			for _, fl := range st.Fields.List {
+				if star, ok := fl.Type.(*ast.StarExpr); ok {
+					if id, ok := star.X.(*ast.Ident); ok && id.Name == "Server" {
+						holds[ts.Name.Name] = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	if services < 6 {
+		t.Fatalf("found %d service types in internal/master; the rule guards nothing (renamed?)", services)
+	}
+	for name := range holds {
+		if !notYet[name] {
+			t.Errorf("internal/master.%s holds *Server: give it what it needs in its constructor (parts.go)", name)
+		}
+	}
+	for name := range notYet {
+		if !holds[name] {
+			t.Errorf("internal/master.%s no longer holds *Server: take it off notYet", name)
 		}
 	}
 }

@@ -29,7 +29,7 @@ type adminService struct {
 	id, advertise string      // this master's server id and client address
 	tls           *pki.Source // nil without TLS
 	store         *state.Store
-	node          clusterNode
+	node          *ginraft.Node // membership: Stats, AddVoter, RemoveServer
 	apply         applyFunc
 	leading       leadingFunc
 	outdated      func() error // Server.outdated
@@ -39,19 +39,6 @@ type adminService struct {
 	// held: node has a live agent session here, or one a follower reports.
 	held func(node string) bool
 	log  *slog.Logger
-}
-
-// clusterNode is what AdminService reads and changes of this master's Raft
-// node (*ginraft.Node).
-type clusterNode interface {
-	IsLeader() bool
-	Leader() (id, addr string)
-	Stats() ginraft.Stats
-	HasState() bool
-	Addr() string
-	IsMember(id string) bool
-	AddVoter(ctx context.Context, id, addr string) error
-	RemoveServer(ctx context.Context, id string) error
 }
 
 func (a *adminService) ImportFabric(ctx context.Context, req *ginv1.ImportFabricRequest) (*ginv1.ImportFabricResponse, error) {

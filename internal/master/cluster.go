@@ -220,17 +220,11 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		return nil, toStatus(err)
 	}
 	// The checks below read the leader's state, the one that decides.
-	if err := a.checkJoinClusterID(req); err != nil {
-		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
-		return nil, toStatus(err)
-	}
-	if err := a.checkJoinAddresses(req); err != nil {
-		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
-		return nil, toStatus(err)
-	}
-	if err := a.checkJoinAdmitted(req); err != nil { // joinadmission.go
-		a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
-		return nil, toStatus(err)
+	for _, check := range []func(*ginv1.JoinRequest) error{a.checkJoinClusterID, a.checkJoinAddresses, a.checkJoinAdmitted /* joinadmission.go */} {
+		if err := check(req); err != nil {
+			a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
+			return nil, toStatus(err)
+		}
 	}
 	if err := a.dialRaft(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
 		a.log.Warn("join refused: raft address unreachable", "member", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)

@@ -33,15 +33,20 @@
 //     reported to it as deltas.
 //   - liveness (liveness.go): the leader's node states from its sessions
 //     and the reports (leader-only: rearm/deactivate).
-//   - services: TopologyService (topology_service.go), PlanService
-//     (plan_service.go, estimate_service.go), AdminService
-//     (admin_service.go, deny_service.go, node_delete.go, cluster.go),
-//     CalibrationService (calibration_service.go: its own type with its
-//     own dependencies), CheckService (check_service.go).
-//   - Config (config.go): every knob, DefaultConfig and Validate.
+//   - services, each its own type over the store and the functions of
+//     parts.go: topologyService (topology_service.go), planService
+//     (plan_service.go, estimate_service.go; plan expiry is a leader-only
+//     loop), checkService (check_service.go), calibrationService
+//     (calibration_service.go), adminService (admin_service.go,
+//     deny_service.go, node_delete.go, cluster.go, joinadmission.go; the
+//     Raft node behind clusterNode). webBackend (webui_backend.go) is the
+//     web view's reads through their methods.
+//   - Config (config.go): every knob, DefaultConfig and Validate, and the
+//     Clock type of its clocks.
 //   - errors.go: the one table where internal errors become gRPC
 //     statuses.
 //
-// Not every part is cut loose yet: most services and the session code
-// still hold *Server (issue #25 names the rest of the split).
+// Not every part is cut loose yet: the agent sessions (agentService) and
+// follower reporting (relayService) still hold *Server; archtest keeps
+// the other ...Service types from holding it (issue #25).
 package master

@@ -160,10 +160,7 @@ func (r *relayService) leading() error {
 	if err := r.s.outdated(); err != nil {
 		return err
 	}
-	if !r.s.node.IsLeader() {
-		return r.s.notLeaderErr()
-	}
-	return nil
+	return r.s.leading()
 }
 
 // commitInventoryHere commits, on the leader, a node's full inventory or
