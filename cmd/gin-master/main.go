@@ -394,7 +394,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	cfg, err := masterConfig(o)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if err := deriveAdvertise(&o, hostaddr.System{}, log); err != nil {
 		return err
@@ -420,11 +420,7 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	th, err := healthThresholds(o.healthThresholds)
-	if err != nil {
-		return err
-	}
-	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS, cfg.HealthThresholds = o.advertise, o.raftAdvertise, bootstrapWanted(o, cfg.Join), tlsSrc, th
+	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS = o.advertise, o.raftAdvertise, bootstrapWanted(o, cfg.Join), tlsSrc
 	cfg.LeaderTasks, cfg.Collectors, cfg.Logger = tasks, collectors, log
 	s, err := master.New(cfg)
 	if err != nil {
@@ -442,9 +438,10 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 }
 
 // masterConfig is the master's configuration of the flags, validated
-// (master.Config.Validate); the addresses derived at start, the TLS
-// source, the bootstrap choice, the health thresholds and the tasks are
-// added by runServer. It touches nothing.
+// (master.Config.Validate, --node-id, --join, --health-threshold); the
+// addresses derived at start, the TLS source, the bootstrap choice and
+// the tasks are added by runServer. It touches nothing, and its errors
+// are usage errors (exit 64).
 func masterConfig(o options) (master.Config, error) {
 	if o.nodeID == "" {
 		return master.Config{}, errors.New("--node-id is empty and the host name is unknown")
@@ -476,6 +473,11 @@ func masterConfig(o options) (master.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return master.Config{}, err
 	}
+	th, err := healthThresholds(o.healthThresholds)
+	if err != nil {
+		return master.Config{}, err
+	}
+	cfg.HealthThresholds = th
 	return cfg, nil
 }
 

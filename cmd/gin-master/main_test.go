@@ -44,6 +44,10 @@ func TestUsageErrors(t *testing.T) {
 		{"--recover-peers malformed", []string{"--recover", "--recover-peers", "m2", "--data-dir", dir}, `--recover-peers: "m2": want id=host:port`},
 		{"--memory-limit not a size", []string{"--memory-limit", "1x", "--data-dir", dir}, `--memory-limit: memory limit "1x": want auto, off or a size`},
 		{"--memory-limit too small", []string{"--memory-limit", "10MiB", "--data-dir", dir}, "below 64MiB"},
+		{"--raft-* out of range", []string{"--insecure", "--raft-heartbeat-timeout", "1ns", "--data-dir", dir}, "--raft-*"},
+		{"--join malformed", []string{"--insecure", "--join", "m1:99999", "--data-dir", dir}, "--join:"},
+		{"--node-id too long", []string{"--insecure", "--node-id", strings.Repeat("m", 200), "--data-dir", dir}, "--node-id:"},
+		{"--health-threshold malformed", []string{"--insecure", "--health-threshold", "bogus", "--data-dir", dir}, "--health-threshold:"},
 		{"--recover-peers names self", []string{"--node-id", "m1", "--recover", "--recover-peers", "m1=10.0.0.1:5001", "--data-dir", dir}, "names this master (m1)"},
 	}
 	for _, tc := range tests {
@@ -161,7 +165,8 @@ func TestRunRefusesUnadvertisableRaftBindBeforeDataDir(t *testing.T) {
 }
 
 // TestSecurityFlagsRefusedBeforeDataDir: bad --tls-*/--hello-timeout
-// combinations fail with a message naming the flag and create nothing.
+// combinations fail with a message naming the flag and create nothing; a
+// value out of its range is a usage error (exit 64), as the docs say.
 func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	base := []string{"--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0", "--http-bind", "", "--data-dir", dir}
@@ -177,15 +182,15 @@ func TestSecurityFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"missing files", append(append([]string{}, base...), "--tls-ca", "/nonexistent/ca.pem", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"), exitConfig, "--tls-ca"},
 		{"no TLS and no --insecure", base, exitConfig, "no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name m1 --dns HOST` (docs/SECURITY.md); or give --insecure"},
 		{"--insecure with --tls-*", append(append([]string{}, insecure...), "--tls-ca", "ca.pem"), exitUsage, "--insecure and --tls-* exclude each other"},
-		{"--hello-timeout too short", append(append([]string{}, insecure...), "--hello-timeout", "1ms"), 1, "--hello-timeout 1ms"},
-		{"--max-nodes 0", append(append([]string{}, insecure...), "--max-nodes", "0"), 1, "--max-nodes 0"},
-		{"--max-plans -1", append(append([]string{}, insecure...), "--max-plans", "-1"), 1, "--max-plans -1"},
-		{"--agent-log-rate 0", append(append([]string{}, insecure...), "--agent-log-rate", "0"), 1, "--agent-log-rate 0"},
-		{"--agent-log-burst 0", append(append([]string{}, insecure...), "--agent-log-burst", "0"), 1, "--agent-log-burst 0"},
-		{"--max-streams-per-conn 0", append(append([]string{}, insecure...), "--max-streams-per-conn", "0"), 1, "--max-streams-per-conn 0: want 1..65536"},
-		{"--max-streams-per-conn too many", append(append([]string{}, insecure...), "--max-streams-per-conn", "70000"), 1, "--max-streams-per-conn 70000"},
-		{"--data-dir-min-free-mib 0", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "0"), 1, "--data-dir-min-free-mib 0: want 64..1048576"},
-		{"--data-dir-min-free-mib below a WAL segment", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "16"), 1, "--data-dir-min-free-mib 16: want 64..1048576 (at least one Raft log segment"},
+		{"--hello-timeout too short", append(append([]string{}, insecure...), "--hello-timeout", "1ms"), exitUsage, "--hello-timeout 1ms"},
+		{"--max-nodes 0", append(append([]string{}, insecure...), "--max-nodes", "0"), exitUsage, "--max-nodes 0"},
+		{"--max-plans -1", append(append([]string{}, insecure...), "--max-plans", "-1"), exitUsage, "--max-plans -1"},
+		{"--agent-log-rate 0", append(append([]string{}, insecure...), "--agent-log-rate", "0"), exitUsage, "--agent-log-rate 0"},
+		{"--agent-log-burst 0", append(append([]string{}, insecure...), "--agent-log-burst", "0"), exitUsage, "--agent-log-burst 0"},
+		{"--max-streams-per-conn 0", append(append([]string{}, insecure...), "--max-streams-per-conn", "0"), exitUsage, "--max-streams-per-conn 0: want 1..65536"},
+		{"--max-streams-per-conn too many", append(append([]string{}, insecure...), "--max-streams-per-conn", "70000"), exitUsage, "--max-streams-per-conn 70000"},
+		{"--data-dir-min-free-mib 0", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "0"), exitUsage, "--data-dir-min-free-mib 0: want 64..1048576"},
+		{"--data-dir-min-free-mib below a WAL segment", append(append([]string{}, insecure...), "--data-dir-min-free-mib", "16"), exitUsage, "--data-dir-min-free-mib 16: want 64..1048576 (at least one Raft log segment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
