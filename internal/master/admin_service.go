@@ -38,7 +38,10 @@ type adminService struct {
 	reach func(id string) (reachable bool, since time.Duration, known bool)
 	// held: node has a live agent session here, or one a follower reports.
 	held func(node string) bool
-	log  *slog.Logger
+	// waitDenyApplied (Server.waitDenyApplied): a deny-list change at an
+	// index holds on every master the leader reaches.
+	waitDenyApplied func(ctx context.Context, index uint64, what string) error
+	log             *slog.Logger
 }
 
 func (a *adminService) ImportFabric(ctx context.Context, req *ginv1.ImportFabricRequest) (*ginv1.ImportFabricResponse, error) {

@@ -31,6 +31,9 @@ func (a *adminService) DenyCertificate(ctx context.Context, req *ginv1.DenyCerti
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("deny certificate %s: %w", e.GetSerial(), err))
 	}
+	if err := a.waitDenyApplied(ctx, res.Index, "serial "+e.GetSerial()+" denied"); err != nil {
+		return nil, toStatus(err)
+	}
 	stored, ok := a.store.DeniedCertificate(e.GetSerial())
 	if !ok {
 		return nil, toStatus(fmt.Errorf("deny entry %s committed at %d but not in the state", e.GetSerial(), res.Index))
@@ -79,6 +82,9 @@ func (a *adminService) AllowCertificate(ctx context.Context, req *ginv1.AllowCer
 	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_AllowCertificate{AllowCertificate: &statev1.AllowCertificate{Serial: serial}}})
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("allow certificate %s: %w", serial, err))
+	}
+	if err := a.waitDenyApplied(ctx, res.Index, "serial "+serial+" taken off the deny list"); err != nil {
+		return nil, toStatus(err)
 	}
 	a.log.Warn("certificate taken off the deny list", "serial", serial, "changed", res.Changed, "index", res.Index)
 	return &ginv1.AllowCertificateResponse{Changed: res.Changed, Index: res.Index}, nil

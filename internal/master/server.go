@@ -151,7 +151,8 @@ func New(cfg Config) (*Server, error) {
 	s.topology = newTopologyService(store, s.read)
 	s.admin = &adminService{id: cfg.ID, advertise: cfg.Advertise, tls: cfg.TLS, store: store, node: node,
 		apply: s.apply, leading: s.leading, outdated: s.outdated, leaderHint: s.leaderHint, reach: s.live.reach,
-		held: func(n string) bool { return s.sessions.has(n) || s.live.reportedHeld(n) }, log: log}
+		held:            func(n string) bool { return s.sessions.has(n) || s.live.reportedHeld(n) },
+		waitDenyApplied: s.waitDenyApplied, log: log}
 	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
 	s.calib = newCalibrationService(store, s.apply, s.read, log)
 	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
