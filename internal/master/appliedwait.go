@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -25,8 +24,7 @@ import (
 //
 // The bound is the caller's deadline less a tenth (so the answer still
 // arrives), at most appliedWaitMax. A master still behind then is named in
-// the error, ABORTED: not DEADLINE_EXCEEDED or UNAVAILABLE, on which
-// clients move on to another master and repeat a write that committed.
+// the error (notAppliedError); the change stays committed.
 //
 // A follower's progress is read as the index of the state that served a
 // read (ReadInfo.index): hashicorp/raft's applied index (GetClusterInfo)
@@ -78,9 +76,15 @@ func (s *Server) waitApplied(ctx context.Context, index uint64, what string) err
 		return nil
 	}
 	sort.Strings(behind)
-	return status.Errorf(codes.Aborted, "%s at commit index %d, but %s had not applied it within %s and may act without it until they do (ginctl cluster shows each master's applied index)",
-		what, index, strings.Join(behind, ", "), bound.Round(time.Millisecond))
+	return &notAppliedError{msg: fmt.Sprintf("%s at commit index %d, but %s had not applied it within %s and may act without it until they do (ginctl cluster shows each master's applied index)",
+		what, index, strings.Join(behind, ", "), bound.Round(time.Millisecond))}
 }
+
+// notAppliedError: a committed change that masters the leader reaches had
+// not applied when waitApplied's bound passed (ABORTED, errors.go).
+type notAppliedError struct{ msg string }
+
+func (e *notAppliedError) Error() string { return e.msg }
 
 // waitDenyApplied waits (waitApplied) for a deny-list change at index to
 // hold on every master the leader reaches; without TLS no master checks
@@ -100,7 +104,7 @@ const appliedWaitMax = 10 * time.Second
 // commit timeout) and applies it right after, so the first polls come
 // quickly and then back off.
 func (s *Server) waitPeerApplied(ctx context.Context, addr string, index uint64) error {
-	conn, err := grpc.NewClient(addr, s.dialCredentials())
+	conn, err := s.dialPeer(addr)
 	if err != nil {
 		return err
 	}

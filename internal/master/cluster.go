@@ -138,6 +138,13 @@ func (s *Server) peerInfo(ctx context.Context, addr string) (*ginv1.GetClusterIn
 	return ginv1.NewAdminServiceClient(conn).GetClusterInfo(cctx, &ginv1.GetClusterInfoRequest{})
 }
 
+// dialPeer connects to another master (by client address) as this
+// master: for cluster formation here, and for the leader's wait on its
+// followers' progress (appliedwait.go).
+func (s *Server) dialPeer(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, s.dialCredentials())
+}
+
 // joinVia asks the leader at addr to add this server.
 func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
 	conn, err := grpc.NewClient(addr, s.dialCredentials())

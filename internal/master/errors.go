@@ -132,6 +132,9 @@ var statusTable = []statusRow{
 	{anyOf(is(ginraft.ErrOutcomeUnknown), is(ginraft.ErrShutdown), is(errOutdated), is(ginraft.ErrCorruptState), is(errShuttingDown),
 		is(errDetached), is(errNoLeader), is(errRelayTimedOut), is(errNotRegistered), isA[*ginraft.CatchingUpError]), codes.Unavailable, nil},
 	{is(errFailedPrecondition), codes.FailedPrecondition, nil},
+	// Not UNAVAILABLE or DEADLINE_EXCEEDED: clients move on to another
+	// master on those and would repeat a write that committed.
+	{isA[*notAppliedError], codes.Aborted, nil},
 	{is(state.ErrWatchTooOld), codes.OutOfRange, nil},
 	{isA[*errHandshakeBusy], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {
 		return []protoadapt.MessageV1{apierr.Info(apierr.ReasonHandshakesBusy, nil),
