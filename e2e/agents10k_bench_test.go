@@ -33,7 +33,7 @@ import (
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkMasterTenThousandAgents measures the DESIGN target "one 2-core
@@ -272,7 +272,7 @@ func startAkLoadEnv(b *testing.B, bin string, cfg akConfig, args []string, env s
 	ports := foPorts(b, 3)
 	dir := b.TempDir()
 	addr, httpAddr, dataDir := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[2]), filepath.Join(dir, "m1")
-	master := &foProc{testproc.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
+	master := &foProc{testkit.Proc{Name: "m1", Log: filepath.Join(dir, "m1.log"),
 		Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[1]),
 			"--http-bind", httpAddr, "--data-dir", dataDir, "--heartbeat-interval", akHeartbeat.String(),
 			"--snapshot-interval", akSnapshotInterval.String(), "--log-level", "info"}, args...)}}

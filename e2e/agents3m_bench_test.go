@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkThreeMastersAgents measures issue #16's target on real
@@ -181,7 +181,7 @@ func startThreeMasters(b testing.TB, bin string, cfg akConfig, memLimit string, 
 	for i := range 3 {
 		m := &mmMaster{id: fmt.Sprintf("m%d", i+1), addr: addrs[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
 		m.dataDir = filepath.Join(dir, m.id)
-		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
+		m.foProc = foProc{testkit.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
 			Argv: []string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.addr, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
 				"--http-bind", m.http, "--data-dir", m.dataDir, "--bootstrap-expect", "3", "--join", strings.Join(addrs, ","),
 				"--heartbeat-interval", akHeartbeat.String(), "--snapshot-interval", akSnapshotInterval.String(),

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkAgentRegistrationTLS registers GIN_LOAD_AGENTS (default 10,000)
@@ -85,9 +85,9 @@ func BenchmarkAgentRegistrationTLS(b *testing.B) {
 // agentCerts makes the cluster CA, the master m1's certificate (with
 // ginctl) and one agent/<node> certificate per simulated agent (with
 // internal/pki), and returns the agents' transport credentials by name.
-func agentCerts(b *testing.B, bin string, agents int) (testcerts.Dir, map[string]credentials.TransportCredentials) {
+func agentCerts(b *testing.B, bin string, agents int) (testkit.CertDir, map[string]credentials.TransportCredentials) {
 	dir := filepath.Join(b.TempDir(), "tls")
-	certs := testcerts.Make(b, filepath.Join(bin, "ginctl"), dir, testcerts.Cert{Role: "master", Name: "m1"})
+	certs := testkit.MakeCerts(b, filepath.Join(bin, "ginctl"), dir, testkit.Cert{Role: "master", Name: "m1"})
 	ca, err := pki.LoadCA(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestTLSDenyAndNodeDelete runs docs/SECURITY.md's deny-list and node-removal
@@ -72,7 +72,7 @@ func TestTLSDenyAndNodeDelete(t *testing.T) {
 		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(d, base+".pem"), "--tls-key", filepath.Join(d, base+"-key.pem")}
 	}
 
-	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: append([]string{
+	master := &testkit.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: append([]string{
 		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
 		"--http-bind", "", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s"}, flags(tdir, "master-m1")...)}
 	if err := master.Start(); err != nil {
@@ -80,8 +80,8 @@ func TestTLSDenyAndNodeDelete(t *testing.T) {
 	}
 	t.Cleanup(func() { master.Kill(10 * time.Second) })
 	addr := logAddr(t, master, regexp.MustCompile(`msg="gin-master serving".* grpc=(\S+)`))
-	startAgent := func(name, d string) *testproc.Proc {
-		a := &testproc.Proc{Name: name, Log: filepath.Join(dir, name+".log"), Argv: append([]string{
+	startAgent := func(name, d string) *testkit.Proc {
+		a := &testkit.Proc{Name: name, Log: filepath.Join(dir, name+".log"), Argv: append([]string{
 			filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
 			"--metrics-bind", "", "--plan-socket", "", "--heartbeat-interval", "1s"}, flags(d, "agent-node001")...)}
 		if err := a.Start(); err != nil {

@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // binaries builds gin-master, gin-agent and ginctl once into a temp dir.
 func binaries(t testing.TB) string {
-	return testproc.Build(t, "gin-master", "gin-agent", "ginctl")
+	return testkit.BuildCommands(t, "gin-master", "gin-agent", "ginctl")
 }
 
 var upRE = regexp.MustCompile(`GIN dev cluster is up: master (\S+),`)
@@ -100,7 +99,7 @@ func nodes(t *testing.T, bin, addr string) []node {
 // deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	testwait.ForEvery(t, d, 100*time.Millisecond, what, cond)
+	testkit.WaitForEvery(t, d, 100*time.Millisecond, what, cond)
 }
 
 func TestDevClusterEndToEnd(t *testing.T) {

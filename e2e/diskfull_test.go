@@ -24,8 +24,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testtmpfs"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // Disk-full tests: a master's --data-dir on a real small tmpfs (root; CI
@@ -44,7 +43,7 @@ type diskFullCluster struct {
 	t       *testing.T
 	bin     string
 	clients []string
-	procs   []*testproc.Proc
+	procs   []*testkit.Proc
 	join    string
 }
 
@@ -71,14 +70,14 @@ func startDiskFullCluster(t *testing.T, bin string, n int, dataDir func(i int) s
 		if n > 1 {
 			argv = append(argv, "--bootstrap-expect", strconv.Itoa(n), "--join", c.join)
 		}
-		p := &testproc.Proc{Name: fmt.Sprintf("m%d", i+1), Argv: argv, Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1))}
+		p := &testkit.Proc{Name: fmt.Sprintf("m%d", i+1), Argv: argv, Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1))}
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Kill(10 * time.Second) })
 		c.procs = append(c.procs, p)
 	}
-	agent := &testproc.Proc{Name: "agent", Log: filepath.Join(logDir, "agent.log"), Argv: []string{filepath.Join(bin, "gin-agent"),
+	agent := &testkit.Proc{Name: "agent", Log: filepath.Join(logDir, "agent.log"), Argv: []string{filepath.Join(bin, "gin-agent"),
 		"--source", "sim:dgx-h100", "--master", c.join, "--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", "", "--plan-socket", ""}}
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
@@ -161,7 +160,7 @@ func TestDiskFullSingleMaster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	dir := testtmpfs.Mount(t, diskFullTmpfs)
+	dir := testkit.MountTmpfs(t, diskFullTmpfs)
 	bin := binaries(t)
 	httpPort := distinctPorts(t, 1)[0]
 	c := startDiskFullCluster(t, bin, 1, func(int) string { return dir }, httpPort)
@@ -176,7 +175,7 @@ func TestDiskFullSingleMaster(t *testing.T) {
 	}
 	before := c.cluster(c.join)
 
-	testtmpfs.Fill(t, dir, diskFullLeave)
+	testkit.FillTmpfs(t, dir, diskFullLeave)
 	for job := 10; job <= 12; job++ {
 		st := c.pinStatus(c.clients[0], job)
 		if st.Code() != codes.ResourceExhausted || !apierr.IsDataDirFull(st.Err()) || !strings.Contains(st.Message(), "data dir "+dir+" is full") {
@@ -205,7 +204,7 @@ func TestDiskFullSingleMaster(t *testing.T) {
 		t.Fatalf("metrics: gin_master_data_dir_free_bytes %v, min %v; want free below %d", got[""], got["min_"], diskFullMinFree<<20)
 	}
 
-	testtmpfs.Free(t, dir)
+	testkit.FreeTmpfs(t, dir)
 	h, out, err := c.plan(c.join, 10)
 	if err != nil {
 		t.Fatalf("plan after space returned (no restart): %v\n%s", err, out)
@@ -231,7 +230,7 @@ func TestDiskFullOneOfThreeMasters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	full := testtmpfs.Mount(t, diskFullTmpfs)
+	full := testkit.MountTmpfs(t, diskFullTmpfs)
 	bin := binaries(t)
 	dirs := []string{t.TempDir(), t.TempDir(), full}
 	c := startDiskFullCluster(t, bin, 3, func(i int) string { return dirs[i] }, 0)
@@ -266,7 +265,7 @@ func TestDiskFullOneOfThreeMasters(t *testing.T) {
 	committed := c.cluster(leaderAddr).commit
 	waitFor(t, "m3 to apply plan 1", 30*time.Second, func() bool { return c.cluster(m3).applied >= committed })
 
-	testtmpfs.Fill(t, full, diskFullLeave)
+	testkit.FillTmpfs(t, full, diskFullLeave)
 	hashes := map[int]string{}
 	for job := 20; job <= 24; job++ {
 		h, out, err := c.plan(c.join, job)
@@ -284,7 +283,7 @@ func TestDiskFullOneOfThreeMasters(t *testing.T) {
 		t.Fatalf("while m3's disk was full: %+v, before %+v (m3 alive %v); want the same leader and term", during, before, c.procs[2].Alive())
 	}
 
-	testtmpfs.Free(t, full)
+	testkit.FreeTmpfs(t, full)
 	waitFor(t, "m3 to catch up without a restart", 60*time.Second, func() bool { return c.cluster(m3).applied >= committed })
 	if after := c.cluster(m3); after.leader != before.leader || after.term != before.term {
 		t.Fatalf("leadership changed: %+v, before %+v", after, before)
@@ -319,7 +318,7 @@ func TestDiskFullAtStartExitsForARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	dir := testtmpfs.Mount(t, 32<<20) // less than one 64 MiB segment
+	dir := testkit.MountTmpfs(t, 32<<20) // less than one 64 MiB segment
 	bin := binaries(t)
 	ports := distinctPorts(t, 2)
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
@@ -336,8 +335,8 @@ func TestDiskFullAtStartExitsForARestart(t *testing.T) {
 		t.Fatalf("the exit does not name the full data dir %s:\n%s", dir, out)
 	}
 
-	testtmpfs.Resize(t, dir, diskFullTmpfs)
-	p := &testproc.Proc{Name: "m1", Argv: append([]string{filepath.Join(bin, "gin-master")}, argv...), Log: filepath.Join(t.TempDir(), "m1.log")}
+	testkit.ResizeTmpfs(t, dir, diskFullTmpfs)
+	p := &testkit.Proc{Name: "m1", Argv: append([]string{filepath.Join(bin, "gin-master")}, argv...), Log: filepath.Join(t.TempDir(), "m1.log")}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +360,7 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	dirs := []string{testtmpfs.Mount(t, diskFullTmpfs), testtmpfs.Mount(t, diskFullTmpfs), testtmpfs.Mount(t, diskFullTmpfs)}
+	dirs := []string{testkit.MountTmpfs(t, diskFullTmpfs), testkit.MountTmpfs(t, diskFullTmpfs), testkit.MountTmpfs(t, diskFullTmpfs)}
 	bin := binaries(t)
 	c := startDiskFullCluster(t, bin, 3, func(i int) string { return dirs[i] }, 0)
 	var before raftView
@@ -375,7 +374,7 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 		t.Fatalf("plan 1: %v\n%s", err, out)
 	}
 
-	testtmpfs.Fill(t, dirs[old], diskFullLeave)
+	testkit.FillTmpfs(t, dirs[old], diskFullLeave)
 	if st := c.pinStatus(c.clients[old], 30); st.Code() != codes.ResourceExhausted || !apierr.IsDataDirFull(st.Err()) {
 		t.Fatalf("the write that finds the leader's data dir full: %s %q, want RESOURCE_EXHAUSTED (DATA_DIR_FULL)", st.Code(), st.Message())
 	}
@@ -402,7 +401,7 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 		t.Fatalf("the full master applied up to %d, the leader's commit %d: it must refuse to append", v.applied, committed)
 	}
 
-	testtmpfs.Free(t, dirs[old])
+	testkit.FreeTmpfs(t, dirs[old])
 	waitFor(t, "the old leader to catch up without a restart", 60*time.Second, func() bool {
 		return c.cluster(c.clients[old]).applied >= committed
 	})

@@ -24,9 +24,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkFailover measures failover on real processes: three gin-master
@@ -144,9 +142,9 @@ const (
 	failoverHeartbeat = "1s" // the agents' heartbeat interval, set by the masters
 )
 
-// foProc is a testproc.Proc under a test or benchmark: a failed start
+// foProc is a testkit.Proc under a test or benchmark: a failed start
 // fails it, and kill waits at most 10 s.
-type foProc struct{ testproc.Proc }
+type foProc struct{ testkit.Proc }
 
 func (p *foProc) start(tb testing.TB) {
 	tb.Helper()
@@ -300,14 +298,14 @@ func startFailoverClusterTLS(b *testing.B, bin string, n int, raftFlags []string
 	tlsFlags := func(string) []string { return []string{"--insecure"} }
 	creds := insecure.NewCredentials()
 	if useTLS {
-		certs := []testcerts.Cert{{Role: "reader"}}
+		certs := []testkit.Cert{{Role: "reader"}}
 		for i := range 3 {
-			certs = append(certs, testcerts.Cert{Role: "master", Name: masterID(i)})
+			certs = append(certs, testkit.Cert{Role: "master", Name: masterID(i)})
 		}
 		for i := range n {
-			certs = append(certs, testcerts.Cert{Role: "agent", Name: agentName(i)})
+			certs = append(certs, testkit.Cert{Role: "agent", Name: agentName(i)})
 		}
-		d := testcerts.Make(b, filepath.Join(bin, "ginctl"), filepath.Join(dir, "tls"), certs...)
+		d := testkit.MakeCerts(b, filepath.Join(bin, "ginctl"), filepath.Join(dir, "tls"), certs...)
 		tlsFlags = d.Flags
 		var err error
 		if creds, err = pki.ClientCredentials(d.Files("reader"), nil); err != nil {
@@ -321,7 +319,7 @@ func startFailoverClusterTLS(b *testing.B, bin string, n int, raftFlags []string
 	for i := range 3 {
 		m := &foMaster{id: masterID(i), client: join[i], http: "127.0.0.1:" + strconv.Itoa(ports[3*i+2])}
 		data := filepath.Join(dir, m.id)
-		m.foProc = foProc{testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
+		m.foProc = foProc{testkit.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-master"), "--node-id", m.id, "--bind", m.client, "--raft-bind", "127.0.0.1:" + strconv.Itoa(ports[3*i+1]),
 				"--http-bind", m.http, "--data-dir", data, "--bootstrap-expect", "3", "--join", strings.Join(join, ","),
 				"--heartbeat-interval", failoverHeartbeat, "--log-level", "info"}, append(tlsFlags("master-"+m.id), raftFlags...)...)}}
@@ -345,7 +343,7 @@ func startFailoverClusterTLS(b *testing.B, bin string, n int, raftFlags []string
 		if !useTLS {
 			agentTLS = nil // an agent has no --insecure: plaintext without certificates
 		}
-		a.foProc = foProc{testproc.Proc{Name: name, Log: filepath.Join(dir, name+".log"),
+		a.foProc = foProc{testkit.Proc{Name: name, Log: filepath.Join(dir, name+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", name, "--master", strings.Join(join, ","),
 				"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info"}, agentTLS...)}}
 		c.agents = append(c.agents, a)
@@ -381,7 +379,7 @@ func foPorts(tb testing.TB, k int) []int {
 func (c *foCluster) poll(what string, limit, interval time.Duration, t0 time.Time, cond func() error) time.Duration {
 	c.tb.Helper()
 	var err error
-	if !testwait.UntilEvery(limit, interval, func() bool { err = cond(); return err == nil }) {
+	if !testkit.WaitUntilEvery(limit, interval, func() bool { err = cond(); return err == nil }) {
 		c.fatalf("timed out after %s waiting for %s: %v", limit, what, err)
 	}
 	return time.Since(t0)

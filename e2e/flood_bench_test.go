@@ -17,9 +17,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkRestartUnderFlood measures the pre-authentication bounds
@@ -84,7 +82,7 @@ const (
 )
 
 type floodMaster struct {
-	testproc.Proc
+	testkit.Proc
 	id, client, raft, http string
 	conn                   *grpc.ClientConn
 }
@@ -96,11 +94,11 @@ type floodCluster struct {
 func startFloodCluster(b *testing.B, bin string) *floodCluster {
 	ports := foPorts(b, 9)
 	dir := b.TempDir()
-	certs := []testcerts.Cert{{Role: "reader"}}
+	certs := []testkit.Cert{{Role: "reader"}}
 	for i := range 3 {
-		certs = append(certs, testcerts.Cert{Role: "master", Name: fmt.Sprintf("m%d", i+1), IPs: []string{fmt.Sprintf("127.0.0.%d", i+1)}})
+		certs = append(certs, testkit.Cert{Role: "master", Name: fmt.Sprintf("m%d", i+1), IPs: []string{fmt.Sprintf("127.0.0.%d", i+1)}})
 	}
-	d := testcerts.Make(b, filepath.Join(bin, "ginctl"), filepath.Join(dir, "tls"), certs...)
+	d := testkit.MakeCerts(b, filepath.Join(bin, "ginctl"), filepath.Join(dir, "tls"), certs...)
 	creds, err := pki.ClientCredentials(d.Files("reader"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -117,7 +115,7 @@ func startFloodCluster(b *testing.B, bin string) *floodCluster {
 	for i := range 3 {
 		ip := fmt.Sprintf("127.0.0.%d", i+1)
 		m := &floodMaster{id: fmt.Sprintf("m%d", i+1), client: join[i], raft: ip + ":" + strconv.Itoa(ports[3*i+1]), http: ip + ":" + strconv.Itoa(ports[3*i+2])}
-		m.Proc = testproc.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
+		m.Proc = testkit.Proc{Name: m.id, Log: filepath.Join(dir, m.id+".log"),
 			Argv: append([]string{masterBin, "--node-id", m.id, "--bind", m.client, "--raft-bind", m.raft,
 				"--http-bind", m.http, "--data-dir", filepath.Join(dir, m.id), "--bootstrap-expect", "3", "--join", strings.Join(join, ","),
 				"--heartbeat-interval", "1s", "--log-level", "warn"}, d.Flags("master-"+m.id)...)}
@@ -163,7 +161,7 @@ func (c *floodCluster) restart(b *testing.B, limit time.Duration) (time.Duration
 func (c *floodCluster) elect(_ *testing.B, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
 	var last error
-	ok := testwait.UntilEvery(limit, 20*time.Millisecond, func() bool {
+	ok := testkit.WaitUntilEvery(limit, 20*time.Millisecond, func() bool {
 		leader := ""
 		for _, m := range c.masters {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestHealthGateUnderSlurm: three Slurm nodes whose GIN twins are simulated
@@ -83,7 +83,7 @@ func TestHealthGateUnderSlurm(t *testing.T) {
 		}
 		return s
 	}
-	testwait.For(t, 4*time.Minute, "job "+job+" to complete", func() bool { return state() == "COMPLETED" },
+	testkit.WaitFor(t, 4*time.Minute, "job "+job+" to complete", func() bool { return state() == "COMPLETED" },
 		func() string {
 			s, _ := sc.Run(30*time.Second, nil, "scontrol", "show", "job", job)
 			return s + "\n" + tailFile(sc.LogFile("slurmctld.log")) + "\n" + tailFile(sc.LogFile("slurmd-n2.log"))

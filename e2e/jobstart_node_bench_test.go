@@ -18,7 +18,7 @@ import (
 
 	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/plantable"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // BenchmarkJobStartNode is a job start as one node sees it: one real
@@ -58,7 +58,7 @@ func BenchmarkJobStartNode(b *testing.B) {
 	sock := filepath.Join(dir, "agent.sock")
 	const node = "jsn01"
 	a := &foAgent{metrics: "127.0.0.1:" + strconv.Itoa(foPorts(b, 1)[0])}
-	a.foProc = foProc{testproc.Proc{Name: node, Log: filepath.Join(dir, node+".log"),
+	a.foProc = foProc{testkit.Proc{Name: node, Log: filepath.Join(dir, node+".log"),
 		Argv: []string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", node, "--master", strings.Join(join, ","),
 			"--heartbeat-interval", failoverHeartbeat, "--metrics-bind", a.metrics, "--log-level", "info",
 			"--plan-socket", sock, "--plan-dir", filepath.Join(dir, "plans")}}}

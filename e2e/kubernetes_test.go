@@ -26,7 +26,7 @@ import (
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/kubetest"
 	"github.com/gin-topology/gin/internal/nodelabels"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite e2e/testdata golden files")
@@ -514,7 +514,7 @@ func importFabric(t *testing.T, addr string, f *ginv1.FabricTopology) {
 func waitKube(t *testing.T, timeout time.Duration, what string, log *lockedBuffer, cond func() (bool, string)) {
 	t.Helper()
 	last := ""
-	testwait.For(t, timeout, what, func() bool {
+	testkit.WaitFor(t, timeout, what, func() bool {
 		ok, why := cond()
 		last = why
 		return ok

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestPinnedPlanPushedToAgents: real gin-agent processes for nodes pa1 and
@@ -44,7 +44,7 @@ func TestPinnedPlanPushedToAgents(t *testing.T) {
 	waitLog := func(n, what string) {
 		t.Helper()
 		re := regexp.MustCompile(what)
-		testwait.For(t, 60*time.Second, fmt.Sprintf("%q in agent %s's log", what, n),
+		testkit.WaitFor(t, 60*time.Second, fmt.Sprintf("%q in agent %s's log", what, n),
 			func() bool { return re.MatchString(logs[n].String()) }, logs[n].String)
 	}
 	for _, n := range []string{"pa1", "pa2"} {
@@ -52,7 +52,7 @@ func TestPinnedPlanPushedToAgents(t *testing.T) {
 	}
 	// Nodes are up after their first inventory; pin the job's plan once.
 	var pinned string
-	testwait.UntilEvery(30*time.Second, 200*time.Millisecond, func() bool {
+	testkit.WaitUntilEvery(30*time.Second, 200*time.Millisecond, func() bool {
 		pinned, err = runTool(t, bin, "ginctl", "--master", addr, "plan", "--job", "777", "--nodes", "pa[1-2]", "-o", "json")
 		return err == nil
 	})

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestPluginUnderSrun runs the NCCL tuner plugin in 16 ranks (4 GPUs per node) on 4 Slurm
@@ -87,7 +85,7 @@ func TestPluginUnderSrun(t *testing.T) {
 		}
 		agents[node], agentLogs[node] = cmd, logb
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		testwait.For(t, 30*time.Second, "the agent for "+node+" to serve plans", func() bool { return strings.Contains(logb.String(), "serving plans") },
+		testkit.WaitFor(t, 30*time.Second, "the agent for "+node+" to serve plans", func() bool { return strings.Contains(logb.String(), "serving plans") },
 			func() string { return logb.String() })
 	}
 	stopAgent := func(node string) {
@@ -350,16 +348,16 @@ func TestPluginUnderSrun(t *testing.T) {
 	if out, err := runTool(t, bin, "ginctl", initArgs...); err != nil {
 		t.Fatalf("ginctl tls init: %v\n%s", err, out)
 	}
-	tcerts := testcerts.Dir(tdir)
+	tcerts := testkit.CertDir(tdir)
 	tflags := tcerts.Flags
 	_, taddr := startTLSMaster(t, bin, dir, tcerts, "tm1")
 	tsockDir := filepath.Join(dir, "tsock")
 	if err := os.MkdirAll(tsockDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tagents := map[string]*testproc.Proc{}
+	tagents := map[string]*testkit.Proc{}
 	for _, n := range nodes {
-		a := &testproc.Proc{Name: "tls-agent-" + n, Log: filepath.Join(dir, "tls-agent-"+n+".log"), Argv: append([]string{
+		a := &testkit.Proc{Name: "tls-agent-" + n, Log: filepath.Join(dir, "tls-agent-"+n+".log"), Argv: append([]string{
 			filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", taddr, "--metrics-bind", "",
 			"--plan-socket", filepath.Join(tsockDir, n+".sock"), "--plan-dir", filepath.Join(dir, "tls-plans-"+n), "--heartbeat-interval", "1s"},
 			tflags("agent-"+n)...)}

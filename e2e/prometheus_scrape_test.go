@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // logAddr waits until the process log at path has a line matching re and
 // returns its first group.
-func logAddr(t *testing.T, p *testproc.Proc, re *regexp.Regexp) string {
+func logAddr(t *testing.T, p *testkit.Proc, re *regexp.Regexp) string {
 	t.Helper()
 	var addr string
 	waitFor(t, p.Name+" "+re.String(), 60*time.Second, func() bool {
@@ -91,7 +90,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	bin := binaries(t)
 	dir := t.TempDir()
 
-	master := &testproc.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: []string{
+	master := &testkit.Proc{Name: "gin-master", Log: filepath.Join(dir, "master.log"), Argv: []string{
 		filepath.Join(bin, "gin-master"), "--node-id", "m1", "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
 		"--http-bind", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "m1"), "--heartbeat-interval", "1s", "--insecure"}}
 	if err := master.Start(); err != nil {
@@ -111,7 +110,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	if err := os.WriteFile(inv, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: []string{
+	agent := &testkit.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: []string{
 		filepath.Join(bin, "gin-agent"), "--source", "file:" + inv, "--node-name", "localhost", "--master", grpcAddr,
 		"--metrics-bind", "127.0.0.1:0", "--heartbeat-interval", "1s", "--collect-interval", "1s",
 		"--plan-socket", filepath.Join(dir, "agent.sock"), "--plan-dir", ""}}
@@ -124,7 +123,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	// A second node, live simulated hardware (its counters move), on the
 	// same port of another loopback address: file_sd targets are
 	// node:agent-port, and the node is named by its address.
-	sim := &testproc.Proc{Name: "gin-agent-sim", Log: filepath.Join(dir, "agent-sim.log"), Argv: []string{
+	sim := &testkit.Proc{Name: "gin-agent-sim", Log: filepath.Join(dir, "agent-sim.log"), Argv: []string{
 		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "127.0.0.2", "--master", grpcAddr,
 		"--metrics-bind", "127.0.0.2:" + agentPort, "--heartbeat-interval", "1s", "--collect-interval", "1s",
 		"--plan-socket", ""}}
@@ -186,7 +185,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	// taken in between makes it exit, and the test says so.
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	pp := &testproc.Proc{Name: "prometheus", Log: filepath.Join(dir, "prometheus.log"), Argv: []string{
+	pp := &testkit.Proc{Name: "prometheus", Log: filepath.Join(dir, "prometheus.log"), Argv: []string{
 		prom, "--config.file=" + filepath.Join(pdir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(pdir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port)}}
 	if err := pp.Start(); err != nil {
@@ -195,7 +194,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	t.Cleanup(func() {
 		pp.Kill(10 * time.Second)
 		if t.Failed() {
-			for _, p := range []*testproc.Proc{master, agent, sim, pp} {
+			for _, p := range []*testkit.Proc{master, agent, sim, pp} {
 				b, _ := os.ReadFile(p.Log)
 				t.Logf("%s log:\n%s", p.Name, b)
 			}
@@ -330,7 +329,7 @@ func TestPrometheusScrapesGINAndAlerts(t *testing.T) {
 	})
 	pending := dashboardQueries(t)
 	problems := map[string]string{}
-	testwait.UntilEvery(45*time.Second, 500*time.Millisecond, func() bool { // 500 ms: the next scrape
+	testkit.WaitUntilEvery(45*time.Second, 500*time.Millisecond, func() bool { // 500 ms: the next scrape
 		for name, q := range pending {
 			var res struct {
 				Result []json.RawMessage `json:"result"`

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 var contentHashRE = regexp.MustCompile(`"content_hash":\s*"([0-9a-f]{64})"`)
@@ -79,10 +79,10 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 		}
 		return append(argv, extra...)
 	}
-	procs := make([]*testproc.Proc, 3)
+	procs := make([]*testkit.Proc, 3)
 	for i := range 3 {
 		dataDirs[i] = t.TempDir()
-		procs[i] = &testproc.Proc{Name: fmt.Sprintf("m%d", i+1), Argv: masterArgv(i), Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1))}
+		procs[i] = &testkit.Proc{Name: fmt.Sprintf("m%d", i+1), Argv: masterArgv(i), Log: filepath.Join(logDir, fmt.Sprintf("m%d.log", i+1))}
 		if err := procs[i].Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func recoverLostQuorum(t *testing.T, bin string, useTLS bool) {
 		ms := members(clients[0])
 		return len(ms) == 3 && leaderOf(ms) >= 0
 	})
-	agent := &testproc.Proc{Name: "agent", Log: filepath.Join(logDir, "agent.log"), Argv: []string{filepath.Join(bin, "gin-agent"),
+	agent := &testkit.Proc{Name: "agent", Log: filepath.Join(logDir, "agent.log"), Argv: []string{filepath.Join(bin, "gin-agent"),
 		"--source", "sim:dgx-h100", "--master", join, "--node-name", "node001", "--heartbeat-interval", "1s", "--metrics-bind", "", "--plan-socket", ""}}
 	agent.Argv = append(agent.Argv, tlsFlags("agent-node001")...)
 	if err := agent.Start(); err != nil {
@@ -279,7 +279,7 @@ func TestRecoverRefusesEmptyDataDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	bin := testproc.Build(t, "gin-master")
+	bin := testkit.BuildCommands(t, "gin-master")
 	for _, tc := range []struct {
 		name  string
 		setup func(dir string) string // returns the --data-dir

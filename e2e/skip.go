@@ -3,7 +3,7 @@ package e2e
 import (
 	"os"
 
-	"github.com/gin-topology/gin/internal/testlog"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // ciSkipf skips a test that cannot run here, except in CI (CI=true), where
@@ -21,4 +21,4 @@ func ciSkipf(t interface {
 }
 
 // lockedBuffer is what child processes write to while the test reads it.
-type lockedBuffer = testlog.Buffer
+type lockedBuffer = testkit.LogBuffer

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestSlurmScriptsWithTLS runs deploy/slurm's prolog and epilog (without
@@ -32,7 +31,7 @@ func TestSlurmScriptsWithTLS(t *testing.T) {
 		"--cert", "scheduler", "--cert", "reader"); err != nil {
 		t.Fatalf("ginctl tls init: %v\n%s", err, out)
 	}
-	certs := testcerts.Dir(tdir)
+	certs := testkit.CertDir(tdir)
 	flags := certs.Flags
 	_, addr := startTLSMaster(t, bin, dir, certs, "m1")
 	sdir, err := os.MkdirTemp("", "gst") // a socket path fits 108 bytes
@@ -41,7 +40,7 @@ func TestSlurmScriptsWithTLS(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(sdir) })
 	sock := filepath.Join(sdir, "agent.sock")
-	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
+	agent := &testkit.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
 		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
 		"--metrics-bind", "", "--plan-socket", sock, "--plan-dir", filepath.Join(dir, "plans"), "--heartbeat-interval", "1s"}, flags("agent-node001")...)}
 	if err := agent.Start(); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // slurmHarnessScript starts and stops the throw-away Slurm cluster; it is
@@ -184,7 +184,7 @@ func TestSlurmHarnessDown(t *testing.T) {
 	}
 	defer func() { cancel(); _ = job.Wait() }()
 	var pid int
-	testwait.For(t, time.Minute, "the job to start", func() bool {
+	testkit.WaitFor(t, time.Minute, "the job to start", func() bool {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false

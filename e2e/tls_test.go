@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestTLSCluster turns mTLS on with the real binaries as docs/SECURITY.md says:
@@ -50,9 +49,9 @@ func TestTLSCluster(t *testing.T) {
 		return []string{"--tls-ca", filepath.Join(tdir, "ca.pem"), "--tls-cert", filepath.Join(tdir, base+".pem"), "--tls-key", filepath.Join(tdir, base+"-key.pem")}
 	}
 
-	master, addr := startTLSMaster(t, bin, dir, testcerts.Dir(tdir), "m1")
+	master, addr := startTLSMaster(t, bin, dir, testkit.CertDir(tdir), "m1")
 
-	agent := &testproc.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
+	agent := &testkit.Proc{Name: "gin-agent", Log: filepath.Join(dir, "agent.log"), Argv: append([]string{
 		filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", "node001", "--master", addr,
 		"--metrics-bind", "", "--plan-socket", "", "--heartbeat-interval", "1s"}, flags("agent-node001")...)}
 	if err := agent.Start(); err != nil {
@@ -120,9 +119,9 @@ func TestTLSCluster(t *testing.T) {
 // startTLSMaster starts one gin-master on loopback ports serving mutual TLS
 // with certs' master-<id> pair, its data and log in dir; it returns the
 // process (killed at cleanup) and its gRPC address.
-func startTLSMaster(t *testing.T, bin, dir string, certs testcerts.Dir, id string) (*testproc.Proc, string) {
+func startTLSMaster(t *testing.T, bin, dir string, certs testkit.CertDir, id string) (*testkit.Proc, string) {
 	t.Helper()
-	m := &testproc.Proc{Name: "gin-master " + id, Log: filepath.Join(dir, id+".log"), Argv: append([]string{
+	m := &testkit.Proc{Name: "gin-master " + id, Log: filepath.Join(dir, id+".log"), Argv: append([]string{
 		filepath.Join(bin, "gin-master"), "--node-id", id, "--bind", "127.0.0.1:0", "--raft-bind", "127.0.0.1:0",
 		"--http-bind", "", "--data-dir", filepath.Join(dir, id), "--heartbeat-interval", "1s"}, certs.Flags("master-"+id)...)}
 	if err := m.Start(); err != nil {

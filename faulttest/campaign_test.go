@@ -27,9 +27,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 const nMasters = 3
@@ -44,10 +42,10 @@ const killWait = 30 * time.Second
 type cluster struct {
 	t       *testing.T
 	net     *testNet
-	masters []*testproc.Proc
+	masters []*testkit.Proc
 	addrs   []string // client addresses
 	conns   []*grpc.ClientConn
-	agents  []*testproc.Proc
+	agents  []*testkit.Proc
 	data    []string // masters' data dirs
 }
 
@@ -124,7 +122,7 @@ func (c *cluster) healthy() (bool, string) {
 // passes, then names the last reason it gave.
 func waitFor(what string, d time.Duration, cond func() (bool, string)) error {
 	last := ""
-	ok := testwait.UntilEvery(d, 100*time.Millisecond, func() bool {
+	ok := testkit.WaitUntilEvery(d, 100*time.Millisecond, func() bool {
 		ok, why := cond()
 		if why != "" {
 			last = why
@@ -489,7 +487,7 @@ func TestFaultCampaign(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	began := time.Now()
 
-	bin := testproc.Build(t, "gin-master", "gin-agent", "ginctl")
+	bin := testkit.BuildCommands(t, "gin-master", "gin-agent", "ginctl")
 	tn := newTestNet(t, nMasters)
 	logDir, err := os.MkdirTemp("", fmt.Sprintf("gin-fault-%d-", seed))
 	if err != nil {
@@ -512,7 +510,7 @@ func TestFaultCampaign(t *testing.T) {
 	for i := range nMasters {
 		dataDir := filepath.Join(t.TempDir(), fmt.Sprintf("m%d", i+1))
 		c.data = append(c.data, dataDir)
-		p := &testproc.Proc{Name: masterID(i), Log: filepath.Join(logDir, masterID(i)+".log"),
+		p := &testkit.Proc{Name: masterID(i), Log: filepath.Join(logDir, masterID(i)+".log"),
 			Argv: append([]string{"ip", "netns", "exec", tn.ns[i], filepath.Join(bin, "gin-master"), "--node-id", masterID(i),
 				"--bind", c.addrs[i], "--raft-bind", tn.IP(i) + ":5001", "--http-bind", "", "--data-dir", dataDir,
 				"--bootstrap-expect", "3", "--join", join, "--heartbeat-interval", "1s", "--log-level", "info",
@@ -559,7 +557,7 @@ func TestFaultCampaign(t *testing.T) {
 	// per host: the second agent would serve no plans and keep none pushed).
 	agentDir := t.TempDir()
 	for _, n := range nodeNames {
-		p := &testproc.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
+		p := &testkit.Proc{Name: n, Log: filepath.Join(logDir, n+".log"),
 			Argv: append([]string{filepath.Join(bin, "gin-agent"), "--source", "sim:dgx-h100", "--node-name", n, "--master", join,
 				"--heartbeat-interval", "1s", "--metrics-bind", "", "--home-probe-interval", "2s",
 				"--plan-socket", filepath.Join(agentDir, n+".sock"), "--plan-dir", filepath.Join(agentDir, n+"-plans")}, certs.Flags("agent-"+n)...)}
@@ -606,7 +604,7 @@ func TestFaultCampaign(t *testing.T) {
 	var wg sync.WaitGroup
 	cl := &claims{leaders: map[uint64]map[string]int{}, views: map[uint64]map[string]int{}}
 	wg.Go(func() { cl.sample(c, stop) })
-	other := testcerts.Make(t, filepath.Join(bin, "ginctl"), filepath.Join(t.TempDir(), "other-ca"), testcerts.Cert{Role: "master", Name: "m1"})
+	other := testkit.MakeCerts(t, filepath.Join(bin, "ginctl"), filepath.Join(t.TempDir(), "other-ca"), testkit.Cert{Role: "master", Name: "m1"})
 	attack, err := newRaftAttack(certs.Files("agent-"+nodeNames[0]), other.Files("master-m1"), certs.Files("master-"+memberlessID), certs.Files("master-m2"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,8 +22,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // campaignCerts makes the campaign's cluster CA and certificates with the
@@ -33,20 +32,20 @@ import (
 // certificate for the workload and the checks (it may pin plans and read
 // everything the checks read, nothing more). It returns the directory and
 // what it made (the rotation fault issues them again).
-func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) (testcerts.Dir, []testcerts.Cert) {
+func campaignCerts(t *testing.T, bin, dir string, masterIPs, nodes []string) (testkit.CertDir, []testkit.Cert) {
 	t.Helper()
-	var certs []testcerts.Cert
+	var certs []testkit.Cert
 	for i, ip := range masterIPs {
-		certs = append(certs, testcerts.Cert{Role: "master", Name: masterID(i), IPs: []string{ip}})
+		certs = append(certs, testkit.Cert{Role: "master", Name: masterID(i), IPs: []string{ip}})
 	}
 	for _, n := range nodes {
-		certs = append(certs, testcerts.Cert{Role: "agent", Name: n})
+		certs = append(certs, testkit.Cert{Role: "agent", Name: n})
 	}
-	certs = append(certs, testcerts.Cert{Role: "scheduler"})
+	certs = append(certs, testkit.Cert{Role: "scheduler"})
 	// A master certificate of the cluster CA for a master that never
 	// joins: the forged-Raft attacker's (issue #21).
-	certs = append(certs, testcerts.Cert{Role: "master", Name: memberlessID})
-	return testcerts.Make(t, filepath.Join(bin, "ginctl"), dir, certs...), certs
+	certs = append(certs, testkit.Cert{Role: "master", Name: memberlessID})
+	return testkit.MakeCerts(t, filepath.Join(bin, "ginctl"), dir, certs...), certs
 }
 
 func masterID(i int) string { return fmt.Sprintf("m%d", i+1) }
@@ -56,7 +55,7 @@ const memberlessID = "m9"
 
 // scheduler is the workload's and the checks' TLS identity; it follows
 // its files, so the rotation fault rotates it too.
-func scheduler(t *testing.T, d testcerts.Dir) *pki.Source {
+func scheduler(t *testing.T, d testkit.CertDir) *pki.Source {
 	t.Helper()
 	src, err := pki.NewSource(d.Files("scheduler"), nil)
 	if err != nil {
@@ -92,7 +91,7 @@ const raftRedialLine = "TLS files changed: closing pooled Raft connections"
 
 // lastProblemLine is the last WARN or ERROR line of p's log ("" if none),
 // cut to 400 bytes: why an agent is not up, for the failure message.
-func lastProblemLine(p *testproc.Proc) string {
+func lastProblemLine(p *testkit.Proc) string {
 	b, _ := os.ReadFile(p.Log)
 	lines := strings.Split(string(b), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -104,7 +103,7 @@ func lastProblemLine(p *testproc.Proc) string {
 }
 
 // logCount is how many times p's log holds text.
-func logCount(p *testproc.Proc, text string) int {
+func logCount(p *testkit.Proc, text string) int {
 	b, _ := os.ReadFile(p.Log)
 	return strings.Count(string(b), text)
 }
@@ -143,7 +142,7 @@ func agentsUseTLS(c *cluster) error {
 }
 
 // logSays checks that p's log holds text.
-func logSays(p *testproc.Proc, text string) error {
+func logSays(p *testkit.Proc, text string) error {
 	b, err := os.ReadFile(p.Log)
 	if err != nil {
 		return err

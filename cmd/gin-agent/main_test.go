@@ -17,7 +17,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
-	"github.com/gin-topology/gin/internal/testlog"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 const testInventory = "file:testdata/inventory.json"
@@ -314,7 +314,7 @@ func TestAgentReportsToMasterAndStopsOnCancel(t *testing.T) {
 }
 
 // syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer = testlog.Buffer
+type syncBuffer = testkit.LogBuffer
 
 // TestAddressInUseHint: a --metrics-bind port already taken is said in words.
 func TestAddressInUseHint(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/planread"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // planMaster is a master's PlanService: job "404" has no plan, every other
@@ -72,7 +72,7 @@ func TestAgentServesPlans(t *testing.T) {
 				"--plan-socket", sock, "--plan-dir", dir}, errb, errb, env(map[string]string{"GIN_MASTER_HOST": masterAddr}))
 		}()
 		exited := -1
-		testwait.For(t, 15*time.Second, "the plan socket", func() bool {
+		testkit.WaitFor(t, 15*time.Second, "the plan socket", func() bool {
 			select {
 			case exited = <-done:
 				return true

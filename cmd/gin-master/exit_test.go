@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
-func TestMain(m *testing.M) { testproc.MainOrTests(m, main) }
+func TestMain(m *testing.M) { testkit.MainOrTests(m, main) }
 
 // TestProcessExitStatus: the real process exits 64 on bad flags and 78
 // without TLS (both not restarted by the unit), while a panic exits 2,
@@ -25,17 +25,17 @@ func TestProcessExitStatus(t *testing.T) {
 		restarted bool
 		stderr    string
 	}{
-		{"unknown flag", testproc.ModeMain, []string{"--no-such-flag"}, 64, false, "unknown flag: --no-such-flag"},
-		{"bad value", testproc.ModeMain, []string{"--log-level", "loud", "--data-dir", dir}, 64, false, `--log-level "loud"`},
-		{"--kube-* without --kube-labels", testproc.ModeMain, []string{"--kube-taint-fail", "--data-dir", dir}, 64, false, "--kube-taint-fail needs --kube-labels"},
-		{"--kube-labels with a missing kubeconfig", testproc.ModeMain, []string{"--insecure", "--kube-labels", "--kubeconfig", filepath.Join(dir, "none"), "--data-dir", dir}, 78, false, "--kube-labels: kubeconfig"},
-		{"no TLS, no --insecure", testproc.ModeMain, []string{"--node-id", "m1", "--data-dir", dir}, 78, false, "no TLS certificates"},
-		{"panic", testproc.ModePanic, nil, 2, true, "panic: " + testproc.SelfPanic},
+		{"unknown flag", testkit.ModeMain, []string{"--no-such-flag"}, 64, false, "unknown flag: --no-such-flag"},
+		{"bad value", testkit.ModeMain, []string{"--log-level", "loud", "--data-dir", dir}, 64, false, `--log-level "loud"`},
+		{"--kube-* without --kube-labels", testkit.ModeMain, []string{"--kube-taint-fail", "--data-dir", dir}, 64, false, "--kube-taint-fail needs --kube-labels"},
+		{"--kube-labels with a missing kubeconfig", testkit.ModeMain, []string{"--insecure", "--kube-labels", "--kubeconfig", filepath.Join(dir, "none"), "--data-dir", dir}, 78, false, "--kube-labels: kubeconfig"},
+		{"no TLS, no --insecure", testkit.ModeMain, []string{"--node-id", "m1", "--data-dir", dir}, 78, false, "no TLS certificates"},
+		{"panic", testkit.ModePanic, nil, 2, true, "panic: " + testkit.SelfPanic},
 	}
-	prevented := testproc.RestartPrevented(t, filepath.Join("..", "..", "deploy", "systemd", "gin-master.service"))
+	prevented := testkit.RestartPrevented(t, filepath.Join("..", "..", "deploy", "systemd", "gin-master.service"))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stderr := testproc.RunSelf(t, tc.mode, nil, tc.args...)
+			code, stderr := testkit.RunSelf(t, tc.mode, nil, tc.args...)
 			if code != tc.want || !strings.Contains(stderr, tc.stderr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.want, tc.stderr)
 			}

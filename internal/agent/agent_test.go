@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 func TestFirstConnectSendsOneInventoryAtGeneration1(t *testing.T) {
@@ -627,7 +627,7 @@ func waitStatus(t *testing.T, a *Agent, cond func(Status) bool) {
 	if a == nil {
 		return
 	}
-	testwait.For(t, waitTimeout, "the agent's status", func() bool { return cond(a.Status()) },
+	testkit.WaitFor(t, waitTimeout, "the agent's status", func() bool { return cond(a.Status()) },
 		func() string { return fmt.Sprintf("last %+v", a.Status()) })
 }
 

@@ -23,7 +23,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
-	"github.com/gin-topology/gin/internal/testlog"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // waitTimeout bounds every wait in these tests; it is generous so that a
@@ -422,7 +422,7 @@ func (m *fakeMaster) counts() (sessions, inventories, heartbeats int) {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer = testlog.Buffer
+type syncBuffer = testkit.LogBuffer
 
 // testConfig is a fast configuration for src against masters, which the
 // agent tries in the order given (the list is rotated so that node-a's

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // garbageMaster answers every session with nonsense of one kind.
@@ -84,7 +84,7 @@ func TestMasterSendingGarbage(t *testing.T) {
 			done := make(chan struct{})
 			go func() { _ = a.Run(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
-			testwait.For(t, 20*time.Second, fmt.Sprintf("%q in the logs", tc.logContains), func() bool {
+			testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%q in the logs", tc.logContains), func() bool {
 				return strings.Contains(logs.String(), tc.logContains) && (!tc.reconnects || gm.sessions.Load() >= 3)
 			}, func() string { return fmt.Sprintf("after %d sessions:\n%s", gm.sessions.Load(), logs.String()) })
 			if !strings.Contains(logs.String(), "master sent no message") && tc.kind == "malformed leader hint and empty responses" {

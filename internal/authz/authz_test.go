@@ -26,7 +26,7 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // apiMethods is every method of every service in the gin.* proto packages
@@ -403,7 +403,7 @@ func TestStreamsPerIdentityAreBounded(t *testing.T) {
 		t.Fatalf("another identity: %v", err)
 	}
 	held[0]()
-	testwait.For(t, 10*time.Second, "a closed stream frees its place", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "a closed stream frees its place", func() bool {
 		_, err := open(n1)
 		return err == nil
 	})

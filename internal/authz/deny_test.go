@@ -15,7 +15,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // denyList is a deny list the test changes as it goes.
@@ -115,7 +115,7 @@ func TestDeniedCertificates(t *testing.T) {
 		t.Fatalf("the stream opened before the deny: %v, want Unavailable", err)
 	}
 	// The client reconnects; its calls are refused with the reason.
-	testwait.For(t, 10*time.Second, "the agent's reconnection is refused by the interceptor", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the agent's reconnection is refused by the interceptor", func() bool {
 		_, err := open(agent)
 		return status.Code(err) == codes.Unauthenticated && strings.Contains(err.Error(), want)
 	})

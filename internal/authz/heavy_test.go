@@ -14,7 +14,7 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // holdingTopology holds every GetMatrix until release is closed and
@@ -101,7 +101,7 @@ func TestHeavyReadsPerIdentityAreBounded(t *testing.T) {
 	if err := <-other; err != nil {
 		t.Fatalf("another identity: %v", err)
 	}
-	testwait.For(t, 10*time.Second, "slots freed", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "slots freed", func() bool {
 		_, err := reader.GetMatrix(ctx, &ginv1.GetMatrixRequest{})
 		return err == nil
 	})

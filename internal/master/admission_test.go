@@ -16,7 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/inventory"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestHandshakeAdmission: with --max-handshakes 2 and --handshake-queue 1,
@@ -81,7 +81,7 @@ gin_master_agent_handshakes_refused_total{server="m1"} %d
 		t.Fatalf("%d handshakes in flight, want 2", got)
 	}
 	c, _ := hello("adm3")
-	testwait.For(t, 30*time.Second, "the third Hello to wait for a slot", func() bool { return s.admission.waiting.Load() == 1 })
+	testkit.WaitFor(t, 30*time.Second, "the third Hello to wait for a slot", func() bool { return s.admission.waiting.Load() == 1 })
 	metricsSay(2, 1, 0)
 
 	d, _ := hello("adm4")
@@ -118,12 +118,12 @@ gin_master_agent_handshakes_refused_total{server="m1"} %d
 	// (a new session) is admitted only once a slot is free, and frees it.
 	_ = a.CloseSend()
 	_ = b.CloseSend()
-	testwait.For(t, 30*time.Second, "adm2's session to end and free its slot", func() bool { return s.admission.inFlight() == 1 })
+	testkit.WaitFor(t, 30*time.Second, "adm2's session to end and free its slot", func() bool { return s.admission.inFlight() == 1 })
 	a2, _ := hello("adm1")
 	if ack := helloAck(a2); !ack.GetInSync() {
 		t.Fatalf("adm1 again: %v, want in sync", ack)
 	}
-	testwait.For(t, 30*time.Second, "the in-sync agent to free its slot", func() bool { return s.admission.inFlight() == 1 })
+	testkit.WaitFor(t, 30*time.Second, "the in-sync agent to free its slot", func() bool { return s.admission.inFlight() == 1 })
 }
 
 // admission.acquire on its own: a waiter whose context ends or whose wait
@@ -142,7 +142,7 @@ func TestAdmissionAcquire(t *testing.T) {
 		_, err := a.acquire(cctx, time.Hour)
 		done <- err
 	}()
-	testwait.For(t, 10*time.Second, "the second acquire to wait", func() bool { return a.waiting.Load() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the second acquire to wait", func() bool { return a.waiting.Load() == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)

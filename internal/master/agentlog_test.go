@@ -10,8 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/gin-topology/gin/internal/testlog"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestAgentAttachLogIsRateLimited: a burst of agent sessions logs at most
@@ -19,7 +18,7 @@ import (
 // gin_master_agent_log_lines_suppressed_total, and the next line let
 // through (once the bucket refills) says how many were left out.
 func TestAgentAttachLogIsRateLimited(t *testing.T) {
-	logs := &testlog.Buffer{}
+	logs := &testkit.LogBuffer{}
 	clk := newFakeClockAt(time.Unix(1_800_000_000, 0))
 	s := startServerWith(t, func(c *Config) {
 		c.HeartbeatInterval, c.Logger = time.Minute, slog.New(slog.NewTextHandler(logs, nil))
@@ -32,7 +31,7 @@ func TestAgentAttachLogIsRateLimited(t *testing.T) {
 		openSession(t, conn, simInventory(t, "dgx-h100", fmt.Sprintf("node%03d", i)))
 	}
 	// Each session's line (or its count) follows its HelloAck.
-	testwait.For(t, 30*time.Second, "every attach logged or counted",
+	testkit.WaitFor(t, 30*time.Second, "every attach logged or counted",
 		func() bool { return attached()+int(s.agentLog.Suppressed()) == sessions }, logs.String)
 	if got := attached(); got != 2 {
 		t.Fatalf("%d agent attached lines for %d sessions with burst 2, want 2:\n%s", got, sessions, logs.String())
@@ -50,7 +49,7 @@ gin_master_agent_log_lines_suppressed_total{server="m1"} %d
 	// says how many lines were left out before it.
 	clk.Advance(time.Second)
 	openSession(t, conn, simInventory(t, "dgx-h100", "node099"))
-	testwait.For(t, 30*time.Second, "the line after the refill", func() bool { return attached() == 3 }, logs.String)
+	testkit.WaitFor(t, 30*time.Second, "the line after the refill", func() bool { return attached() == 3 }, logs.String)
 	if !strings.Contains(logs.String(), fmt.Sprintf("node=node099 held_generation=0 in_sync=false agent_version=\"\" suppressed=%d", sessions-2)) {
 		t.Fatalf("the line after the refill does not say %d were suppressed:\n%s", sessions-2, logs.String())
 	}

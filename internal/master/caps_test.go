@@ -13,7 +13,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestNodeAndPlanCaps: past --max-nodes a new node's inventory, and past
@@ -34,7 +34,7 @@ func TestNodeAndPlanCaps(t *testing.T) {
 			t.Fatalf("err = %v (reason %q); want RESOURCE_EXHAUSTED naming %s, reason %s", err, apierr.Reason(err), flag, reason)
 		}
 		label := strings.ToLower(reason)
-		testwait.For(t, 10*time.Second, "gin_master_rejected_messages_total{reason=\""+label+"\"} 1", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "gin_master_rejected_messages_total{reason=\""+label+"\"} 1", func() bool {
 			return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.ResourceExhausted.String(), label)) == 1
 		})
 		if n := testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.ResourceExhausted.String(), "too_large")); n != 0 {

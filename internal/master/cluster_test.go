@@ -17,7 +17,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 type member struct {
@@ -80,7 +80,7 @@ func (m *member) crash() {
 
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	testwait.For(t, 30*time.Second, what, cond)
+	testkit.WaitFor(t, 30*time.Second, what, cond)
 }
 
 func leaderOf(ms []*member) *member {

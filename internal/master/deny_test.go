@@ -19,7 +19,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 func dialWith(t *testing.T, addr string, src *pki.Source) *grpc.ClientConn {
@@ -153,7 +153,7 @@ func TestDenyAndDeleteNodeOverTLS(t *testing.T) {
 	if _, err := sess.stream.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("the open session after the deny: %v, want Unavailable (connection closed)", err)
 	}
-	testwait.For(t, 10*time.Second, "the session is gone from the leader", func() bool { return !s.sessions.has("node001") })
+	testkit.WaitFor(t, 10*time.Second, "the session is gone from the leader", func() bool { return !s.sessions.has("node001") })
 	// And the certificate is refused from then on, on a new connection too.
 	wantMsg := "certificate serial " + agentSerial + " (spiffe://gin/agent/node001) is denied: machine stolen"
 	again := dialWith(t, s.Addr(), agentSrc)

@@ -23,7 +23,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // stormOutcome is how the master ended one of the attacker's streams.
@@ -304,7 +304,7 @@ func TestHelloLessStreamsHeldBounded(t *testing.T) {
 				t.Fatalf("sending the storm: %v", err)
 			}
 			sample()
-			testwait.For(t, 2*time.Minute, "the master to end all 10,000 streams", func() bool {
+			testkit.WaitFor(t, 2*time.Minute, "the master to end all 10,000 streams", func() bool {
 				return resolved() >= conns*streamsPerConn
 			}, func() string { return fmt.Sprintf("%d ended", resolved()) })
 			close(stopSampling)
@@ -346,7 +346,7 @@ func TestHelloLessStreamsHeldBounded(t *testing.T) {
 			if extra, most := maxGoroutines.Load()-int64(baseline), int64(3*conns*perConn+200); extra > most {
 				t.Errorf("goroutines grew by %d during the storm, want at most %d", extra, most)
 			}
-			testwait.For(t, 30*time.Second, "no Session handler left", func() bool { return liveSessionHandlers() == 0 },
+			testkit.WaitFor(t, 30*time.Second, "no Session handler left", func() bool { return liveSessionHandlers() == 0 },
 				func() string { return fmt.Sprintf("%d left", liveSessionHandlers()) })
 
 			// The master still serves an agent that says hello.

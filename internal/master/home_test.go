@@ -10,7 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/gin-topology/gin/internal/agent"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // restart starts a crashed master again on the same addresses
@@ -63,7 +63,7 @@ func TestAgentsReturnHomeAfterAMasterRestarts(t *testing.T) {
 	names := fleetNames(12)
 	f := startFleetWith(t, ms, func(c *agent.Config) { c.HomeProbeInterval = 4 * relayHeartbeat }, names...)
 	leader := settle(t, ms, f, names)
-	testwait.For(t, 30*time.Second, "every agent at its home master", func() bool { return atHome(f, addrs) })
+	testkit.WaitFor(t, 30*time.Second, "every agent at its home master", func() bool { return atHome(f, addrs) })
 	shares := homeShares(f, addrs)
 	victim := followerOf(ms, leader)
 	if shares[victim.s.Addr()] == 0 {
@@ -74,7 +74,7 @@ func TestAgentsReturnHomeAfterAMasterRestarts(t *testing.T) {
 	before := f.sent()
 	onVictim := f.on(victim)
 	victim.crash()
-	testwait.For(t, 30*time.Second, "the dead follower's agents on the other masters", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the dead follower's agents on the other masters", func() bool {
 		for _, n := range onVictim {
 			if st := f.agents[n].a.Status(); !st.Connected || st.Master == victim.s.Addr() {
 				return false
@@ -86,10 +86,10 @@ func TestAgentsReturnHomeAfterAMasterRestarts(t *testing.T) {
 	t.Cleanup(victim.stop)
 	// It says it takes sessions once it reaches the leader and has caught
 	// up (an election under load may say otherwise for a moment).
-	testwait.For(t, 30*time.Second, "the restarted master's agent service SERVING", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the restarted master's agent service SERVING", func() bool {
 		return agentServiceHealth(t, victim.s.Addr()) == healthpb.HealthCheckResponse_SERVING
 	})
-	testwait.For(t, 60*time.Second, "every agent back at its home master", func() bool { return atHome(f, addrs) })
+	testkit.WaitFor(t, 60*time.Second, "every agent back at its home master", func() bool { return atHome(f, addrs) })
 	for _, m := range ms {
 		if got, want := len(f.on(m)), shares[m.s.Addr()]; got != want {
 			t.Errorf("%s holds %d sessions, want its hash share %d", m.s.cfg.ID, got, want)

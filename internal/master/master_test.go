@@ -20,7 +20,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // startServer runs a single-voter master on loopback with a real Raft data dir.
@@ -382,7 +382,7 @@ func TestMissedHeartbeatsMarkNodeDownAndBackUp(t *testing.T) {
 	}
 	waitState := func(want ginv1.NodeState) {
 		t.Helper()
-		testwait.For(t, 20*time.Second, "ws01 to be "+want.String(), func() bool {
+		testkit.WaitFor(t, 20*time.Second, "ws01 to be "+want.String(), func() bool {
 			rec, _ := s.store.Node("ws01")
 			return rec.GetState() == want
 		})

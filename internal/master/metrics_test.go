@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 func TestMetricsAndHealth(t *testing.T) {
@@ -33,7 +33,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	if err := s.WaitReady(wctx); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 30*time.Second, "m1 to lead", s.node.IsLeader)
+	testkit.WaitFor(t, 30*time.Second, "m1 to lead", s.node.IsLeader)
 	registerNodes(t, s, "dgx-h100", "node001")
 	// One request rejected over gRPC is counted by the interceptor.
 	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -16,7 +16,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/inventory"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // fakeClock is a Clock only the test moves: After fires once Advance has
@@ -164,7 +164,7 @@ func TestHandshakeYieldsToAttachedWrites(t *testing.T) {
 
 	a.writes.begin()
 	got := acquired()
-	testwait.For(t, 10*time.Second, "the handshake to wait for the write", func() bool { return clock.sleepers() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the handshake to wait for the write", func() bool { return clock.sleepers() == 1 })
 	select {
 	case <-got:
 		t.Fatal("a handshake started while an attached agent's write was in flight")
@@ -179,7 +179,7 @@ func TestHandshakeYieldsToAttachedWrites(t *testing.T) {
 
 	a.writes.begin() // never ends: the handshake goes on after writeYield
 	got = acquired()
-	testwait.For(t, 10*time.Second, "the handshake to wait for the write", func() bool { return clock.sleepers() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the handshake to wait for the write", func() bool { return clock.sleepers() == 1 })
 	clock.Advance(writeYield)
 	(<-got)()
 	if n := a.writes.inFlight(); n != 1 {
@@ -241,7 +241,7 @@ func pacedStorm(t *testing.T, s *Server, clock *fakeClock, rate float64, burst i
 			}
 		}()
 	}
-	testwait.For(t, time.Minute, "every Hello admitted or waiting", func() bool {
+	testkit.WaitFor(t, time.Minute, "every Hello admitted or waiting", func() bool {
 		return admitted() == burst && int(s.admission.waiting.Load()) == n-burst && clock.sleepers() == n-burst
 	})
 	// The queue is full: one more is refused, with the queue's wait as its
@@ -290,7 +290,7 @@ func pacedStorm(t *testing.T, s *Server, clock *fakeClock, rate float64, burst i
 		// (The fake clock's sleepers are not counted here: an admitted
 		// Hello may leave an unfired timer behind when the keeper's write
 		// was still ending, writeGate.wait.)
-		testwait.For(t, time.Minute, fmt.Sprintf("%d admitted after %d steps", want, k), func() bool {
+		testkit.WaitFor(t, time.Minute, fmt.Sprintf("%d admitted after %d steps", want, k), func() bool {
 			return admitted() >= want && int(s.admission.waiting.Load()) <= n-want
 		})
 		if got, waiting := admitted(), int(s.admission.waiting.Load()); got != want || waiting != n-want {

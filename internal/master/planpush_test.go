@@ -8,7 +8,7 @@ import (
 	"time"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // A plan pinned on the leader is pushed on the open sessions of its nodes'
@@ -127,7 +127,7 @@ func TestPlanPushBoundAndIdle(t *testing.T) {
 			t.Fatalf("push %d is %q, want in order", i, j)
 		}
 	}
-	testwait.For(t, 10*time.Second, "the pusher to end once the queue is empty", func() bool { return !running() })
+	testkit.WaitFor(t, 10*time.Second, "the pusher to end once the queue is empty", func() bool { return !running() })
 	if len(sent) != planPushBuffer+1 {
 		t.Fatalf("sent %d plans, want %d", len(sent), planPushBuffer+1)
 	}
@@ -135,7 +135,7 @@ func TestPlanPushBoundAndIdle(t *testing.T) {
 	p.publish(&ginv1.Plan{JobId: "broken", Nodes: []string{"n"}})
 	<-entered
 	unblock <- struct{}{}
-	testwait.For(t, 10*time.Second, "the pusher to end after a failed send", func() bool { return !running() })
+	testkit.WaitFor(t, 10*time.Second, "the pusher to end after a failed send", func() bool { return !running() })
 	if q, full := p.publish(&ginv1.Plan{JobId: "after", Nodes: []string{"n"}}); q != 0 || full != 1 {
 		t.Fatalf("after a failed send: queued %d, full %d; want the queue closed", q, full)
 	}

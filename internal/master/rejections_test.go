@@ -18,8 +18,7 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testlog"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // rawCodec sends bytes as they are, so a test can put on the wire what no
@@ -46,7 +45,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 func (rawCodec) Name() string { return "proto" } // the server decodes it as protobuf
 
 // lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer = testlog.Buffer
+type lockedBuffer = testkit.LogBuffer
 
 // Messages the master cannot or must not read are refused with the status
 // gRPC defines for them, counted in gin_master_rejected_messages_total,
@@ -117,11 +116,11 @@ func TestOversizedAndMalformedMessagesAreRejected(t *testing.T) {
 				t.Fatalf("status = %v, want %v", err, tc.code)
 			}
 			// The stats handler runs after the status went out: poll (bounded).
-			testwait.For(t, 10*time.Second, fmt.Sprintf("gin_master_rejected_messages_total{code=%q,reason=%q} to pass %v", tc.code, tc.reason, counted), func() bool {
+			testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("gin_master_rejected_messages_total{code=%q,reason=%q} to pass %v", tc.code, tc.reason, counted), func() bool {
 				return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(tc.code.String(), tc.reason)) >= counted+1
 			})
 			want := "reason=" + tc.reason
-			testwait.For(t, 10*time.Second, "a log line with "+want, func() bool { return strings.Contains(logs.String(), want) },
+			testkit.WaitFor(t, 10*time.Second, "a log line with "+want, func() bool { return strings.Contains(logs.String(), want) },
 				func() string { return "logs:\n" + logs.String() })
 			rec, _ := s.store.Node("node001")
 			if !proto.Equal(rec, held) || s.store.Index() != before {

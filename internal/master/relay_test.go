@@ -19,7 +19,7 @@ import (
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // relayHeartbeat is the heartbeat interval of the relay tests: the missed
@@ -214,14 +214,14 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 	victim := f.busiestFollower(t, ms, leader)
 	// The leader knows of every agent: its own sessions plus the reports
 	// (gin_master_connected_agents + gin_master_reported_agents).
-	testwait.For(t, 30*time.Second, "the leader's sessions and reports cover every agent", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the leader's sessions and reports cover every agent", func() bool {
 		l := leaderOf(ms)
 		return l != nil && l.s.sessions.count()+l.s.live.reportedCount() == len(names)
 	})
 	// A plan pinned on the leader reaches an agent attached to a follower.
 	onVictim := f.on(victim)
 	pinPlan(t, ms, "relay-push", onVictim[0])
-	testwait.For(t, 10*time.Second, "the plan pushed to "+onVictim[0]+" on follower "+victim.s.cfg.ID, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the plan pushed to "+onVictim[0]+" on follower "+victim.s.cfg.ID, func() bool {
 		return f.agents[onVictim[0]].plans.has("relay-push")
 	})
 
@@ -230,7 +230,7 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 	crashed := time.Now()
 	victim.crash()
 	limit := 3 * relayHeartbeat
-	testwait.For(t, 30*time.Second, "the dead follower's agents reattached elsewhere and past the missed limit twice", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the dead follower's agents reattached elsewhere and past the missed limit twice", func() bool {
 		for _, n := range onVictim {
 			st := f.agents[n].a.Status()
 			if !st.Connected || st.Master == victim.s.Addr() {
@@ -272,7 +272,7 @@ func TestLeaderDeathAgentsOnFollowersKeepSessions(t *testing.T) {
 	leader.crash()
 	waitUntil(t, "a new leader", func() bool { return leaderOf(ms) != nil })
 	limit := 3 * relayHeartbeat
-	testwait.For(t, 30*time.Second, "every agent attached to a live master, past the missed limit twice", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every agent attached to a live master, past the missed limit twice", func() bool {
 		for _, fa := range f.agents {
 			if st := fa.a.Status(); !st.Connected || st.Master == leader.s.Addr() {
 				return false
@@ -282,7 +282,7 @@ func TestLeaderDeathAgentsOnFollowersKeepSessions(t *testing.T) {
 	})
 	// The reports of both followers have reached the new leader: its
 	// liveness holds a fresh sign of life for every node.
-	testwait.For(t, 30*time.Second, "the new leader hears of every node", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the new leader hears of every node", func() bool {
 		l := leaderOf(ms)
 		if l == nil {
 			return false
@@ -319,7 +319,7 @@ func TestFollowerAgentStoppingIsMarkedDown(t *testing.T) {
 	held := f.on(follower)
 	gone := held[0]
 	f.stop(gone)
-	testwait.For(t, 30*time.Second, gone+" marked DOWN by the leader", func() bool {
+	testkit.WaitFor(t, 30*time.Second, gone+" marked DOWN by the leader", func() bool {
 		rec, _ := leader.s.store.Node(gone)
 		return rec.GetState() == ginv1.NodeState_NODE_STATE_DOWN
 	})
@@ -337,7 +337,7 @@ func TestFollowerAgentStoppingIsMarkedDown(t *testing.T) {
 // an election).
 func pinPlan(t *testing.T, ms []*member, job, nodes string) {
 	t.Helper()
-	testwait.For(t, 30*time.Second, "plan "+job+" pinned", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "plan "+job+" pinned", func() bool {
 		l := leaderOf(ms)
 		if l == nil {
 			return false
@@ -372,7 +372,7 @@ func TestOneFabricScannerAcrossMasters(t *testing.T) {
 		return out
 	}
 	var first string
-	testwait.For(t, 30*time.Second, "exactly one scanner and its scan in the state", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "exactly one scanner and its scan in the state", func() bool {
 		sc := scanners()
 		if len(sc) != 1 {
 			return false
@@ -381,7 +381,7 @@ func TestOneFabricScannerAcrossMasters(t *testing.T) {
 		return leader.s.store.View().Fabric().GetSource() == "test:"+first
 	})
 	f.stop(first)
-	testwait.For(t, 30*time.Second, "another agent scanning, its scan in the state", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "another agent scanning, its scan in the state", func() bool {
 		sc := scanners()
 		return len(sc) == 1 && sc[0] != first && leader.s.store.View().Fabric().GetSource() == "test:"+sc[0]
 	})
@@ -392,7 +392,7 @@ func TestOneFabricScannerAcrossMasters(t *testing.T) {
 func settle(t *testing.T, ms []*member, f *fleet, names []string) *member {
 	t.Helper()
 	var leader *member
-	testwait.For(t, 30*time.Second, "every agent registered and up on the leader", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every agent registered and up on the leader", func() bool {
 		leader = leaderOf(ms)
 		return f.settled() && allUp(leader, names)
 	})
@@ -477,7 +477,7 @@ func TestCutOffFollowerSendsItsAgentsAway(t *testing.T) {
 	}
 	var ended error
 	seq := uint64(0)
-	testwait.For(t, 60*time.Second, "the cut-off follower to end the session", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "the cut-off follower to end the session", func() bool {
 		seq++
 		ended = beat(seq)
 		return ended != nil

@@ -16,7 +16,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/agent"
 	"github.com/gin-topology/gin/internal/discovery/sim"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // One connected agent at a time scans the fabric; when it leaves, another
@@ -57,7 +57,7 @@ func TestExactlyOneAgentScansTheFabric(t *testing.T) {
 	}
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		testwait.For(t, 20*time.Second, what, cond)
+		testkit.WaitFor(t, 20*time.Second, what, cond)
 	}
 	first := start("node001")
 	wait("node001 to scan", func() bool { return first.scans.Load() == 1 })

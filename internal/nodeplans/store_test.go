@@ -19,7 +19,7 @@ import (
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/plansock"
 	"github.com/gin-topology/gin/internal/plantable"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // planFor is a small verified plan for job.
@@ -273,7 +273,7 @@ func TestDirOthersMayWriteIsRefused(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	testwait.For(t, 10*time.Second, "the condition", cond)
+	testkit.WaitFor(t, 10*time.Second, "the condition", cond)
 }
 
 func TestAFullStoreDropsThePlanHeldLongest(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // Flood bounds of the tests: floodConns connections from one address,
@@ -131,7 +131,7 @@ func flood(t *testing.T, src, addr string) {
 // were refused for their source.
 func waitFlooded(t *testing.T, l *Limiter) {
 	t.Helper()
-	testwait.For(t, 20*time.Second, "the flood's connections past the per-source bound refused",
+	testkit.WaitFor(t, 20*time.Second, "the flood's connections past the per-source bound refused",
 		func() bool { return l.Refused().Source == floodConns-perSource && l.InFlight() == perSource },
 		func() string { return fmt.Sprintf("refused %+v, in flight %d", l.Refused(), l.InFlight()) })
 	if r := l.Refused(); r.Busy != 0 {
@@ -251,7 +251,7 @@ func TestHTTPFloodFromOneSourceDoesNotStarveOthers(t *testing.T) {
 			// The refusals and net/http's TLS handshake errors about them
 			// are logged through token buckets, not a line each.
 			if useTLS {
-				testwait.For(t, 20*time.Second, "net/http's TLS handshake errors in the limiter's log",
+				testkit.WaitFor(t, 20*time.Second, "net/http's TLS handshake errors in the limiter's log",
 					func() bool { return lines.httpErrors.Load() > 0 })
 			}
 			if n := lines.n.Load(); n >= floodConns-perSource {

@@ -16,8 +16,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testlog"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 func deny(serial string) *statev1.Command {
@@ -93,7 +92,7 @@ func TestFSMDenyAllowDeleteAndSnapshot(t *testing.T) {
 // refused, while another master certificate still gets through.
 func TestTLSTransportRefusesDeniedMaster(t *testing.T) {
 	p := newRaftPKI(t)
-	logs := &testlog.Buffer{}
+	logs := &testkit.LogBuffer{}
 	n, err := Open(Config{ID: "m1", Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true, Fast: true,
 		TLS: p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), Logger: slog.New(slog.NewTextHandler(logs, nil))}, state.New(nil))
 	if err != nil {
@@ -143,7 +142,7 @@ func TestTLSTransportRefusesDeniedMaster(t *testing.T) {
 	}
 	// The pooled connection m2 holds is closed when the entry commits:
 	// from then on every request fails.
-	testwait.For(t, 10*time.Second, "m2's open connection closed after the deny", func() bool { return vote(m2, "m2") != nil })
+	testkit.WaitFor(t, 10*time.Second, "m2's open connection closed after the deny", func() bool { return vote(m2, "m2") != nil })
 	if err := vote(m2, "m2"); err == nil {
 		t.Fatal("m2 reached Raft again after its certificate was denied")
 	}
@@ -153,7 +152,7 @@ func TestTLSTransportRefusesDeniedMaster(t *testing.T) {
 		t.Fatal("a new connection with the denied certificate reached Raft")
 	}
 	want := "certificate serial " + m2src.Serial() + " (spiffe://gin/master/m2) is denied"
-	testwait.For(t, 10*time.Second, "m1 logs the refused handshake", func() bool { return strings.Contains(logs.String(), want) }, logs.String)
+	testkit.WaitFor(t, 10*time.Second, "m1 logs the refused handshake", func() bool { return strings.Contains(logs.String(), want) }, logs.String)
 	// Another master certificate of the CA is not affected.
 	if err := vote(m3, "m3"); err != nil {
 		t.Fatalf("m3 after m2 was denied: %v", err)

@@ -13,7 +13,7 @@ import (
 
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testtmpfs"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // bigPut is an inventory write of about 4 KiB, so that a small WAL segment
@@ -41,7 +41,7 @@ func openOn(t *testing.T, cfg Config) (*Node, *state.Store) {
 // naming the data dir, keeps its leadership, and takes writes again once
 // space is back; nothing acknowledged is lost.
 func TestDataDirFullRefusesWritesUntilSpaceReturns(t *testing.T) {
-	dir := testtmpfs.Mount(t, 16<<20)
+	dir := testkit.MountTmpfs(t, 16<<20)
 	const minFree = 4 << 20
 	n, st := openOn(t, Config{DataDir: dir, MinFreeBytes: minFree, walSegmentSize: 1 << 20})
 	defer n.Shutdown()
@@ -53,7 +53,7 @@ func TestDataDirFullRefusesWritesUntilSpaceReturns(t *testing.T) {
 	}
 	term := n.Stats().Term
 
-	testtmpfs.Fill(t, dir, minFree/2)
+	testkit.FillTmpfs(t, dir, minFree/2)
 	for i := range 5 {
 		_, err := n.Apply(ctx, bigPut(fmt.Sprintf("refused%d", i)))
 		var full *DataDirFullError
@@ -76,7 +76,7 @@ func TestDataDirFullRefusesWritesUntilSpaceReturns(t *testing.T) {
 	default:
 	}
 
-	testtmpfs.Free(t, dir)
+	testkit.FreeTmpfs(t, dir)
 	if _, err := n.Apply(ctx, bigPut("after")); err != nil {
 		t.Fatalf("apply after space returned: %v", err)
 	}
@@ -106,10 +106,10 @@ func TestLogStoreFailureStopsTheNodeAndARestartKeepsAcknowledgedWrites(t *testin
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := testtmpfs.Mount(t, 8<<20)
+			dir := testkit.MountTmpfs(t, 8<<20)
 			plenty := func(string) (uint64, error) { return 1 << 40, nil }
 			n, _ := openOn(t, Config{DataDir: dir, walSegmentSize: segment, statfs: plenty})
-			testtmpfs.Fill(t, dir, tc.leave)
+			testkit.FillTmpfs(t, dir, tc.leave)
 
 			ctx := context.Background()
 			var acked []string
@@ -142,7 +142,7 @@ func TestLogStoreFailureStopsTheNodeAndARestartKeepsAcknowledgedWrites(t *testin
 			}
 			_ = n.Shutdown()
 
-			testtmpfs.Free(t, dir)
+			testkit.FreeTmpfs(t, dir)
 			n2, st2 := openOn(t, Config{DataDir: dir, walSegmentSize: segment, MinFreeBytes: 1 << 20})
 			defer n2.Shutdown()
 			if err := n2.Barrier(ctx); err != nil {
@@ -187,13 +187,13 @@ func TestMinFreeBytesBounds(t *testing.T) {
 // Should a raft-wal upgrade learn to retry the rotation, this test fails
 // and the design can be revisited.
 func TestRaftWALStaysSealedAfterAFailedRotation(t *testing.T) {
-	dir := testtmpfs.Mount(t, 8<<20)
+	dir := testkit.MountTmpfs(t, 8<<20)
 	const segment = 256 << 10
 	w, err := wal.Open(dir, wal.WithSegmentSize(segment))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testtmpfs.Fill(t, dir, segment/4)
+	testkit.FillTmpfs(t, dir, segment/4)
 	data := []byte(strings.Repeat("x", 4000))
 	var last uint64
 	for i := uint64(1); i < 1000; i++ {
@@ -205,7 +205,7 @@ func TestRaftWALStaysSealedAfterAFailedRotation(t *testing.T) {
 	if !errors.Is(err, wal.ErrSealed) {
 		t.Fatalf("append after the rotation failed: %v, want ErrSealed", err)
 	}
-	testtmpfs.Free(t, dir)
+	testkit.FreeTmpfs(t, dir)
 	if err := w.StoreLogs([]*hraft.Log{{Index: last + 1, Term: 1, Data: data}}); !errors.Is(err, wal.ErrSealed) {
 		t.Fatalf("append with the space back: %v, want ErrSealed still (raft-wal learnt to recover?)", err)
 	}

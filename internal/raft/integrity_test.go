@@ -16,7 +16,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestCorruptedSealedSegmentIsDetectedNotServed: on a real data dir, a
@@ -36,7 +36,7 @@ func TestCorruptedSealedSegmentIsDetectedNotServed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testwait.For(t, 30*time.Second, "m1 leads", n.IsLeader)
+		testkit.WaitFor(t, 30*time.Second, "m1 leads", n.IsLeader)
 		return n
 	}
 	n := open(state.New(nil))
@@ -100,7 +100,7 @@ func TestCorruptedSealedSegmentIsDetectedNotServed(t *testing.T) {
 	defer func() { _ = n.Shutdown(); _ = n.CloseTransport() }()
 	// The state's own index: the FSM applies after Raft counts an entry
 	// as applied.
-	testwait.For(t, 30*time.Second, "the log replayed", func() bool { return st.Index() >= last })
+	testkit.WaitFor(t, 30*time.Second, "the log replayed", func() bool { return st.Index() >= last })
 	err = n.CorruptState()
 	if !errors.Is(err, ErrCorruptState) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", corruptIndex)) ||
 		!strings.Contains(err.Error(), "ginctl members remove m1") {

@@ -17,7 +17,7 @@ import (
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 func inv(name string, gen uint64) *ginv1.NodeInventory {
@@ -249,7 +249,7 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 			t.Fatalf("apply %d: %v", i, err)
 		}
 	}
-	testwait.For(t, 30*time.Second, "a snapshot (threshold 16 entries, 40 writes)", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "a snapshot (threshold 16 entries, 40 writes)", func() bool {
 		snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "meta.json"))
 		return len(snaps) > 0
 	})

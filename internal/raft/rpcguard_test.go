@@ -14,8 +14,7 @@ import (
 
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testlog"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // tlsCluster is three Nodes on the TLS transport on loopback: m1
@@ -25,14 +24,14 @@ type tlsCluster struct {
 	pki    *raftPKI
 	nodes  map[string]*Node
 	stores map[string]*state.Store
-	logs   map[string]*testlog.Buffer
+	logs   map[string]*testkit.LogBuffer
 }
 
 func newTLSCluster(t *testing.T) *tlsCluster {
 	t.Helper()
-	c := &tlsCluster{pki: newRaftPKI(t), nodes: map[string]*Node{}, stores: map[string]*state.Store{}, logs: map[string]*testlog.Buffer{}}
+	c := &tlsCluster{pki: newRaftPKI(t), nodes: map[string]*Node{}, stores: map[string]*state.Store{}, logs: map[string]*testkit.LogBuffer{}}
 	for _, id := range []string{"m1", "m2", "m3"} {
-		c.logs[id] = &testlog.Buffer{}
+		c.logs[id] = &testkit.LogBuffer{}
 		c.stores[id] = state.New(nil)
 		// Default timeouts: -race on a loaded machine loses Fast's leases.
 		n, err := Open(Config{ID: id, Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: id == "m1", Fast: true,
@@ -45,7 +44,7 @@ func newTLSCluster(t *testing.T) *tlsCluster {
 		c.nodes[id] = n
 	}
 	m1 := c.nodes["m1"]
-	testwait.For(t, 30*time.Second, "m1 leads", m1.IsLeader)
+	testkit.WaitFor(t, 30*time.Second, "m1 leads", m1.IsLeader)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"m2", "m3"} {
@@ -57,7 +56,7 @@ func newTLSCluster(t *testing.T) *tlsCluster {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"m2", "m3"} {
-		testwait.For(t, 30*time.Second, id+" applies the first write", func() bool { _, ok := c.stores[id].Node("node001"); return ok })
+		testkit.WaitFor(t, 30*time.Second, id+" applies the first write", func() bool { _, ok := c.stores[id].Node("node001"); return ok })
 	}
 	return c
 }
@@ -163,7 +162,7 @@ func TestRaftRPCsBoundToMembership(t *testing.T) {
 				if err := m1.RemoveServer(ctx, a.cert); err != nil {
 					t.Fatal(err)
 				}
-				testwait.For(t, 30*time.Second, "m2 sees m3 removed", func() bool {
+				testkit.WaitFor(t, 30*time.Second, "m2 sees m3 removed", func() bool {
 					for _, m := range c.nodes["m2"].Stats().Members {
 						if m.ID == a.cert {
 							return false
@@ -208,7 +207,7 @@ func TestRaftRPCsBoundToMembership(t *testing.T) {
 	if _, err := m1.Apply(ctx, put("node002", 1, "h2")); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 30*time.Second, "m2 applies the write after the attacks", func() bool { _, ok := c.stores["m2"].Node("node002"); return ok })
+	testkit.WaitFor(t, 30*time.Second, "m2 applies the write after the attacks", func() bool { _, ok := c.stores["m2"].Node("node002"); return ok })
 	for id, st := range c.stores {
 		if _, ok := st.Node("forged"); ok {
 			t.Fatalf("%s applied the forged entry", id)

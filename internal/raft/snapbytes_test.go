@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // Few large entries trigger a snapshot by their bytes, with the entry
@@ -59,7 +59,7 @@ func TestSnapshotBytesTakesSnapshots(t *testing.T) {
 				}
 				return
 			}
-			testwait.For(t, 30*time.Second, "a snapshot for the log's bytes", func() bool {
+			testkit.WaitFor(t, 30*time.Second, "a snapshot for the log's bytes", func() bool {
 				snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "meta.json"))
 				return len(snaps) > 0 && n.SnapshotsForBytes() > 0
 			})

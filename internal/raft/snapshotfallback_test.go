@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestBadSnapshotWithTheLogPresentStartsFromTheLog: on a real data dir a
@@ -30,7 +30,7 @@ func TestBadSnapshotWithTheLogPresentStartsFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 30*time.Second, "m1 leads", n.IsLeader)
+	testkit.WaitFor(t, 30*time.Second, "m1 leads", n.IsLeader)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const writes = 40
@@ -51,7 +51,7 @@ func TestBadSnapshotWithTheLogPresentStartsFromTheLog(t *testing.T) {
 		}
 		return out
 	}
-	testwait.For(t, 30*time.Second, "a snapshot", func() bool { return len(complete()) > 0 })
+	testkit.WaitFor(t, 30*time.Second, "a snapshot", func() bool { return len(complete()) > 0 })
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestBadSnapshotWithTheLogPresentStartsFromTheLog(t *testing.T) {
 		t.Fatalf("restart with a bad snapshot and the whole log: %v", err)
 	}
 	defer func() { _ = n.Shutdown(); _ = n.CloseTransport() }()
-	testwait.For(t, 30*time.Second, "the state rebuilt from the log", func() bool { return len(st.View().NodeNames()) == writes })
+	testkit.WaitFor(t, 30*time.Second, "the state rebuilt from the log", func() bool { return len(st.View().NodeNames()) == writes })
 	if set, _ := filepath.Glob(filepath.Join(dir, corruptSnapshotsDir, "*", "state.bin")); len(set) != len(bad) {
 		t.Fatalf("the bad snapshot is not under %s: %v", corruptSnapshotsDir, set)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestStalenessWithoutALeader: a server that never heard from a leader
@@ -25,7 +25,7 @@ func TestStalenessWithoutALeader(t *testing.T) {
 			}
 			defer func() { _ = n.Shutdown(); _ = n.CloseTransport() }()
 			if tc.bootstrap {
-				testwait.For(t, 30*time.Second, "m1 leads", n.IsLeader)
+				testkit.WaitFor(t, 30*time.Second, "m1 leads", n.IsLeader)
 				if got := n.Staleness(); got != 0 {
 					t.Fatalf("the leader's staleness %s, want 0", got)
 				}
@@ -52,7 +52,7 @@ func TestStalenessWithoutALeader(t *testing.T) {
 			if first <= 0 {
 				t.Fatalf("staleness without a leader %s, want > 0", first)
 			}
-			testwait.For(t, 10*time.Second, "staleness grows", func() bool { return n.Staleness() >= first+20*time.Millisecond })
+			testkit.WaitFor(t, 10*time.Second, "staleness grows", func() bool { return n.Staleness() >= first+20*time.Millisecond })
 		})
 	}
 }

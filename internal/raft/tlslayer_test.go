@@ -19,7 +19,7 @@ import (
 	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
-	"github.com/gin-topology/gin/internal/testlog"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 type raftPKI struct {
@@ -196,7 +196,7 @@ func TestTLSLayerClosesStreamsWhenFilesChange(t *testing.T) {
 // left out, instead of one line each (a log flood from the network).
 func TestRefusedHandshakesLogBounded(t *testing.T) {
 	p := newRaftPKI(t)
-	var out testlog.Buffer
+	var out testkit.LogBuffer
 	layer, err := newTLSLayer("127.0.0.1:0", nil, p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"}), nil,
 		slog.New(slog.NewTextHandler(&out, nil)))
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 
-	"github.com/gin-topology/gin/internal/testwait"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // Sizes of the entries GIN's master writes: a DGX H100 inventory command is
@@ -349,7 +349,7 @@ func BenchmarkRaftApply(b *testing.B) {
 					b.Errorf("shutdown: %v", err)
 				}
 			})
-			testwait.For(b, 10*time.Second, "a leader", func() bool { return r.State() == raft.Leader })
+			testkit.WaitFor(b, 10*time.Second, "a leader", func() bool { return r.State() == raft.Leader })
 			if err := r.Barrier(10 * time.Second).Error(); err != nil {
 				b.Fatal(err)
 			}

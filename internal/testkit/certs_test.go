@@ -1,4 +1,4 @@
-package testcerts_test
+package testkit_test
 
 import (
 	"crypto/x509"
@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/gin-topology/gin/internal/pki"
-	"github.com/gin-topology/gin/internal/testcerts"
-	"github.com/gin-topology/gin/internal/testproc"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // TestMakeAndReissue builds ginctl and checks that the certificates it made
@@ -18,16 +17,16 @@ func TestMakeAndReissue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ginctl")
 	}
-	ginctl := filepath.Join(testproc.Build(t, "ginctl"), "ginctl")
-	certs := []testcerts.Cert{{Role: "master", Name: "m1", IPs: []string{"10.213.7.1"}}, {Role: "agent", Name: "node001"}, {Role: "scheduler"}}
-	d := testcerts.Make(t, ginctl, filepath.Join(t.TempDir(), "tls"), certs...)
-	check := func(c testcerts.Cert) *x509.Certificate {
+	ginctl := filepath.Join(testkit.BuildCommands(t, "ginctl"), "ginctl")
+	certs := []testkit.Cert{{Role: "master", Name: "m1", IPs: []string{"10.213.7.1"}}, {Role: "agent", Name: "node001"}, {Role: "scheduler"}}
+	d := testkit.MakeCerts(t, ginctl, filepath.Join(t.TempDir(), "tls"), certs...)
+	check := func(c testkit.Cert) *x509.Certificate {
 		t.Helper()
 		f := d.Files(c.Base())
 		if flags := d.Flags(c.Base()); len(flags) != 6 || flags[1] != f.CA || flags[3] != f.Cert || flags[5] != f.Key {
 			t.Fatalf("Flags(%s) = %v, Files %+v", c.Base(), flags, f)
 		}
-		leaf, err := testcerts.ReadCert(f.Cert)
+		leaf, err := testkit.ReadCert(f.Cert)
 		if err != nil {
 			t.Fatal(err)
 		}

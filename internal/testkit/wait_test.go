@@ -1,4 +1,4 @@
-package testwait
+package testkit
 
 import (
 	"sync/atomic"
@@ -24,17 +24,17 @@ func TestUntil(t *testing.T) {
 				n := calls.Add(1)
 				return tc.trueAt > 0 && n >= tc.trueAt
 			}
-			got := Until(tc.timeout, cond)
+			got := WaitUntil(tc.timeout, cond)
 			if got != tc.want {
-				t.Fatalf("Until = %v after %d checks, want %v", got, calls.Load(), tc.want)
+				t.Fatalf("WaitUntil = %v after %d checks, want %v", got, calls.Load(), tc.want)
 			}
 			if tc.want && calls.Load() != tc.trueAt {
 				t.Fatalf("cond checked %d times, want %d (no check after it held)", calls.Load(), tc.trueAt)
 			}
 			calls.Store(0)
-			got = UntilEvery(tc.timeout, time.Millisecond, cond)
+			got = WaitUntilEvery(tc.timeout, time.Millisecond, cond)
 			if got != tc.want {
-				t.Fatalf("UntilEvery = %v after %d checks, want %v", got, calls.Load(), tc.want)
+				t.Fatalf("WaitUntilEvery = %v after %d checks, want %v", got, calls.Load(), tc.want)
 			}
 			if tc.want && calls.Load() != tc.trueAt {
 				t.Fatalf("cond checked %d times, want %d (no check after it held)", calls.Load(), tc.trueAt)
@@ -57,13 +57,13 @@ func (f *fakeTB) Fatal(args ...any) { f.failed = args[0].(string) }
 
 func TestForReportsWhatItWaitedFor(t *testing.T) {
 	f := &fakeTB{TB: t}
-	For(f, 20*time.Millisecond, "the moon", func() bool { return false }, func() string { return "last seen: never" })
+	WaitFor(f, 20*time.Millisecond, "the moon", func() bool { return false }, func() string { return "last seen: never" })
 	want := "timed out after 20ms waiting for the moon\nlast seen: never"
 	if f.failed != want {
 		t.Fatalf("Fatal(%q), want %q", f.failed, want)
 	}
 	f = &fakeTB{TB: t}
-	For(f, time.Second, "the sun", func() bool { return true })
+	WaitFor(f, time.Second, "the sun", func() bool { return true })
 	if f.failed != "" {
 		t.Fatalf("Fatal(%q) though the condition held", f.failed)
 	}

@@ -1,4 +1,9 @@
-package testproc
+// self.go runs a command's test binary as the command itself:
+// MainOrTests is the command's TestMain, RunSelf runs the binary as main()
+// or as a panicking process and returns its real exit status;
+// RestartPrevented reads the exit statuses a systemd unit does not restart on.
+
+package testkit
 
 import (
 	"errors"
@@ -10,11 +15,11 @@ import (
 )
 
 // envSelf tells a test binary started by RunSelf what to be.
-const envSelf = "GIN_TESTPROC_SELF"
+const envSelf = "GIN_TESTKIT_SELF"
 
 // SelfPanic is the panic message of a test binary run by RunSelf as
 // ModePanic.
-const SelfPanic = "testproc: a runtime failure"
+const SelfPanic = "testkit: a runtime failure"
 
 // What RunSelf runs the test binary as.
 const (

@@ -1,11 +1,11 @@
-package testtmpfs
+package testkit
 
 import (
 	"testing"
 )
 
 func TestFillFreeResize(t *testing.T) {
-	dir := Mount(t, 8<<20)
+	dir := MountTmpfs(t, 8<<20)
 	if free := FreeBytes(t, dir); free < 7<<20 || free > 8<<20 {
 		t.Fatalf("a fresh 8 MiB tmpfs has %d bytes free", free)
 	}
@@ -18,17 +18,17 @@ func TestFillFreeResize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			Fill(t, dir, tc.leave)
+			FillTmpfs(t, dir, tc.leave)
 			if free := FreeBytes(t, dir); free > tc.leave {
-				t.Fatalf("after Fill(%d): %d bytes free", tc.leave, free)
+				t.Fatalf("after FillTmpfs(%d): %d bytes free", tc.leave, free)
 			}
-			Free(t, dir)
+			FreeTmpfs(t, dir)
 			if free := FreeBytes(t, dir); free < 7<<20 {
 				t.Fatalf("after Free: %d bytes free", free)
 			}
 		})
 	}
-	Resize(t, dir, 16<<20)
+	ResizeTmpfs(t, dir, 16<<20)
 	if free := FreeBytes(t, dir); free < 15<<20 {
 		t.Fatalf("after Resize to 16 MiB: %d bytes free", free)
 	}

@@ -1,4 +1,10 @@
-package testproc
+// proc.go runs GIN's own binaries as real child processes for the
+// end-to-end tests, the fault campaign and the benchmarks on real
+// processes: BuildCommands compiles the commands once per test, Proc starts
+// one of them (restartable with the same command line), appends its output
+// to a log file and makes it die with the test binary.
+
+package testkit
 
 import (
 	"errors"
@@ -13,9 +19,9 @@ import (
 	"time"
 )
 
-// Build compiles the module's commands (names under ./cmd, e.g.
+// BuildCommands compiles the module's commands (names under ./cmd, e.g.
 // "gin-master") into a temporary directory of tb and returns it.
-func Build(tb testing.TB, names ...string) string {
+func BuildCommands(tb testing.TB, names ...string) string {
 	tb.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {

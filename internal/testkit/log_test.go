@@ -1,4 +1,4 @@
-package testlog
+package testkit
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestBufferConcurrentWritesAndReads(t *testing.T) {
-	var b Buffer
+	var b LogBuffer
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

@@ -1,4 +1,10 @@
-package testcerts
+// certs.go makes a cluster CA and certificates for the tests and benchmarks
+// on real processes (the fault campaign, e2e) with the real
+// `ginctl tls ca create` and `ginctl tls cert create` commands, as the
+// README tells an operator to, and hands out the --tls-ca/--tls-cert/
+// --tls-key flags and the files of each.
+
+package testkit
 
 import (
 	"context"
@@ -34,18 +40,18 @@ func (c Cert) Base() string {
 	return c.Role + "-" + c.Name
 }
 
-// Dir is a directory holding ca.pem and the certificates made in it.
-type Dir string
+// CertDir is a directory holding ca.pem and the certificates made in it.
+type CertDir string
 
-// Make runs `ginctl tls ca create --dir dir` and `ginctl tls cert create`
+// MakeCerts runs `ginctl tls ca create --dir dir` and `ginctl tls cert create`
 // for each of certs, with the ginctl binary at ginctl; a failure fails tb.
-func Make(tb testing.TB, ginctl, dir string, certs ...Cert) Dir {
+func MakeCerts(tb testing.TB, ginctl, dir string, certs ...Cert) CertDir {
 	tb.Helper()
 	ctl(tb, ginctl, "ca", "create", "--dir", dir)
 	for _, c := range certs {
 		create(tb, ginctl, dir, c)
 	}
-	return Dir(dir)
+	return CertDir(dir)
 }
 
 // ctl runs `ginctl tls args...`.
@@ -79,7 +85,7 @@ func create(tb testing.TB, ginctl, dir string, c Cert) {
 // over the old files, one file at a time (a process may load the new key
 // with the old certificate in between; it keeps its last good pair then).
 // It returns each certificate's new serial number by Cert.Base.
-func (d Dir) Reissue(tb testing.TB, ginctl string, certs ...Cert) map[string]*big.Int {
+func (d CertDir) Reissue(tb testing.TB, ginctl string, certs ...Cert) map[string]*big.Int {
 	tb.Helper()
 	staging, err := os.MkdirTemp(filepath.Dir(string(d)), "reissue-")
 	if err != nil {
@@ -98,7 +104,7 @@ func (d Dir) Reissue(tb testing.TB, ginctl string, certs ...Cert) map[string]*bi
 	serials := map[string]*big.Int{}
 	for _, c := range certs {
 		create(tb, ginctl, staging, c)
-		from, to := Dir(staging).Files(c.Base()), d.Files(c.Base())
+		from, to := CertDir(staging).Files(c.Base()), d.Files(c.Base())
 		for _, mv := range [][2]string{{from.Key, to.Key}, {from.Cert, to.Cert}} {
 			if err := os.Rename(mv[0], mv[1]); err != nil {
 				tb.Fatal(err)
@@ -128,14 +134,14 @@ func ReadCert(path string) (*x509.Certificate, error) {
 
 // Files are the CA, certificate and key files of the certificate base
 // ("master-m1", "agent-node001", "admin").
-func (d Dir) Files(base string) pki.Files {
+func (d CertDir) Files(base string) pki.Files {
 	return pki.Files{CA: filepath.Join(string(d), pki.CAFile), Cert: filepath.Join(string(d), base+".pem"),
 		Key: filepath.Join(string(d), base+"-key.pem")}
 }
 
 // Flags are gin-master's, gin-agent's and ginctl's --tls-ca, --tls-cert
 // and --tls-key for the certificate base.
-func (d Dir) Flags(base string) []string {
+func (d CertDir) Flags(base string) []string {
 	f := d.Files(base)
 	return []string{"--tls-ca", f.CA, "--tls-cert", f.Cert, "--tls-key", f.Key}
 }

@@ -1,4 +1,10 @@
-package testtmpfs
+// tmpfs.go gives the disk-full tests a real small filesystem: MountTmpfs
+// mounts a tmpfs of a given size on a temporary directory (root only; the
+// test is skipped otherwise, and fails instead when REQUIRE_FAULT_TESTS=1,
+// as in CI), FillTmpfs takes its free space away with a ballast file and
+// FreeTmpfs gives it back.
+
+package testkit
 
 import (
 	"errors"
@@ -10,9 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Mount mounts a tmpfs of size bytes on a new temporary directory and
+// MountTmpfs mounts a tmpfs of size bytes on a new temporary directory and
 // returns it; it is unmounted when the test ends.
-func Mount(t testing.TB, size uint64) string {
+func MountTmpfs(t testing.TB, size uint64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "it mounts a small tmpfs, which needs root")
@@ -48,13 +54,13 @@ func FreeBytes(t testing.TB, dir string) uint64 {
 	return st.Bavail * uint64(st.Bsize)
 }
 
-// ballast is the name of the file Fill writes.
+// ballast is the name of the file FillTmpfs writes.
 const ballast = "ballast"
 
-// Fill allocates a ballast file in dir (on a tmpfs from Mount) so that at
-// most leave bytes stay free; with leave 0 the filesystem is full. A second
-// Fill grows the same ballast.
-func Fill(t testing.TB, dir string, leave uint64) {
+// FillTmpfs allocates a ballast file in dir (on a tmpfs from MountTmpfs) so
+// that at most leave bytes stay free; with leave 0 the filesystem is full. A
+// second FillTmpfs grows the same ballast.
+func FillTmpfs(t testing.TB, dir string, leave uint64) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, ballast), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -87,17 +93,17 @@ func Fill(t testing.TB, dir string, leave uint64) {
 	}
 }
 
-// Free removes the ballast: the space Fill took is back.
-func Free(t testing.TB, dir string) {
+// FreeTmpfs removes the ballast: the space FillTmpfs took is back.
+func FreeTmpfs(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.Remove(filepath.Join(dir, ballast)); err != nil {
 		t.Fatalf("remove the ballast: %v", err)
 	}
 }
 
-// Resize changes the size of the tmpfs Mount made at dir (a disk grown by
-// its operator).
-func Resize(t testing.TB, dir string, size uint64) {
+// ResizeTmpfs changes the size of the tmpfs MountTmpfs made at dir (a disk
+// grown by its operator).
+func ResizeTmpfs(t testing.TB, dir string, size uint64) {
 	t.Helper()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", size)); err != nil {
 		t.Fatalf("remount the tmpfs on %s with size %d: %v", dir, size, err)
