@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -18,12 +19,20 @@ import (
 
 // fakeBackend answers like the master's read services, or fails with err.
 type fakeBackend struct {
-	err  error
-	asks []string
+	err      error
+	asks     []string
+	follower bool       // GetClusterInfo answers as a follower: no reachability
+	mu       sync.Mutex // a browser asks concurrently
+}
+
+func (f *fakeBackend) ask(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asks = append(f.asks, what)
 }
 
 func (f *fakeBackend) ListNodes(context.Context, *ginv1.ListNodesRequest) (*ginv1.ListNodesResponse, error) {
-	f.asks = append(f.asks, "ListNodes")
+	f.ask("ListNodes")
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -31,7 +40,7 @@ func (f *fakeBackend) ListNodes(context.Context, *ginv1.ListNodesRequest) (*ginv
 }
 
 func (f *fakeBackend) GetNode(_ context.Context, r *ginv1.GetNodeRequest) (*ginv1.GetNodeResponse, error) {
-	f.asks = append(f.asks, "GetNode "+r.GetName())
+	f.ask("GetNode " + r.GetName())
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -39,17 +48,31 @@ func (f *fakeBackend) GetNode(_ context.Context, r *ginv1.GetNodeRequest) (*ginv
 }
 
 func (f *fakeBackend) GetMatrix(_ context.Context, r *ginv1.GetMatrixRequest) (*ginv1.GetMatrixResponse, error) {
-	f.asks = append(f.asks, "GetMatrix "+r.GetNodes())
+	f.ask("GetMatrix " + r.GetNodes())
 	return &ginv1.GetMatrixResponse{}, f.err
 }
 
 func (f *fakeBackend) GetClusterInfo(context.Context, *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
-	f.asks = append(f.asks, "GetClusterInfo")
-	return &ginv1.GetClusterInfoResponse{ServerId: "m1"}, f.err
+	f.ask("GetClusterInfo")
+	// The leader's answer: itself, a master it hears from, one it stopped
+	// hearing from 12.3 s ago, one it never heard from since its election.
+	resp := &ginv1.GetClusterInfoResponse{ServerId: "m1", LeaderId: "m1", Members: []*ginv1.Member{
+		{Id: "m1", Leader: true, Voter: true, Reachable: new(true), LastContactMs: new(uint64(0))},
+		{Id: "m2", Voter: true, Reachable: new(true), LastContactMs: new(uint64(800))},
+		{Id: "m3", Voter: true, Reachable: new(false), LastContactMs: new(uint64(12300))},
+		{Id: "m4", Voter: true, Reachable: new(false)},
+	}}
+	if f.follower {
+		resp.ServerId = "m2"
+		for _, m := range resp.Members {
+			m.Reachable, m.LastContactMs = nil, nil
+		}
+	}
+	return resp, f.err
 }
 
 func (f *fakeBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
-	f.asks = append(f.asks, "PinnedPlans")
+	f.ask("PinnedPlans")
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -62,17 +85,17 @@ func (f *fakeBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
 }
 
 func (f *fakeBackend) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopology, error) {
-	f.asks = append(f.asks, "Topology")
+	f.ask("Topology")
 	return &graph.Graph{}, nil, f.err
 }
 
 func (f *fakeBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) {
-	f.asks = append(f.asks, "Measurements")
+	f.ask("Measurements")
 	return nil, f.err
 }
 
 func (f *fakeBackend) Estimate(_ context.Context, r *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
-	f.asks = append(f.asks, fmt.Sprintf("Estimate %d", r.GetGpus()))
+	f.ask(fmt.Sprintf("Estimate %d", r.GetGpus()))
 	return &ginv1.EstimateResponse{}, f.err
 }
 
@@ -87,6 +110,9 @@ func TestHandlers(t *testing.T) {
 		{"nodes as ginctl -o json", "GET", "/ui/api/nodes", nil, 200, `"state":"down"`, "ListNodes"},
 		{"zero values kept", "GET", "/ui/api/nodes", nil, 200, `"gpu_count":0`, "ListNodes"},
 		{"cluster", "GET", "/ui/api/cluster", nil, 200, `"server_id":"m1"`, "GetClusterInfo"},
+		{"cluster: reachability as ginctl -o json", "GET", "/ui/api/cluster", nil, 200, `"reachable":false`, "GetClusterInfo"},
+		{"cluster: never heard from, no last contact", "GET", "/ui/api/cluster", nil, 200, `"reachable":false,"last_contact_ms":null`, "GetClusterInfo"},
+		{"cluster: last contact", "GET", "/ui/api/cluster", nil, 200, `"last_contact_ms":12300`, "GetClusterInfo"},
 		{"plans with their reasons", "GET", "/ui/api/plans", nil, 200, `"reason":"tree: 2 nodes halve the inter-node bytes"`, "PinnedPlans"},
 		{"plans bounded, total said", "GET", "/ui/api/plans", nil, 200, `"total":205`, "PinnedPlans"},
 		{"node", "GET", "/ui/api/node?name=n1", nil, 200, `"name":"n1"`, "GetNode n1"},

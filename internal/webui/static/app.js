@@ -57,12 +57,20 @@ function renderLeaves(nodes) {
   }
 }
 
+// reachCell: only the leader's answer says whether it hears from a master
+// (null when a follower answered: "-").
+function reachCell(r) {
+  if (r == null) return el("td", {}, "-");
+  return r ? el("td", {}, "yes") : el("td", { class: "unreachable" }, "UNREACHABLE");
+}
+
 function renderMembers(info) {
   const body = document.querySelector("#members tbody");
   body.replaceChildren();
   for (const m of info.members || []) {
     body.append(el("tr", {}, el("td", {}, m.id), el("td", {}, m.address), el("td", {}, m.client_address || "—"),
-      el("td", {}, m.leader ? "leader" : "follower"), el("td", {}, m.voter ? "yes" : "no")));
+      el("td", {}, m.leader ? "leader" : "follower"), el("td", {}, m.voter ? "yes" : "no"), reachCell(m.reachable),
+      el("td", {}, m.last_contact_ms == null ? "-" : (m.last_contact_ms / 1000).toFixed(1) + " s")));
   }
   document.getElementById("raft").textContent = "term " + info.term + ", commit index " + info.commit_index +
     ", answered by " + info.server_id + " (" + info.raft_state + ")";
