@@ -6,5 +6,6 @@
 // A connection leaves the count when its handshake ends, whatever the
 // outcome, so a finished session never holds a slot. The master puts one
 // in front of its gRPC port (Credentials) and its HTTP port (ConnState);
-// the Raft port keeps its own member-aware pools (internal/raft).
+// the Raft port keeps a pool of its own for members and counts strangers
+// with one (internal/raft).
 package preauth

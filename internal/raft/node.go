@@ -688,7 +688,7 @@ func (n *Node) RaftConnsRefused() PreAuthRefused {
 	if n.rpcGuard == nil || n.preAuth == nil {
 		return PreAuthRefused{}
 	}
-	return PreAuthRefused{Source: n.preAuth.refusedSource.Load(), Busy: n.preAuth.refusedBusy.Load()}
+	return n.preAuth.refused()
 }
 
 // RefusedRPCs returns how many inbound Raft RPCs the TLS layer refused

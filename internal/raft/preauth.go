@@ -2,9 +2,10 @@ package raft
 
 import (
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gin-topology/gin/internal/preauth"
 )
 
 // preAuth bounds what anyone who reaches the Raft port can hold before
@@ -17,69 +18,55 @@ import (
 //     (its host, as the configuration names it) take handshake slots from
 //     a pool of their own, with the longer deadline;
 //   - every other address holds at most perSource handshakes at once, all
-//     of them together at most strangers, each for the short deadline.
+//     of them together at most strangers, each for the short deadline:
+//     the count the gRPC and HTTP ports keep too (internal/preauth).
 //
 // A member is known by its source address: a master dials from the
 // address the configuration names (one interface per host). A stranger on
 // a member's host shares that member's pool, which is bounded too.
 type preAuth struct {
-	members, strangers chan struct{}
-	perSource          int
-	memberTimeout      time.Duration
-	strangerTimeout    time.Duration
+	members         chan struct{}
+	strangers       *preauth.Limiter
+	memberTimeout   time.Duration
+	strangerTimeout time.Duration
 
-	mu       sync.Mutex
-	inFlight map[string]int // stranger address → handshakes held
-
-	refusedSource, refusedBusy atomic.Uint64
+	refusedMembers atomic.Uint64 // the members' pool was full
 }
 
 func newPreAuth(members, strangers, perSource int, memberTimeout, strangerTimeout time.Duration) *preAuth {
-	return &preAuth{members: make(chan struct{}, members), strangers: make(chan struct{}, strangers), perSource: perSource,
-		memberTimeout: memberTimeout, strangerTimeout: strangerTimeout, inFlight: map[string]int{}}
+	// No logger: the Raft port's refusals are counted, not logged
+	// (gin_master_raft_connections_refused_total).
+	l, err := preauth.New("raft", perSource, strangers, nil)
+	if err != nil {
+		panic(err) // constant bounds
+	}
+	return &preAuth{members: make(chan struct{}, members), strangers: l, memberTimeout: memberTimeout, strangerTimeout: strangerTimeout}
 }
 
 // admit takes a handshake slot for a connection from remote, without
 // waiting: ok is false when there is none (the caller closes it).
 // isMember reports whether an IP is a member's.
 func (p *preAuth) admit(remote net.Addr, isMember func(net.IP) bool) (release func(), timeout time.Duration, ok bool) {
-	ip := addrIP(remote)
-	if ip != nil && isMember(ip) {
+	if ip := addrIP(remote); ip != nil && isMember(ip) {
 		select {
 		case p.members <- struct{}{}:
 			return func() { <-p.members }, p.memberTimeout, true
 		default:
-			p.refusedBusy.Add(1)
+			p.refusedMembers.Add(1)
 			return nil, 0, false
 		}
 	}
-	key := ""
-	if ip != nil {
-		key = ip.String()
-	}
-	p.mu.Lock()
-	if p.inFlight[key] >= p.perSource {
-		p.mu.Unlock()
-		p.refusedSource.Add(1)
+	release, ok = p.strangers.Admit(remote)
+	if !ok {
 		return nil, 0, false
 	}
-	select {
-	case p.strangers <- struct{}{}:
-	default:
-		p.mu.Unlock()
-		p.refusedBusy.Add(1)
-		return nil, 0, false
-	}
-	p.inFlight[key]++
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		if p.inFlight[key]--; p.inFlight[key] <= 0 {
-			delete(p.inFlight, key)
-		}
-		p.mu.Unlock()
-		<-p.strangers
-	}, p.strangerTimeout, true
+	return release, p.strangerTimeout, true
+}
+
+// refused counts the refusals of both pools.
+func (p *preAuth) refused() PreAuthRefused {
+	r := p.strangers.Refused()
+	return PreAuthRefused{Source: r.Source, Busy: r.Busy + p.refusedMembers.Load()}
 }
 
 func addrIP(a net.Addr) net.IP {

@@ -41,17 +41,14 @@ func TestPreAuthBounds(t *testing.T) {
 	take("10.0.0.1", true, 5*time.Second)
 	take("10.0.0.1", true, 5*time.Second)
 	take("10.0.0.1", false, 0) // the members' pool is full
-	if got := p.refusedSource.Load(); got != 1 {
-		t.Fatalf("refused by source: %d, want 1", got)
-	}
-	if got := p.refusedBusy.Load(); got != 2 {
-		t.Fatalf("refused busy: %d, want 2", got)
+	if got := p.refused(); got != (PreAuthRefused{Source: 1, Busy: 2}) {
+		t.Fatalf("refused %+v, want 1 by source and 2 busy", got)
 	}
 	for _, r := range held {
 		r()
 	}
-	if len(p.inFlight) != 0 || len(p.strangers) != 0 || len(p.members) != 0 {
-		t.Fatalf("after release: %d addresses, %d stranger and %d member slots held", len(p.inFlight), len(p.strangers), len(p.members))
+	if p.strangers.InFlight() != 0 || len(p.members) != 0 {
+		t.Fatalf("after release: %d stranger and %d member slots held", p.strangers.InFlight(), len(p.members))
 	}
 	take("10.0.0.9", true, 2*time.Second) // free again
 }
@@ -115,7 +112,7 @@ func TestRaftPortFloodDoesNotStarveMembers(t *testing.T) {
 		t.Fatalf("a member's dial under the flood: %v (after %s)", err, time.Since(start))
 	}
 	_ = c.Close()
-	if got := layer.admit.refusedSource.Load(); got < 300-maxHandshakesPerSource {
+	if got := layer.admit.refused().Source; got < 300-maxHandshakesPerSource {
 		t.Fatalf("the flood's connections closed by the per-source bound: %d, want at least %d", got, 300-maxHandshakesPerSource)
 	}
 	t.Logf("member's handshake under a 300-connection flood: %s", time.Since(start))
