@@ -65,6 +65,10 @@ func TestWebViewInChromium(t *testing.T) {
 	if s := text("#members"); !strings.Contains(s, "dev-master") || !strings.Contains(s, "leader") {
 		t.Errorf("Raft members table %q, want the dev master as leader", s)
 	}
+	// The leader answered: it says it reaches itself, last heard 0 s ago.
+	if got := evalIn[string](br, `[...document.querySelectorAll("#members tbody tr td")].slice(5).map(c => c.textContent).join("|")`); got != "yes|0.0 s" {
+		t.Errorf("the dev master's reachable and last contact cells %q, want yes|0.0 s", got)
+	}
 	step("open the plan", chromedp.Click(chromedp.CSS(`details[data-job="4242"] summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`details[data-job="4242"] td`)))
 	if s := text("#plans"); !strings.Contains(s, "job 4242: 2 nodes (node001, node002)") || !strings.Contains(s, "all_reduce") ||
