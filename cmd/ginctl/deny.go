@@ -63,7 +63,9 @@ in the Raft TLS handshake. SERIAL is hex as ` + "`openssl x509 -noout -serial`" 
 ` + "`ginctl tls cert create`" + ` print it, in either case, with or without ':'.
 --cert FILE takes the serial from the certificate and records its identity and
 expiry too (then ` + "`ginctl tls allow --expired`" + ` can take the entry off once the
-certificate has expired). The list holds at most 10000 entries.`,
+certificate has expired). The list holds at most 10000 entries. The answer
+comes once every master the leader reaches has applied the entry; one still
+behind at --timeout is named in the error (the entry stays committed).`,
 		Example: `  ginctl tls deny 3F2A9C01D4E5B6A7 --reason "laptop stolen"
   ginctl tls deny --cert /etc/gin/tls/agent-node007.pem --reason "node stolen"
   ginctl tls deny $(openssl x509 -noout -serial -in agent-node001.pem)`,
@@ -108,7 +110,9 @@ func (a *app) tlsAllowCmd() *cobra.Command {
 		Short: "Take a certificate off the deny list (admin)",
 		Long: `Take a serial off the deny list, or with --expired every entry whose
 certificate has expired (entries made with ` + "`ginctl tls deny --cert`" + ` know when;
-an expired certificate is refused in the TLS handshake anyway).`,
+an expired certificate is refused in the TLS handshake anyway). The answer
+comes once every master the leader reaches has applied the change; one still
+behind at --timeout is named in the error (the change stays committed).`,
 		Args: func(cmd *cobra.Command, got []string) error {
 			switch {
 			case len(got) > 1:
