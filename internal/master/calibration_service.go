@@ -33,9 +33,6 @@ func newCalibrationService(store *state.Store, apply applyFunc, read readFunc, l
 	return &calibrationService{store: store, apply: apply, read: read, log: log}
 }
 
-// measurements is every stored measurement (the web view's charts).
-func (c *calibrationService) measurements() []*ginv1.Measurement { return c.store.Measurements() }
-
 // gpuModel answers a node's GPU model from the stored inventory.
 func gpuModel(v state.View) calib.GPUModel {
 	return func(node string) string {

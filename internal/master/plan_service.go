@@ -66,9 +66,6 @@ func newPlanService(store *state.Store, apply applyFunc, read readFunc, leading 
 	return &planService{store: store, apply: apply, read: read, leading: leading, maxPlans: maxPlans, log: log}
 }
 
-// pinned is the plans pinned in this replica's state.
-func (p *planService) pinned() []*ginv1.Plan { return p.store.Plans() }
-
 func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreatePlanRequest) (*ginv1.GetOrCreatePlanResponse, error) {
 	if err := validJobID(req.GetJobId()); err != nil {
 		return nil, toStatus(err)

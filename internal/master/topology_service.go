@@ -28,13 +28,6 @@ func newTopologyService(store *state.Store, read readFunc) *topologyService {
 	return &topologyService{store: store, read: read}
 }
 
-// snapshot is this replica's graph and fabric scan, from one view so the
-// two agree (the web view draws them).
-func (t *topologyService) snapshot() (*graph.Graph, *ginv1.FabricTopology) {
-	v := t.store.View()
-	return v.Graph, v.Fabric()
-}
-
 // maxGPURef bounds a GPU reference ("node/GPU3" or a UUID).
 const maxGPURef = 512
 

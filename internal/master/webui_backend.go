@@ -5,44 +5,41 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/graph"
+	"github.com/gin-topology/gin/internal/webui"
 )
 
-// webBackend is what the web view reads (webui.Backend): the gRPC read
-// services, called in-process, answering from this replica.
+var _ webui.VerdictSource = webBackend{} // the pictures colour nodes by it (a type assertion there)
+
+// webBackend is what the web view reads (webui.Backend and
+// webui.VerdictSource): the read services' own methods, called in-process,
+// answering from this replica.
 type webBackend struct {
-	*topologyService // ListNodes, GetNode, GetMatrix
-	*adminService    // GetClusterInfo
-	plans            *planService
-	calib            *calibrationService
-	// check answers the health verdicts the pictures colour nodes by (its
-	// own cache of assessments, as CheckService keeps one).
-	check *checkService
+	*topologyService    // ListNodes, GetNode, GetMatrix, Topology
+	*adminService       // GetClusterInfo
+	*planService        // Estimate, PinnedPlans
+	*calibrationService // Measurements
+	// NodeVerdicts, from a cache of assessments of its own (as
+	// CheckService keeps one).
+	*checkService
 }
 
 // Topology implements webui.Backend: this replica's graph and fabric scan,
 // read from one view so the two agree.
-func (w webBackend) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopology, error) {
-	g, f := w.snapshot()
-	return g, f, nil
+func (t *topologyService) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopology, error) {
+	v := t.store.View()
+	return v.Graph, v.Fabric(), nil
 }
 
-// Measurements implements webui.Backend.
-func (w webBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) {
-	return w.calib.measurements(), nil
+// Measurements implements webui.Backend: every stored measurement.
+func (c *calibrationService) Measurements(context.Context) ([]*ginv1.Measurement, error) {
+	return c.store.Measurements(), nil
 }
 
 // PinnedPlans implements webui.Backend.
-func (w webBackend) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
-	return w.plans.pinned(), nil
-}
-
-// Estimate implements webui.Backend with PlanService's own Estimate.
-func (w webBackend) Estimate(ctx context.Context, req *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error) {
-	return w.plans.Estimate(ctx, req)
-}
+func (p *planService) PinnedPlans(context.Context) ([]*ginv1.Plan, error) { return p.store.Plans(), nil }
 
 // NodeVerdicts implements webui.VerdictSource: the health check's verdicts
 // of every node at this replica's current state (read only: shared).
-func (w webBackend) NodeVerdicts(context.Context) (map[string]*ginv1.NodeVerdict, error) {
-	return w.check.current(), nil
+func (c *checkService) NodeVerdicts(context.Context) (map[string]*ginv1.NodeVerdict, error) {
+	return c.current(), nil
 }
