@@ -178,7 +178,7 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 	}
 	p.log.Info("plan pinned", "job", req.GetJobId(), "nodes", len(nodes), "rules", len(stored.GetRules()),
 		"hash", stored.GetContentHash(), "index", stored.GetCreatedIndex(), "created", res.Changed)
-	// Pushed to the agents of its nodes by every master's planPushLoop.
+	// Pushed to the agents of its nodes by every master's planPush (planpush.go).
 	return &createResult{plan: stored, created: res.Changed}, nil
 }
 

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -16,7 +17,7 @@ const planPushBuffer = 16
 // planPush hands pinned plans to this master's agent sessions of the plans'
 // nodes, which push them on their streams (SessionResponse.plans). Every
 // master, leader or follower, publishes the plans its state applies
-// (planPushLoop), so agents get them wherever they are attached.
+// (run), so agents get them wherever they are attached.
 // An idle session holds no goroutine for it: a pusher runs only while a
 // session has plans queued (issue #16: goroutine stacks were a third of a
 // master's memory per agent).
@@ -139,40 +140,39 @@ func (s *sessionSender) Send(r *ginv1.SessionResponse) error {
 	return s.stream.Send(r)
 }
 
-// planPushLoop publishes every plan this master's state pins (through Raft:
-// on the leader when it commits, on a follower when it applies) to the
-// sessions of its nodes, until ctx ends. A watch that falls behind is
-// opened again; plans missed meanwhile are fetched by the agents when a
-// rank asks.
-func (s *Server) planPushLoop(ctx context.Context) {
+// run publishes every plan store pins (through Raft: on the leader when it
+// commits, on a follower when it applies) to the sessions of its nodes,
+// until ctx ends. A watch that falls behind is opened again; plans missed
+// meanwhile are fetched by the agents when a rank asks.
+func (p *planPush) run(ctx context.Context, store *state.Store, log *slog.Logger) {
 	for ctx.Err() == nil {
-		events, cancel := s.store.Watch()
-		s.publishPinned(ctx, events)
+		events, cancel := store.Watch()
+		p.publishPinned(ctx, store, log, events)
 		cancel()
 	}
 }
 
 // publishPinned publishes the plans of PLAN_PINNED events until the watch
 // ends or ctx does.
-func (s *Server) publishPinned(ctx context.Context, events <-chan state.Event) {
+func (p *planPush) publishPinned(ctx context.Context, store *state.Store, log *slog.Logger, events <-chan state.Event) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e, ok := <-events:
 			if !ok {
-				s.log.Warn("plan push fell behind the state's changes; watching again")
+				log.Warn("plan push fell behind the state's changes; watching again")
 				return
 			}
 			if e.Kind != ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED {
 				continue
 			}
-			pl, ok := s.store.Plan(e.Job)
+			pl, ok := store.Plan(e.Job)
 			if !ok {
 				continue
 			}
-			queued, full := s.planPush.publish(pl)
-			s.log.Debug("plan queued for the agents of its nodes", "job", e.Job, "sessions", queued, "full", full)
+			queued, full := p.publish(pl)
+			log.Debug("plan queued for the agents of its nodes", "job", e.Job, "sessions", queued, "full", full)
 		}
 	}
 }

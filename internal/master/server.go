@@ -205,7 +205,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.planPushLoop(ctx) // pinned plans, seen through Raft, to this master's sessions
+		s.planPush.run(ctx, s.store, s.log) // pinned plans, seen through Raft, to this master's sessions
 	}()
 	go func() {
 		defer s.wg.Done()

@@ -36,7 +36,9 @@ func (c *calibrationService) Measurements(context.Context) ([]*ginv1.Measurement
 }
 
 // PinnedPlans implements webui.Backend.
-func (p *planService) PinnedPlans(context.Context) ([]*ginv1.Plan, error) { return p.store.Plans(), nil }
+func (p *planService) PinnedPlans(context.Context) ([]*ginv1.Plan, error) {
+	return p.store.Plans(), nil
+}
 
 // NodeVerdicts implements webui.VerdictSource: the health check's verdicts
 // of every node at this replica's current state (read only: shared).
