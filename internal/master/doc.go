@@ -37,9 +37,9 @@
 //     parts.go: topologyService (topology_service.go), planService
 //     (plan_service.go, estimate_service.go; plan expiry is a leader-only
 //     loop), checkService (check_service.go), calibrationService
-//     (calibration_service.go), adminService (admin_service.go,
-//     deny_service.go, node_delete.go, cluster.go, joinadmission.go; with
-//     the Raft node for membership). webBackend (webui_backend.go) is the
+//     (calibration_service.go), adminService (admin_service.go: fabric
+//     import, deny list, node delete; cluster.go, joinadmission.go:
+//     membership, with the Raft node). webBackend (webui_backend.go) is the
 //     web view's reads through their methods.
 //   - Config (config.go): every knob, DefaultConfig and Validate, and the
 //     Clock type of its clocks.
