@@ -14,13 +14,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
 // The simulated agents return home as gin-agent does (internal/agent,
 // home.go): an agent whose session is with another master than the one
-// its name hashes to (agent.StartIndex) asks at a jittered interval (uniform in
-// [P/2, 3P/2], P the load's home-probe interval) whether its home reports
+// its name hashes to (masteraddr.StartIndex) asks at a jittered interval
+// (uniform in [P/2, 3P/2], P the load's home-probe interval) whether its home reports
 // the gRPC health service gin.v1.AgentService SERVING; when it does and no
 // change of the agent waits for its ack, it makes before it breaks: it
 // says Hello at home with its acknowledged generation while its session
@@ -140,7 +140,7 @@ type homeProber struct {
 // newHomeProber arms the first probe of session s with master i (nil
 // when i is the agent's home or there is one master).
 func (a *akAgent) newHomeProber(i int) *homeProber {
-	home := agent.StartIndex(a.name, len(a.l.addrs))
+	home := masteraddr.StartIndex(a.name, len(a.l.addrs))
 	if len(a.l.addrs) < 2 || i == home {
 		return nil
 	}
@@ -280,7 +280,7 @@ func (c *mmCluster) setHome(on bool, probe time.Duration) {
 func (c *mmCluster) homeShares() []int {
 	out := make([]int, len(c.masters))
 	for i := range c.cfg.agents {
-		out[agent.StartIndex(fmt.Sprintf("ak%05d", i), len(c.masters))]++
+		out[masteraddr.StartIndex(fmt.Sprintf("ak%05d", i), len(c.masters))]++
 	}
 	return out
 }

@@ -30,9 +30,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
-	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/testkit"
 )
 
@@ -917,7 +918,7 @@ func (a *akAgent) sendInventory(s *akSession, gen uint64) error {
 // the node at generation 1 and starts heartbeating.
 func (a *akAgent) attach() error {
 	a.hb = akHeartbeat
-	home, t0 := agent.StartIndex(a.name, len(a.l.addrs)), time.Now()
+	home, t0 := masteraddr.StartIndex(a.name, len(a.l.addrs)), time.Now()
 	// With several masters, an attempt that fails (a master that knows no
 	// leader yet, a leader change while the inventory is relayed) is tried
 	// again at the next master shortly, as gin-agent does; the Hello then
@@ -965,7 +966,7 @@ func (a *akAgent) register(i int, retry bool) (*akSession, int, error) {
 }
 
 // reattach replaces a session that ended: the masters in turn from the
-// one after agent.MoveFrom (gin-agent's own rule), after a jittered wait, until one
+// one after masteraddr.MoveFrom (gin-agent's own rule), after a jittered wait, until one
 // says hello back; a master not in sync gets the full inventory (a
 // re-send, counted). It runs in its own goroutine.
 func (a *akAgent) reattach(from int) {
@@ -974,7 +975,7 @@ func (a *akAgent) reattach(from int) {
 	a.mu.Lock()
 	gen, cur := a.gen, max(a.gen, a.holds)
 	a.mu.Unlock()
-	start := agent.MoveFrom(a.name, from, len(l.addrs))
+	start := masteraddr.MoveFrom(a.name, from, len(l.addrs))
 	for try := 1; !a.closed.Load(); try++ {
 		time.Sleep(time.Duration(rand.Int64N(int64(min(try, 8)) * int64(250*time.Millisecond))))
 		i := (start + try) % len(l.addrs)
@@ -983,7 +984,7 @@ func (a *akAgent) reattach(from int) {
 			// A master that paces its handshakes says when to come back
 			// (RESOURCE_EXHAUSTED with a RetryInfo): wait it out plus up
 			// to as much jitter, as gin-agent does.
-			if h := agent.RetryHint(err); h > 0 {
+			if h := apierr.RetryHint(err); h > 0 {
 				time.Sleep(h + rand.N(h))
 			}
 			continue

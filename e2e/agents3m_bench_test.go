@@ -44,7 +44,7 @@ import (
 //     (VmRSS sampled every second, and VmHWM) and CPU;
 //  3. SIGKILL the leader: every agent whose session ends reattaches to
 //     another master, the dead one's agents spread over the others by the
-//     hash of their names (jittered waits; agent.MoveFrom, gin-agent's own rule; until
+//     hash of their names (jittered waits; masteraddr.MoveFrom, gin-agent's own rule; until
 //     2026-12-01 they all went to the next master): the time until every
 //     agent holds a session again, how many full inventories were re-sent
 //     (a Hello the master was not in sync with), the most nodes the leader

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
 // The round that kills the master holding agents (issue #16: agents attach
@@ -116,7 +116,7 @@ func killAgentsMaster(c *cluster, leader int, hold time.Duration) (string, error
 	if err := waitFor("every agent back at its home master", 60*time.Second, func() (bool, string) {
 		now := agentMasters(c)
 		for _, a := range c.agents {
-			if home := agent.HomeOf(a.Name, c.addrs); now[a.Name] != home {
+			if home := masteraddr.Home(a.Name, c.addrs); now[a.Name] != home {
 				return false, fmt.Sprintf("%s on %s, its home is %s", a.Name, now[a.Name], home)
 			}
 		}

@@ -11,13 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gin-topology/gin/internal/testkit"
 )
@@ -570,31 +567,9 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestRetryHint(t *testing.T) {
-	withHint := func(d time.Duration) error {
-		st, err := status.New(codes.ResourceExhausted, "busy").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Errorf("session: %w", st.Err())
-	}
-	tests := []struct {
-		name string
-		err  error
-		want time.Duration
-	}{
-		{"hint", withHint(2 * time.Second), 2 * time.Second},
-		{"negative", withHint(-time.Second), 0},
-		{"capped", withHint(time.Hour), maxRetryHint},
-		{"no details", status.Error(codes.ResourceExhausted, "busy"), 0},
-		{"not a status", errors.New("broken pipe"), 0},
-		{"nil", nil, 0},
-	}
-	for _, tc := range tests {
-		if got := RetryHint(tc.err); got != tc.want {
-			t.Errorf("%s: RetryHint = %s, want %s", tc.name, got, tc.want)
-		}
-	}
+// A retry hint lengthens the wait to at least the hint (jittered up to
+// twice it), never shortens a longer one.
+func TestBackoffAtLeastRetryHint(t *testing.T) {
 	b := newBackoff(100*time.Millisecond, time.Second, rand.New(rand.NewPCG(3, 4)))
 	for range 50 {
 		if d := b.atLeast(10*time.Millisecond, 2*time.Second); d < 2*time.Second || d > 4*time.Second {

@@ -1,12 +1,8 @@
 package agent
 
 import (
-	"errors"
 	"math/rand/v2"
 	"time"
-
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/status"
 )
 
 // backoff is capped exponential backoff with full jitter: the n-th wait is
@@ -57,24 +53,4 @@ func (b *backoff) atLeast(wait, hint time.Duration) time.Duration {
 		return wait
 	}
 	return b.jitter(hint, 2*hint)
-}
-
-// maxRetryHint bounds a master's retry hint, so that a wrong one cannot park
-// an agent for long.
-const maxRetryHint = time.Minute
-
-// RetryHint is the RetryInfo delay of the gRPC status in err's chain (a
-// master that refused a Hello because too many handshakes are in
-// progress says when to come back), 0 without one.
-func RetryHint(err error) time.Duration {
-	var se interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &se) {
-		return 0
-	}
-	for _, d := range se.GRPCStatus().Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			return min(max(ri.GetRetryDelay().AsDuration(), 0), maxRetryHint)
-		}
-	}
-	return 0
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"log/slog"
 	"time"
 
@@ -11,12 +10,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/dialerr"
+	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/ratelog"
 )
 
 // connectLoop keeps a session open to some master until ctx is done: it
-// starts at this node's place in the master list (StartIndex: agents
+// starts at this node's place in the master list (masteraddr.StartIndex: agents
 // spread over the masters, each of which holds sessions and relays writes
 // to the leader), rotates through the candidates on failure, follows a
 // master's hint when it refuses the session and names another (older
@@ -32,7 +33,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 	c := &connectState{
 		bo:  newBackoff(a.cfg.InitialBackoff, a.cfg.MaxBackoff, a.rnd),
 		rc:  newReach(time.Now),
-		idx: StartIndex(a.cfg.NodeName, a.numCandidates()),
+		idx: masteraddr.StartIndex(a.cfg.NodeName, a.numCandidates()),
 		// One line per busyLogEvery about masters answering RESOURCE_EXHAUSTED.
 		busyLog: ratelog.New(1/busyLogEvery.Seconds(), 1, time.Now),
 		// One line per busyLogEvery about a master this agent cannot talk to
@@ -68,7 +69,7 @@ func (a *Agent) connectLoop(ctx context.Context) {
 		wait := a.nextMaster(c, out, addr, log)
 		// A master that is busy (RESOURCE_EXHAUSTED with a retry hint:
 		// too many handshakes at once) is not asked again sooner.
-		wait = c.bo.atLeast(wait, RetryHint(out.err))
+		wait = c.bo.atLeast(wait, apierr.RetryHint(out.err))
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}
@@ -180,7 +181,7 @@ func (a *Agent) nextMaster(c *connectState, out outcome, addr string, log *slog.
 		// and hash, so a master holding them gets no inventory again.
 		c.rc.exhausted(addr)
 		c.idx = c.rc.next(c.idx, a.numCandidates(), a.candidateAt)
-		wait = c.bo.atLeast(c.bo.next(), RetryHint(out.err))
+		wait = c.bo.atLeast(c.bo.next(), apierr.RetryHint(out.err))
 		if ok, skipped := c.busyLog.Allow(); ok {
 			log.Warn("master cannot take this agent now; trying another master after a backoff",
 				slog.String("reason", statusMessage(out.err)), slog.Duration("retry_in", wait),
@@ -191,10 +192,10 @@ func (a *Agent) nextMaster(c *connectState, out outcome, addr string, log *slog.
 		// other failure: the next master that did not just fail, after
 		// a jittered wait (short while some master answers). When the
 		// master this agent was attached to failed, its agents spread
-		// over the others (MoveFrom) rather than all landing on the next.
+		// over the others (masteraddr.MoveFrom) rather than all landing on the next.
 		from := c.idx
 		if out.established {
-			from = MoveFrom(a.cfg.NodeName, c.idx, a.numCandidates())
+			from = masteraddr.MoveFrom(a.cfg.NodeName, c.idx, a.numCandidates())
 		}
 		c.idx = c.rc.next(from, a.numCandidates(), a.candidateAt)
 		wait = c.rc.pace(c.bo.next())
@@ -205,35 +206,6 @@ func (a *Agent) nextMaster(c *connectState, out outcome, addr string, log *slog.
 // busyLogEvery is the most often the connect loop logs a master's
 // RESOURCE_EXHAUSTED (a cluster at its caps answers every agent so).
 const busyLogEvery = 30 * time.Second
-
-// StartIndex is where node starts in a list of n masters: the FNV-1a hash
-// of its name modulo n, so that a cluster's agents spread evenly over the
-// masters and each node always starts at the same one.
-func StartIndex(node string, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(nodeHash(node) % uint32(n))
-}
-
-// MoveFrom is where an agent of node whose master at index i failed starts
-// looking for the next one (the search goes on from the index after it):
-// i plus the hash modulo n-1, so that the agents of one failed master
-// spread evenly over the n-1 others (the hash modulo n, which put them on
-// i, and modulo n-1 are independent: n and n-1 are coprime).
-func MoveFrom(node string, i, n int) int {
-	if n <= 2 {
-		return i
-	}
-	return i + int(nodeHash(node)%uint32(n-1))
-}
-
-// nodeHash is the FNV-1a hash of a node name.
-func nodeHash(node string) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(node))
-	return h.Sum32()
-}
 
 // masterAnswered reports whether the session's end came from the master
 // itself (a redirect, a refusal with a status) rather than from a

@@ -15,9 +15,9 @@
 //     one unacknowledged inventory in flight.
 //   - It sends a Heartbeat every heartbeat interval (the master may override
 //     the interval in any SessionResponse).
-//   - It starts at the master its node name hashes to (StartIndex: agents
-//     spread over the master list; any master holds sessions and relays
-//     writes to the leader) and keeps that session across elections. It
+//   - It starts at the master its node name hashes to
+//     (masteraddr.StartIndex: agents spread over the master list; any
+//     master holds sessions and relays writes to the leader) and keeps that session across elections. It
 //     follows a leader hint when a master refuses the session and names
 //     another (older masters' followers did: leader_hint and
 //     FAILED_PRECONDITION), rotates through the configured masters on

@@ -23,6 +23,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/testkit"
 )
 
@@ -426,7 +427,7 @@ type syncBuffer = testkit.LogBuffer
 
 // testConfig is a fast configuration for src against masters, which the
 // agent tries in the order given (the list is rotated so that node-a's
-// start index, StartIndex, falls on masters[0]).
+// start index, masteraddr.StartIndex, falls on masters[0]).
 func testConfig(src Source, logs *syncBuffer, masters ...string) Config {
 	return Config{
 		NodeName:          "node-a",
@@ -498,11 +499,11 @@ func closedAddr(t *testing.T) string {
 }
 
 // triedInOrder rotates masters so that an agent of node tries them in the
-// order given: masters[0] lands at StartIndex(node, len(masters)).
+// order given: masters[0] lands at masteraddr.StartIndex(node, len(masters)).
 func triedInOrder(node string, masters []string) []string {
 	n := len(masters)
 	out := make([]string, n)
-	start := StartIndex(node, n)
+	start := masteraddr.StartIndex(node, n)
 	for i, m := range masters {
 		out[(start+i)%max(n, 1)] = m
 	}

@@ -11,12 +11,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/masteraddr"
 )
 
 // Return home. An agent's home is the master its node name hashes to
-// (StartIndex over Config.Masters). When that master fails its agents
-// spread over the others (MoveFrom); once it is back they return, so that
-// sessions do not drift onto the survivors over several failovers. While a
+// (masteraddr.StartIndex over Config.Masters). When that master fails its
+// agents spread over the others (masteraddr.MoveFrom); once it is back they
+// return, so that sessions do not drift onto the survivors over several failovers. While a
 // session is with another master, the agent probes its home's gRPC health
 // for the service gin.v1.AgentService at a jittered interval (uniform in
 // [P/2, 3P/2] for Config.HomeProbeInterval P: agents away from home reach
@@ -52,22 +53,12 @@ var agentHealthService = ginv1.AgentService_ServiceDesc.ServiceName
 // errGoingHome ends a session whose agent returns to its home master.
 var errGoingHome = errors.New("home master is serving again; returning to it")
 
-// HomeOf is the home master of node among masters (as normalised by
-// internal/masteraddr, in the agent's --master order): the one its agent
-// starts at and returns to; "" without masters.
-func HomeOf(node string, masters []string) string {
-	if len(masters) == 0 {
-		return ""
-	}
-	return masters[StartIndex(node, len(masters))]
-}
-
 // home is the address of this node's home master.
-func (a *Agent) home() string { return HomeOf(a.cfg.NodeName, a.cfg.Masters) }
+func (a *Agent) home() string { return masteraddr.Home(a.cfg.NodeName, a.cfg.Masters) }
 
 // homeIndex is the candidate index of the home master.
 func (a *Agent) homeIndex() int {
-	return StartIndex(a.cfg.NodeName, len(a.cfg.Masters))
+	return masteraddr.StartIndex(a.cfg.NodeName, len(a.cfg.Masters))
 }
 
 // awayFromHome reports whether a session with addr is away from home (there

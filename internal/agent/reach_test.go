@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-topology/gin/internal/masteraddr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -97,32 +98,6 @@ func TestReachPassesOverExhaustedMasters(t *testing.T) {
 	}
 }
 
-// Agents spread over the master list by their node name: every master gets
-// a share of a cluster's agents, and a node always starts at the same one.
-func TestStartIndexSpreadsNodesOverMasters(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 5} {
-		counts := make([]int, max(n, 1))
-		const nodes = 3000
-		for i := range nodes {
-			name := fmt.Sprintf("node%04d", i)
-			got := StartIndex(name, n)
-			if got < 0 || got >= max(n, 1) {
-				t.Fatalf("StartIndex(%q, %d) = %d, out of range", name, n, got)
-			}
-			if again := StartIndex(name, n); again != got {
-				t.Fatalf("StartIndex(%q, %d) = %d then %d", name, n, got, again)
-			}
-			counts[got]++
-		}
-		for i, c := range counts {
-			// A fair share within 15% (FNV-1a over such names is close to uniform).
-			if want := nodes / len(counts); c < want*85/100 || c > want*115/100 {
-				t.Errorf("%d masters: master %d starts %d of %d nodes, want about %d (%v)", n, i, c, nodes, want, counts)
-			}
-		}
-	}
-}
-
 // The agents of a failed master spread evenly over the other masters
 // instead of all moving to the next one in the list.
 func TestAgentsOfAFailedMasterSpreadOverTheOthers(t *testing.T) {
@@ -140,11 +115,11 @@ func TestAgentsOfAFailedMasterSpreadOverTheOthers(t *testing.T) {
 			moved := 0
 			for i := range 6000 {
 				name := fmt.Sprintf("node%05d", i)
-				if StartIndex(name, n) != home {
+				if masteraddr.StartIndex(name, n) != home {
 					continue
 				}
 				moved++
-				counts[r.next(MoveFrom(name, home, n), n, at)]++
+				counts[r.next(masteraddr.MoveFrom(name, home, n), n, at)]++
 			}
 			if counts[home] != 0 {
 				t.Fatalf("%d masters: %d agents of failed m%d went back to it", n, counts[home], home+1)

@@ -10,6 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/gin-topology/gin/internal/agent"
+	"github.com/gin-topology/gin/internal/masteraddr"
 	"github.com/gin-topology/gin/internal/testkit"
 )
 
@@ -34,7 +35,7 @@ func (m *member) restart(t *testing.T) {
 func homeShares(f *fleet, addrs []string) map[string]int {
 	out := map[string]int{}
 	for n := range f.agents {
-		out[agent.HomeOf(n, addrs)]++
+		out[masteraddr.Home(n, addrs)]++
 	}
 	return out
 }
@@ -42,7 +43,7 @@ func homeShares(f *fleet, addrs []string) map[string]int {
 // atHome reports whether every agent holds its session with its home.
 func atHome(f *fleet, addrs []string) bool {
 	for n, fa := range f.agents {
-		if st := fa.a.Status(); !st.Connected || st.Master != agent.HomeOf(n, addrs) {
+		if st := fa.a.Status(); !st.Connected || st.Master != masteraddr.Home(n, addrs) {
 			return false
 		}
 	}

@@ -18,4 +18,8 @@
 // net.JoinHostPort, so every result can be split again with
 // net.SplitHostPort and dialled directly. FromEnv applies the
 // flag/environment precedence.
+//
+// StartIndex, MoveFrom and Home are where in that list a node's agent
+// starts, moves to when its master fails, and returns to: gin-agent's rule,
+// which the tests that simulate many agents call too.
 package masteraddr
