@@ -29,7 +29,9 @@ build() {
   if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ]; then log "cached in $BIN"; return; fi
   command -v go >/dev/null || { echo "k8s-harness: go is needed to build kube-apiserver" >&2; exit 1; }
   local b; b=$(mktemp -d /tmp/k8s-harness-build.XXXXXX)
-  trap 'rm -rf "$b"' EXIT
+  # Expanded now: b is local to build() and unset when the EXIT trap runs
+  # (under set -u a late "$b" made the first build exit 1 after it succeeded).
+  trap "rm -rf -- '$b'" EXIT
   log "building kube-apiserver and kubectl $VERSION in $b (first time: ~8 min on 2 cores)"
   local kmod
   kmod=$(cd "$b" && go mod download -json "k8s.io/kubernetes@$VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
