@@ -19,9 +19,11 @@ const (
 )
 
 // HandshakeRatePerCPU is the default handshake rate per CPU the master may
-// use (GOMAXPROCS): a registration costs the master about 2.3 ms of CPU
-// (docs/BENCHMARKS.md, issue #16), so 125 per second and per CPU keep a
-// storm of registrations under a third of the machine, and a storm of
+// use (GOMAXPROCS): a registration costs the master about 1.2 ms of CPU
+// (docs/BENCHMARKS.md: BenchmarkRegistration; 3.4 ms in the 10,000-agent
+// cold start, measured before a 26% cut), so 125 per second and per CPU
+// keep a storm of registrations near 15% of the machine (under half at the
+// costliest figure measured), and a storm of
 // agents in sync (much cheaper) under less; the rest is left to commits,
 // heartbeats of attached agents and reads. Two CPUs: 250 per second, so
 // the third of 25,000 agents moving onto two masters after a failover is
