@@ -174,7 +174,7 @@ func unavailable(msg string) string {
 	return "cannot reach a master: " + msg + " (is gin-master running? set --master or GIN_MASTER_HOST)"
 }
 
-// addrs are the master addresses a ginclient "no master answered (a: ...;
+// addrs are the master addresses a "no master answered (a: ...;
 // b: ...)" message names.
 var addrRE = regexp.MustCompile(`(?:\(|; )([^ ;()]+): `)
 

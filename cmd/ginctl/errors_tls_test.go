@@ -10,7 +10,7 @@ import (
 
 // TestDescribeTLSMismatch: a client and a master that disagree about TLS get
 // a sentence that says so and what to give, not "is gin-master running?".
-// The messages are gRPC's own (ginclient wraps them per master).
+// The messages are gRPC's own (the master client of client.go wraps them per master).
 func TestDescribeTLSMismatch(t *testing.T) {
 	tests := []struct {
 		name, msg, want string

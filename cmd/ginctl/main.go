@@ -17,7 +17,6 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
-	"github.com/gin-topology/gin/internal/ginclient"
 	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/masteraddr"
@@ -114,20 +113,20 @@ Reads are answered by any master (add --consistent to require the leader).`,
 	return root
 }
 
-func (a *app) client() (*ginclient.Client, error) {
+func (a *app) client() (*masterClient, error) {
 	masters, err := masteraddr.FromEnv(a.master, a.getenv)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	files := a.tlsFiles()
 	if !files.Given() {
-		return ginclient.New(masters)
+		return newMasterClient(masters)
 	}
 	creds, err := pki.ClientCredentials(files, a.logger())
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return ginclient.New(masters, grpc.WithTransportCredentials(creds))
+	return newMasterClient(masters, grpc.WithTransportCredentials(creds))
 }
 
 func (a *app) consistency() ginv1.ReadConsistency {

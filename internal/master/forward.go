@@ -46,7 +46,7 @@ const forwardedByKey = "gin-forwarded-by"
 const forwardHold = 5 * time.Second
 
 // forwardMaxResponse bounds a forwarded answer: the clients' own bound
-// (ginclient.MaxResponseBytes), so that a consistent read of a large
+// (cmd/ginctl's maxResponseBytes), so that a consistent read of a large
 // matrix fits through the follower as it fits from the leader.
 const forwardMaxResponse = 64 << 20
 

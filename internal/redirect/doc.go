@@ -1,5 +1,5 @@
 // Package redirect is the client side of the masters' failover contract
-// (internal/apierr), written once for ginctl (internal/ginclient), the
+// (internal/apierr), written once for ginctl (cmd/ginctl/client.go), the
 // agent's plan fetch (internal/nodeplans) and the NCCL tuner plugin's
 // master fallback: try the masters of a list in turn, move on only when
 // another master may answer differently (unreachable, this attempt's

@@ -1,4 +1,9 @@
-package ginclient
+package main
+
+// The client side of the masters' gRPC API: it dials the master list and
+// runs each call through the one failover walk (internal/redirect), which
+// tries every master in turn when one is unreachable; any master answers,
+// since followers forward writes to the leader.
 
 import (
 	"context"
@@ -12,11 +17,11 @@ import (
 	"github.com/gin-topology/gin/internal/redirect"
 )
 
-// MaxResponseBytes bounds a response (a topology matrix of 512 devices fits).
-const MaxResponseBytes = 64 << 20
+// maxResponseBytes bounds a response (a topology matrix of 512 devices fits).
+const maxResponseBytes = 64 << 20
 
-// Client talks to a list of masters.
-type Client struct {
+// masterClient talks to a list of masters.
+type masterClient struct {
 	masters []string
 	opts    []grpc.DialOption
 
@@ -24,16 +29,16 @@ type Client struct {
 	conns map[string]*grpc.ClientConn // one per address of the list
 }
 
-// New prepares connections to masters (nothing is dialled until used).
-func New(masters []string, opts ...grpc.DialOption) (*Client, error) {
+// newMasterClient prepares connections to masters (nothing is dialled until used).
+func newMasterClient(masters []string, opts ...grpc.DialOption) (*masterClient, error) {
 	if len(masters) == 0 {
 		return nil, errors.New("ginclient: no master address")
 	}
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes)))
-	c := &Client{masters: masters, conns: map[string]*grpc.ClientConn{}, opts: opts}
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseBytes)))
+	c := &masterClient{masters: masters, conns: map[string]*grpc.ClientConn{}, opts: opts}
 	for _, m := range masters {
 		if _, err := c.conn(m); err != nil {
 			c.Close()
@@ -44,7 +49,7 @@ func New(masters []string, opts ...grpc.DialOption) (*Client, error) {
 }
 
 // conn returns the connection to addr, creating it the first time.
-func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+func (c *masterClient) conn(addr string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if conn, ok := c.conns[addr]; ok {
@@ -59,7 +64,7 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 }
 
 // Close closes every connection.
-func (c *Client) Close() {
+func (c *masterClient) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, conn := range c.conns {
@@ -75,7 +80,7 @@ func (c *Client) Close() {
 // the master sent it. A follower forwards writes to the leader itself.
 // When no master answers, the error is UNAVAILABLE and names the masters
 // tried (or the DATA_DIR_FULL refusal, if one was sent).
-func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, conn *grpc.ClientConn) error) error {
+func (c *masterClient) Do(ctx context.Context, fn func(ctx context.Context, conn *grpc.ClientConn) error) error {
 	_, err := redirect.Do(ctx, c.masters, redirect.Options{}, func(actx context.Context, addr string) error {
 		conn, err := c.conn(addr)
 		if err != nil {

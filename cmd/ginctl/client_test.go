@@ -1,4 +1,4 @@
-package ginclient
+package main
 
 import (
 	"context"
@@ -15,15 +15,15 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 )
 
-// fakeMaster answers GetClusterInfo with a fixed error (or success) and
+// fakeAdminMaster answers GetClusterInfo with a fixed error (or success) and
 // counts the calls.
-type fakeMaster struct {
+type fakeAdminMaster struct {
 	ginv1.UnimplementedAdminServiceServer
 	err   error
 	calls atomic.Int32
 }
 
-func (f *fakeMaster) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
+func (f *fakeAdminMaster) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
 	f.calls.Add(1)
 	if f.err != nil {
 		return nil, f.err
@@ -31,7 +31,7 @@ func (f *fakeMaster) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRe
 	return &ginv1.GetClusterInfoResponse{ServerId: "leader"}, nil
 }
 
-func serve(t *testing.T, f *fakeMaster) string {
+func serveAdmin(t *testing.T, f *fakeAdminMaster) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,8 +63,8 @@ func TestDoMovesOnOnlyForNotLeaderAndUnavailable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := &fakeMaster{err: tc.first}, &fakeMaster{}
-			c, err := New([]string{serve(t, a), serve(t, b)})
+			a, b := &fakeAdminMaster{err: tc.first}, &fakeAdminMaster{}
+			c, err := newMasterClient([]string{serveAdmin(t, a), serveAdmin(t, b)})
 			if err != nil {
 				t.Fatal(err)
 			}
