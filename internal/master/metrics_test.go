@@ -44,6 +44,11 @@ func TestMetricsAndHealth(t *testing.T) {
 	if _, err := ginv1.NewPlanServiceClient(conn).GetPlan(ctx, &ginv1.GetPlanRequest{JobId: "bad id"}); err == nil {
 		t.Fatal("bad job id accepted")
 	}
+	// The rejections stats handler counts an RPC at its end, after the status
+	// went out to the client: wait for the count before reading /metrics.
+	testkit.WaitFor(t, 30*time.Second, "the rejected GetPlan to be counted", func() bool {
+		return testutil.ToFloat64(s.metrics.rejected.WithLabelValues("InvalidArgument", "invalid")) >= 1
+	})
 
 	for _, c := range []prometheus.Collector{newMasterCollector(s), newHealthCollector(s.newCheck())} {
 		problems, err := testutil.CollectAndLint(c)
