@@ -26,6 +26,7 @@ type dupSessions struct {
 
 	mu     sync.Mutex
 	last   time.Time            // the last check
+	done   time.Time            // the last check that counted (last, once its counts are in)
 	since  map[string]time.Time // duplicates seen, from when
 	warned map[string]bool      // counted and logged this episode
 	now    int                  // nodes held twice longer than grace
@@ -98,7 +99,7 @@ func (d *dupSessions) check(s *Server) {
 			delete(d.warned, n)
 		}
 	}
-	d.now = 0
+	d.now, d.done = 0, at
 	for n, c := range count {
 		if c < 2 {
 			continue
