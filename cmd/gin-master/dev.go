@@ -60,16 +60,16 @@ func devConfig(cmd *cobra.Command, o options, log *slog.Logger) (devcluster.Conf
 	}
 	cfg := devcluster.Config{
 		Bind: "127.0.0.1:5000", Agents: o.devAgents, Names: names, Profile: o.devProfile, Fabric: spec, Faults: faults,
-		HeartbeatInterval: o.heartbeat, Logger: log, HealthThresholds: th,
+		HeartbeatInterval: o.cfg.HeartbeatInterval, Logger: log, HealthThresholds: th,
 	}
 	if cmd.Flags().Changed("bind") {
-		cfg.Bind = o.bind
+		cfg.Bind = o.cfg.Bind
 	}
 	if cmd.Flags().Changed("http-bind") {
-		cfg.HTTPBind = o.httpBind
+		cfg.HTTPBind = o.cfg.HTTPBind
 	}
 	if cmd.Flags().Changed("data-dir") {
-		cfg.DataDir = o.dataDir
+		cfg.DataDir = o.cfg.DataDir
 	}
 	return cfg, nil
 }

@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -37,51 +35,40 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// options are gin-master's flags: cfg holds every flag that maps 1:1 onto
+// a master knob (bound to its field, defaults of master.DefaultConfig,
+// unit translations done by the flag values of flagvalue.go); the rest are
+// parsed or derived at start (masterConfig, runServer) or configure
+// something besides the master.
 type options struct {
-	nodeID, bind, advertise, raftBind, dataDir string
-	raftAdvertise                              string
-	tuning                                     ginraft.Tuning
-	httpBind                                   string
-	webConfigFile                              string
-	bootstrap                                  bool
-	bootstrapExpect                            int
-	join                                       string
-	deadServerTimeout                          time.Duration
-	heartbeat                                  time.Duration
-	missed                                     int
-	helloTimeout                               time.Duration
-	maxStreamsPerConn                          uint
-	agentLogRate                               float64
-	agentLogBurst                              int
-	maxNodes, maxPlans                         int
-	maxHandshakes, handshakeQueue              int
-	handshakeRate                              float64
-	memoryLimit                                string
-	minFreeMiB                                 uint64
-	logLevel                                   string
-	dev                                        bool
-	devAgents                                  int
-	devProfile, devFabric, devNodes            string
-	devFaults                                  []string
-	healthThresholds                           []string
-	tls                                        pki.Files // --tls-* (else GIN_TLS_*)
-	insecure                                   bool      // plaintext without TLS, by choice
-	recover                                    bool
-	recoverPeers                               string
-	recoverMembers                             []ginraft.Member // parsed --recover-peers
-	kube                                       kubeOptions      // --kube-*
+	cfg              master.Config
+	bootstrap        bool
+	join             string
+	memoryLimit      string
+	logLevel         string
+	dev              bool
+	devAgents        int
+	devProfile       string
+	devFabric        string
+	devNodes         string
+	devFaults        []string
+	healthThresholds []string
+	tls              pki.Files   // --tls-* (else GIN_TLS_*)
+	insecure         bool        // plaintext without TLS, by choice
+	recoverPeers     string      // parsed into cfg.RecoverPeers by checkRecoverFlags
+	kube             kubeOptions // --kube-*
 }
 
 // checkRecoverFlags refuses --recover and --recover-peers where they
 // cannot apply and parses the peers (usage errors: nothing is touched).
 func checkRecoverFlags(o *options) error {
-	if o.dev && o.recover {
+	if o.dev && o.cfg.Recover {
 		return errors.New("--recover applies to a real master's --data-dir, not to --dev")
 	}
-	if o.recoverPeers != "" && !o.recover {
+	if o.recoverPeers != "" && !o.cfg.Recover {
 		return errors.New("--recover-peers needs --recover")
 	}
-	if !o.recover {
+	if !o.cfg.Recover {
 		return nil
 	}
 	peers, err := ginraft.ParseRecoverPeers(o.recoverPeers)
@@ -89,11 +76,11 @@ func checkRecoverFlags(o *options) error {
 		return fmt.Errorf("--recover-peers: %w", err)
 	}
 	for _, p := range peers {
-		if p.ID == o.nodeID {
+		if p.ID == o.cfg.ID {
 			return fmt.Errorf("--recover-peers names this master (%s); list only the other survivors", p.ID)
 		}
 	}
-	o.recoverMembers = peers
+	o.cfg.RecoverPeers = peers
 	return nil
 }
 
@@ -134,22 +121,13 @@ func checkTLSChoice(o options, fromEnv bool) error {
 		return fmt.Errorf("--insecure and %s exclude each other: leave out --insecure to serve mutual TLS, or the TLS files to serve plaintext", where)
 	}
 	if !o.insecure && !o.tls.Given() {
-		name := o.nodeID
+		name := o.cfg.ID
 		if name == "" {
 			name = "ID"
 		}
 		return configError{fmt.Errorf("no TLS certificates: a master serves mutual TLS with --tls-ca, --tls-cert and --tls-key (or GIN_TLS_CA, GIN_TLS_CERT, GIN_TLS_KEY), made with `ginctl tls ca create --dir /etc/gin` and `ginctl tls cert create --dir /etc/gin --role master --name %s --dns HOST` (docs/SECURITY.md); or give --insecure to serve plaintext gRPC and Raft that anyone who reaches the ports can read and rewrite", name)}
 	}
 	return nil
-}
-
-// handshakeQueue maps --handshake-queue (0: none waits) to
-// master.Config.HandshakeQueue (0: the default).
-func handshakeQueue(n int) int {
-	if n == 0 {
-		return master.NoHandshakeQueue
-	}
-	return n
 }
 
 // usageError is a bad flag or value (exit exitUsage), found before
@@ -318,47 +296,49 @@ func exitStatus(err error, stderr io.Writer) int {
 	return code
 }
 
-// bindFlags binds every flag of gin-master to its field of o; the
-// defaults of the master's knobs are master.DefaultConfig's.
+// bindFlags binds every flag of gin-master to its field of o, a master
+// knob's to its field of o.cfg; the defaults of the master's knobs are
+// master.DefaultConfig's.
 func bindFlags(f *pflag.FlagSet, o *options, hostname string) {
 	d := master.DefaultConfig() // every default of a master knob, in one place
-	f.StringVar(&o.nodeID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
-	f.StringVar(&o.bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
-	f.StringVar(&o.advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address; on every interface, this host's default-route address)")
-	f.StringVar(&o.httpBind, "http-bind", "127.0.0.1:5002", "HTTP address of /metrics (Prometheus), /healthz and the web view /ui/ (loopback by default: give :5002 for a Prometheus on another host); empty disables it (off with --dev unless given)")
-	f.StringVar(&o.webConfigFile, "web-config-file", "", "TLS and authentication of --http-bind: a Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users); empty: plain HTTP. On a cluster with TLS the web view answers only over TLS to a client certificate of the cluster (reader or above)")
-	f.StringVar(&o.raftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
-	f.StringVar(&o.raftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, and when that listens on every interface (:5001, 0.0.0.0, ::) this host's default-route address, else its only global address)")
-	f.DurationVar(&o.tuning.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "a follower that hears nothing from the leader this long starts an election (0: Raft's default, 1s)")
-	f.DurationVar(&o.tuning.ElectionTimeout, "raft-election-timeout", 0, "a candidate without a quorum this long starts a new election (0: Raft's default, 1s)")
-	f.DurationVar(&o.tuning.LeaderLeaseTimeout, "raft-leader-lease-timeout", 0, "a leader without contact to a quorum this long steps down; at most the heartbeat timeout (0: Raft's default, 500ms)")
-	f.Uint64Var(&o.tuning.SnapshotThreshold, "snapshot-threshold", 0, "Raft log entries since the last snapshot that trigger a new one (0: 8192)")
-	f.Uint64Var(&o.tuning.SnapshotBytes, "snapshot-bytes", 0, "Raft log bytes appended since the last snapshot that trigger a new one, besides --snapshot-threshold entries (0: 256 MiB; at least 65536)")
-	f.DurationVar(&o.tuning.SnapshotInterval, "snapshot-interval", 0, "how often the snapshot threshold is checked (0: Raft's default, 2m)")
-	f.Uint64Var(&o.tuning.TrailingLogs, "trailing-logs", 0, "log entries kept after a snapshot, so a lagging master catches up without a snapshot transfer (0: Raft's default, 10240)")
-	f.StringVar(&o.dataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
+	o.cfg = d                   // the knobs gin-master has no flag for keep their defaults
+	f.StringVar(&o.cfg.ID, "node-id", hostname, "Raft server id of this master (stable across restarts)")
+	f.StringVar(&o.cfg.Bind, "bind", ":5000", "gRPC address for agents and clients (127.0.0.1:5000 with --dev)")
+	f.StringVar(&o.cfg.Advertise, "advertise", "", "gRPC address given to clients as leader hint (default: the bound address; on every interface, this host's default-route address)")
+	f.StringVar(&o.cfg.HTTPBind, "http-bind", "127.0.0.1:5002", "HTTP address of /metrics (Prometheus), /healthz and the web view /ui/ (loopback by default: give :5002 for a Prometheus on another host); empty disables it (off with --dev unless given)")
+	f.StringVar(&o.cfg.WebConfigFile, "web-config-file", "", "TLS and authentication of --http-bind: a Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users); empty: plain HTTP. On a cluster with TLS the web view answers only over TLS to a client certificate of the cluster (reader or above)")
+	f.StringVar(&o.cfg.RaftBind, "raft-bind", ":5001", "Raft TCP address (127.0.0.1 with a free port with --dev)")
+	f.StringVar(&o.cfg.RaftAdvertise, "raft-advertise", "", "Raft address the other masters dial (host:port, resolved at start; default: --raft-bind, and when that listens on every interface (:5001, 0.0.0.0, ::) this host's default-route address, else its only global address)")
+	f.DurationVar(&o.cfg.RaftTuning.HeartbeatTimeout, "raft-heartbeat-timeout", 0, "a follower that hears nothing from the leader this long starts an election (0: Raft's default, 1s)")
+	f.DurationVar(&o.cfg.RaftTuning.ElectionTimeout, "raft-election-timeout", 0, "a candidate without a quorum this long starts a new election (0: Raft's default, 1s)")
+	f.DurationVar(&o.cfg.RaftTuning.LeaderLeaseTimeout, "raft-leader-lease-timeout", 0, "a leader without contact to a quorum this long steps down; at most the heartbeat timeout (0: Raft's default, 500ms)")
+	f.Uint64Var(&o.cfg.RaftTuning.SnapshotThreshold, "snapshot-threshold", 0, "Raft log entries since the last snapshot that trigger a new one (0: 8192)")
+	f.Uint64Var(&o.cfg.RaftTuning.SnapshotBytes, "snapshot-bytes", 0, "Raft log bytes appended since the last snapshot that trigger a new one, besides --snapshot-threshold entries (0: 256 MiB; at least 65536)")
+	f.DurationVar(&o.cfg.RaftTuning.SnapshotInterval, "snapshot-interval", 0, "how often the snapshot threshold is checked (0: Raft's default, 2m)")
+	f.Uint64Var(&o.cfg.RaftTuning.TrailingLogs, "trailing-logs", 0, "log entries kept after a snapshot, so a lagging master catches up without a snapshot transfer (0: Raft's default, 10240)")
+	f.StringVar(&o.cfg.DataDir, "data-dir", "/var/lib/gin-master", "directory for the Raft log and snapshots (a temporary one with --dev)")
 	f.BoolVar(&o.bootstrap, "bootstrap", true, "bootstrap a single-voter cluster when --data-dir holds no Raft state (off when --join or --bootstrap-expect is given)")
-	f.IntVar(&o.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
+	f.IntVar(&o.cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many fresh masters (found through --join) see each other; 1 = --bootstrap")
 	f.StringVar(&o.join, "join", "", "other masters' client addresses (host[:port],...): join their cluster, retried until it works; the same command line serves first boot, restart and scale-up (a master that is not a member yet joins once an admin ran ginctl members add ID)")
-	f.DurationVar(&o.deadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
-	f.DurationVar(&o.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "heartbeat interval agents are told to use")
-	f.IntVar(&o.missed, "missed-heartbeats", d.MissedHeartbeats, "missed heartbeats after which a node is marked down")
-	f.UintVar(&o.maxStreamsPerConn, "max-streams-per-conn", uint(d.MaxStreamsPerConn), "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
-	f.IntVar(&o.maxNodes, "max-nodes", d.MaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
-	f.IntVar(&o.maxHandshakes, "max-handshakes", d.MaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
-	f.Float64Var(&o.handshakeRate, "handshake-rate", 0, fmt.Sprintf("agent Hellos admitted per second (a token bucket of burst --max-handshakes; the Hellos past it wait in --handshake-queue, and one whose wait would pass --hello-timeout is refused with a retry hint of the queue's wait); 0: %d per CPU (GOMAXPROCS), %g here", master.HandshakeRatePerCPU, master.DefaultHandshakeRate()))
-	f.IntVar(&o.handshakeQueue, "handshake-queue", d.HandshakeQueue, "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
-	f.IntVar(&o.maxPlans, "max-plans", d.MaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
-	f.Uint64Var(&o.minFreeMiB, "data-dir-min-free-mib", d.MinFreeBytes>>20, "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
-	f.Float64Var(&o.agentLogRate, "agent-log-rate", d.AgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
-	f.IntVar(&o.agentLogBurst, "agent-log-burst", d.AgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
+	f.DurationVar(&o.cfg.DeadServerTimeout, "dead-server-timeout", 0, "the leader removes a master that failed heartbeats this long, keeping at least two healthy voters; 0 disables (a removed master rejoins through --join when it comes back)")
+	f.DurationVar(&o.cfg.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "heartbeat interval agents are told to use")
+	f.IntVar(&o.cfg.MissedHeartbeats, "missed-heartbeats", d.MissedHeartbeats, "missed heartbeats after which a node is marked down")
+	f.Var(uint32Value{&o.cfg.MaxStreamsPerConn}, "max-streams-per-conn", "concurrent gRPC streams one client connection may hold (HTTP/2 MAX_CONCURRENT_STREAMS); more wait")
+	f.IntVar(&o.cfg.MaxNodes, "max-nodes", d.MaxNodes, "the most nodes registered; a new node's inventory past it is refused (RESOURCE_EXHAUSTED)")
+	f.IntVar(&o.cfg.MaxHandshakes, "max-handshakes", d.MaxHandshakes, "agent handshakes (Hello until the agent is in sync) served at once; more wait in --handshake-queue (a whole-cluster restart reattaches at the rate the master commits while reads are answered)")
+	f.Float64Var(&o.cfg.HandshakeRate, "handshake-rate", 0, fmt.Sprintf("agent Hellos admitted per second (a token bucket of burst --max-handshakes; the Hellos past it wait in --handshake-queue, and one whose wait would pass --hello-timeout is refused with a retry hint of the queue's wait); 0: %d per CPU (GOMAXPROCS), %g here", master.HandshakeRatePerCPU, master.DefaultHandshakeRate()))
+	f.Var(handshakeQueueValue{&o.cfg.HandshakeQueue}, "handshake-queue", "agent Hellos that wait (at most --hello-timeout) for a --max-handshakes slot; past it a Hello is refused with RESOURCE_EXHAUSTED and a retry hint; 0: none waits")
+	f.IntVar(&o.cfg.MaxPlans, "max-plans", d.MaxPlans, "the most job plans pinned; a new job's plan past it is refused (RESOURCE_EXHAUSTED)")
+	f.Var(mibValue{&o.cfg.MinFreeBytes}, "data-dir-min-free-mib", "MiB kept free under --data-dir: below it the leader refuses writes (RESOURCE_EXHAUSTED naming the dir) and a follower stops appending, until space returns; should the Raft log fail a write anyway, gin-master exits with status 75 for systemd to restart it")
+	f.Float64Var(&o.cfg.AgentLogRate, "agent-log-rate", d.AgentLogRate, "agent attach/detach log lines per second after the burst; the rest are counted (gin_master_agent_log_lines_suppressed_total)")
+	f.IntVar(&o.cfg.AgentLogBurst, "agent-log-burst", d.AgentLogBurst, "agent attach/detach log lines logged at once before --agent-log-rate applies")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go heap (900MiB, 2GiB, off): the garbage collector runs more often near it; auto: 90% of the cgroup's memory limit (container, systemd MemoryMax=) if any, else GOMEMLIMIT or none")
-	f.DurationVar(&o.helloTimeout, "hello-timeout", d.HelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
+	f.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", d.HelloTimeout, "an agent session that sends no hello this long after opening is ended (DEADLINE_EXCEEDED)")
 	f.StringVar(&o.tls.CA, "tls-ca", "", "mTLS: the cluster CA file (default $GIN_TLS_CA); with --tls-cert and --tls-key every gRPC call needs a client certificate of this CA and a role allowed by the table (docs/SECURITY.md)")
 	f.StringVar(&o.tls.Cert, "tls-cert", "", "mTLS: this master's certificate, spiffe://gin/master/<node-id> (default $GIN_TLS_CERT)")
 	f.StringVar(&o.tls.Key, "tls-key", "", "mTLS: its key (default $GIN_TLS_KEY)")
 	f.BoolVar(&o.insecure, "insecure", false, "serve plaintext gRPC and Raft without authentication (anyone who reaches the ports can read and rewrite the cluster; warned at every start); without it a master needs --tls-ca, --tls-cert and --tls-key")
-	f.BoolVar(&o.recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (docs/OPERATIONS.md, Recovering from lost quorum)")
+	f.BoolVar(&o.cfg.Recover, "recover", false, "after a loss of quorum: rewrite the Raft configuration in --data-dir to this master alone (plus --recover-peers), commit its whole log, then serve; every other master must be stopped and rejoin with a wiped data dir (docs/OPERATIONS.md, Recovering from lost quorum)")
 	f.StringVar(&o.recoverPeers, "recover-peers", "", "with --recover: other survivors in the recovered configuration, id=raft-host:port,... (each recovered with the same list)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	o.kube.flags(f)
@@ -401,26 +381,27 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	if o.insecure {
 		log.Warn("INSECURE: --insecure: gRPC and Raft are plaintext and unauthenticated; anyone who reaches these ports can read, rewrite or stop the cluster (docs/SECURITY.md: turn mutual TLS on with --tls-ca, --tls-cert, --tls-key)",
-			"grpc", firstNonEmpty(o.advertise, o.bind), "raft", firstNonEmpty(o.raftAdvertise, o.raftBind))
+			"grpc", firstNonEmpty(o.cfg.Advertise, o.cfg.Bind), "raft", firstNonEmpty(o.cfg.RaftAdvertise, o.cfg.RaftBind))
 	}
 	tlsSrc, err := serverTLS(o, log)
 	if err != nil {
 		return err
 	}
-	if o.recover {
-		if err := ginraft.CheckRecoverable(o.dataDir); err != nil {
+	if o.cfg.Recover {
+		if err := ginraft.CheckRecoverable(o.cfg.DataDir); err != nil {
 			return fmt.Errorf("--recover: %w (nothing was changed)", err)
 		}
-		log.Warn("--recover: the Raft configuration in the data dir will be rewritten to this master (plus --recover-peers) and its whole log committed", "data_dir", o.dataDir, "node_id", o.nodeID, "recover_peers", o.recoverPeers)
+		log.Warn("--recover: the Raft configuration in the data dir will be rewritten to this master (plus --recover-peers) and its whole log committed", "data_dir", o.cfg.DataDir, "node_id", o.cfg.ID, "recover_peers", o.recoverPeers)
 	}
 	tasks, collectors, err := o.kube.tasks(log)
 	if err != nil {
 		return configError{err}
 	}
-	if err := os.MkdirAll(o.dataDir, 0o750); err != nil {
+	if err := os.MkdirAll(o.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	cfg.Advertise, cfg.RaftAdvertise, cfg.Bootstrap, cfg.TLS = o.advertise, o.raftAdvertise, bootstrapWanted(o, cfg.Join), tlsSrc
+	cfg.Advertise, cfg.RaftAdvertise = o.cfg.Advertise, o.cfg.RaftAdvertise // derived after masterConfig
+	cfg.Bootstrap, cfg.TLS = bootstrapWanted(o, cfg.Join), tlsSrc
 	cfg.LeaderTasks, cfg.Collectors, cfg.Logger = tasks, collectors, log
 	s, err := master.New(cfg)
 	if err != nil {
@@ -443,10 +424,10 @@ func runServer(ctx context.Context, o options, log *slog.Logger) error {
 // the tasks are added by runServer. It touches nothing, and its errors
 // are usage errors (exit 64).
 func masterConfig(o options) (master.Config, error) {
-	if o.nodeID == "" {
+	if o.cfg.ID == "" {
 		return master.Config{}, errors.New("--node-id is empty and the host name is unknown")
 	}
-	if err := ginraft.ValidateServerID(o.nodeID); err != nil {
+	if err := ginraft.ValidateServerID(o.cfg.ID); err != nil {
 		return master.Config{}, fmt.Errorf("--node-id: %w", err)
 	}
 	var join []string
@@ -456,20 +437,8 @@ func masterConfig(o options) (master.Config, error) {
 			return master.Config{}, fmt.Errorf("--join: %w", err)
 		}
 	}
-	cfg := master.Config{
-		ID: o.nodeID, Bind: o.bind, RaftBind: o.raftBind,
-		RaftTuning: o.tuning, DataDir: o.dataDir,
-		BootstrapExpect: o.bootstrapExpect, Join: join, DeadServerTimeout: o.deadServerTimeout,
-		HeartbeatInterval: o.heartbeat, MissedHeartbeats: o.missed, HTTPBind: o.httpBind, WebConfigFile: o.webConfigFile,
-		HelloTimeout: o.helloTimeout, MaxStreamsPerConn: uint32(min(o.maxStreamsPerConn, math.MaxUint32)),
-		Recover: o.recover, RecoverPeers: o.recoverMembers,
-		AgentLogRate: o.agentLogRate, AgentLogBurst: o.agentLogBurst,
-		MaxNodes: o.maxNodes, MaxPlans: o.maxPlans, MinFreeBytes: o.minFreeMiB << 20,
-		MaxHandshakes: o.maxHandshakes, HandshakeQueue: handshakeQueue(o.handshakeQueue), HandshakeRate: o.handshakeRate,
-	}
-	if o.minFreeMiB > ginraft.MaxMinFreeBytes>>20 {
-		cfg.MinFreeBytes = ginraft.MaxMinFreeBytes + 1 // out of range without overflowing the shift
-	}
+	cfg := o.cfg
+	cfg.Join = join
 	if err := cfg.Validate(); err != nil {
 		return master.Config{}, err
 	}
@@ -492,8 +461,8 @@ func serverTLS(o options, log *slog.Logger) (*pki.Source, error) {
 	if err != nil {
 		return nil, configError{err}
 	}
-	if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.nodeID {
-		return nil, configError{fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.nodeID, o.nodeID)}
+	if id := src.Identity(); id.Role != pki.RoleMaster || id.Name != o.cfg.ID {
+		return nil, configError{fmt.Errorf("--tls-cert %s is for %s; this master needs a master certificate for --node-id %q (ginctl tls cert create --role master --name %s)", o.tls.Cert, id, o.cfg.ID, o.cfg.ID)}
 	}
 	if err := certCoversAdvertised(src, o); err != nil {
 		return nil, configError{err}
@@ -506,10 +475,10 @@ func serverTLS(o options, log *slog.Logger) (*pki.Source, error) {
 // --bootstrap-expect 1) forms or joins a cluster instead; --bootstrap-expect
 // 1 always does.
 func bootstrapWanted(o options, join []string) bool {
-	if o.bootstrapExpect == 1 {
+	if o.cfg.BootstrapExpect == 1 {
 		return true
 	}
-	if o.bootstrapExpect > 1 || len(join) > 0 {
+	if o.cfg.BootstrapExpect > 1 || len(join) > 0 {
 		return false
 	}
 	return o.bootstrap
@@ -540,26 +509,26 @@ func devFlagsNeedDev(cmd *cobra.Command, dev bool) error {
 // data dir is touched, so a host where no address can be chosen fails with
 // a message naming the flag and changes nothing.
 func deriveAdvertise(o *options, src hostaddr.Source, log *slog.Logger) error {
-	if o.raftAdvertise == "" {
-		unspec, err := hostaddr.Unspecified(o.raftBind)
+	if o.cfg.RaftAdvertise == "" {
+		unspec, err := hostaddr.Unspecified(o.cfg.RaftBind)
 		if err != nil {
 			return fmt.Errorf("--raft-bind: %w", err)
 		}
 		if unspec {
-			adv, err := hostaddr.Derive(o.raftBind, src)
+			adv, err := hostaddr.Derive(o.cfg.RaftBind, src)
 			if err != nil {
-				return fmt.Errorf("--raft-bind %s listens on every interface and the address other masters should dial cannot be derived (%w); set --raft-advertise HOST:PORT", o.raftBind, err)
+				return fmt.Errorf("--raft-bind %s listens on every interface and the address other masters should dial cannot be derived (%w); set --raft-advertise HOST:PORT", o.cfg.RaftBind, err)
 			}
-			o.raftAdvertise = adv
+			o.cfg.RaftAdvertise = adv
 			log.Info("raft advertise address derived from the default route (set --raft-advertise to choose another)", "raft_advertise", adv)
 		}
 	}
-	if o.advertise == "" {
-		if unspec, err := hostaddr.Unspecified(o.bind); err == nil && unspec {
+	if o.cfg.Advertise == "" {
+		if unspec, err := hostaddr.Unspecified(o.cfg.Bind); err == nil && unspec {
 			// The client address is only a hint; a port 0 or a host without
 			// a usable address keeps the bound address, as before.
-			if adv, err := hostaddr.Derive(o.bind, src); err == nil {
-				o.advertise = adv
+			if adv, err := hostaddr.Derive(o.cfg.Bind, src); err == nil {
+				o.cfg.Advertise = adv
 			}
 		}
 	}
@@ -572,7 +541,7 @@ func deriveAdvertise(o *options, src hostaddr.Source, log *slog.Logger) error {
 // connection. (Raft peers check the certificate's role, not its names.)
 func certCoversAdvertised(src *pki.Source, o options) error {
 	for _, a := range []struct{ flag, addr string }{
-		{"--advertise", firstNonEmpty(o.advertise, o.bind)},
+		{"--advertise", firstNonEmpty(o.cfg.Advertise, o.cfg.Bind)},
 	} {
 		host, _, err := net.SplitHostPort(a.addr)
 		if err != nil || host == "" {
@@ -582,7 +551,7 @@ func certCoversAdvertised(src *pki.Source, o options) error {
 			continue
 		}
 		if err := src.CoversHost(host); err != nil {
-			return fmt.Errorf("%s %s: the TLS certificate does not name %s, and the clients and masters that dial it check that (%v); reissue it with ginctl tls cert create --role master --name %s --ip/--dns %s", a.flag, a.addr, host, err, o.nodeID, host)
+			return fmt.Errorf("%s %s: the TLS certificate does not name %s, and the clients and masters that dial it check that (%v); reissue it with ginctl tls cert create --role master --name %s --ip/--dns %s", a.flag, a.addr, host, err, o.cfg.ID, host)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/master"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
@@ -117,17 +118,17 @@ func TestDeriveAdvertise(t *testing.T) {
 		wantRaft, wantClient string
 		wantErr              string
 	}{
-		{"README single master: defaults", options{bind: ":5000", raftBind: ":5001"},
+		{"README single master: defaults", options{cfg: master.Config{Bind: ":5000", RaftBind: ":5001"}},
 			fakeHost{route: "10.0.0.7"}, "10.0.0.7:5001", "10.0.0.7:5000", ""},
-		{"explicit raft advertise kept", options{bind: ":5000", raftBind: ":5001", raftAdvertise: "m1:5001", advertise: "m1:5000"},
+		{"explicit raft advertise kept", options{cfg: master.Config{Bind: ":5000", RaftBind: ":5001", RaftAdvertise: "m1:5001", Advertise: "m1:5000"}},
 			fakeHost{route: "10.0.0.7"}, "m1:5001", "m1:5000", ""},
-		{"specific raft bind needs nothing", options{bind: "10.0.0.7:5000", raftBind: "10.0.0.7:5001"},
+		{"specific raft bind needs nothing", options{cfg: master.Config{Bind: "10.0.0.7:5000", RaftBind: "10.0.0.7:5001"}},
 			fakeHost{}, "", "", ""},
-		{"no route, one address", options{bind: ":5000", raftBind: "0.0.0.0:5001"},
+		{"no route, one address", options{cfg: master.Config{Bind: ":5000", RaftBind: "0.0.0.0:5001"}},
 			fakeHost{addrs: []string{"192.168.4.2"}}, "192.168.4.2:5001", "192.168.4.2:5000", ""},
-		{"no route, two addresses: names the flag", options{bind: ":5000", raftBind: ":5001"},
+		{"no route, two addresses: names the flag", options{cfg: master.Config{Bind: ":5000", RaftBind: ":5001"}},
 			fakeHost{addrs: []string{"10.0.0.1", "10.1.0.1"}}, "", "", "set --raft-advertise"},
-		{"client port 0 keeps the bound address", options{bind: ":0", raftBind: ":5001"},
+		{"client port 0 keeps the bound address", options{cfg: master.Config{Bind: ":0", RaftBind: ":5001"}},
 			fakeHost{route: "10.0.0.7"}, "10.0.0.7:5001", "", ""},
 	}
 	for _, tc := range tests {
@@ -143,8 +144,8 @@ func TestDeriveAdvertise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.raftAdvertise != tc.wantRaft || o.advertise != tc.wantClient {
-				t.Fatalf("raft advertise %q, advertise %q; want %q, %q", o.raftAdvertise, o.advertise, tc.wantRaft, tc.wantClient)
+			if o.cfg.RaftAdvertise != tc.wantRaft || o.cfg.Advertise != tc.wantClient {
+				t.Fatalf("raft advertise %q, advertise %q; want %q, %q", o.cfg.RaftAdvertise, o.cfg.Advertise, tc.wantRaft, tc.wantClient)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gin-topology/gin/internal/master"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
 
@@ -57,7 +58,7 @@ func TestBootstrapWanted(t *testing.T) {
 		{false, 1, nil, true},
 	}
 	for _, tc := range tests {
-		o := options{bootstrap: tc.bootstrap, bootstrapExpect: tc.expect}
+		o := options{bootstrap: tc.bootstrap, cfg: master.Config{BootstrapExpect: tc.expect}}
 		if got := bootstrapWanted(o, tc.join); got != tc.want {
 			t.Errorf("bootstrap %v, expect %d, join %v: %v, want %v", tc.bootstrap, tc.expect, tc.join, got, tc.want)
 		}
