@@ -30,7 +30,8 @@
 //     a session's long-lived goroutine only receives (freshstack.go).
 //   - follower reporting (relay.go, relay_service.go, reports.go,
 //     reportdelta.go): agent writes relayed to the leader, sessions
-//     reported to it as deltas.
+//     reported to it as deltas; relayService, the leader's side, is given
+//     the store, the liveness and the functions it calls.
 //   - liveness (liveness.go): the leader's node states from its sessions
 //     and the reports (leader-only: rearm/deactivate).
 //   - services, each its own type over the store and the functions of
@@ -46,7 +47,7 @@
 //   - errors.go: the one table where internal errors become gRPC
 //     statuses.
 //
-// Not every part is cut loose yet: the agent sessions (agentService) and
-// follower reporting (relayService) still hold *Server; archtest keeps
-// the other ...Service types from holding it (issue #25).
+// Not every part is cut loose yet: the agent sessions (agentService)
+// still hold *Server; archtest keeps the other ...Service types from
+// holding it (issue #25).
 package master

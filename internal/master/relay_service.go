@@ -11,19 +11,42 @@ import (
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/inventory"
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // relayService is the leader's side of RelayService: what the other
 // masters relay from the agent sessions they hold. With TLS on only master
 // certificates reach it (internal/authz); the relaying master has checked
 // that the agent's certificate names the node.
+//
+// It is a part of its own (parts.go): what it uses of the master is given
+// by Server.New.
 type relayService struct {
 	ginv1.UnimplementedRelayServiceServer
-	s *Server
+	store *state.Store
+	live  *liveness // node liveness, fed by the relayed writes and reports
+	// maxNodes bounds each list of a session report (gin-master --max-nodes).
+	maxNodes int
+	// memberOnly refuses a caller that is not a registered master
+	// (Server.memberOnly, membergate.go).
+	memberOnly func(ctx context.Context, method string) error
+	// outdated and leading refuse a relay on a master that does not lead
+	// (Server.outdated, Server.leading), checked in that order.
+	outdated, leading leadingFunc
+	// commitInventory commits an agent's inventory or delta on the leader
+	// (Server.commitInventoryHere).
+	commitInventory func(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta, binding *statev1.NodeBinding) (resultWithGen, error)
+	// importFabricScan imports the named scanner's upload on the leader
+	// (Server.importFabricScanHere).
+	importFabricScan func(ctx context.Context, node string, scan *ginv1.FabricTopology) (uint64, error)
+	// refreshScanner re-picks the fabric scanner after a report, scanner
+	// names it (reports.go).
+	refreshScanner func()
+	scanner        func() string
 }
 
 func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayServicePutInventoryRequest) (*ginv1.RelayServicePutInventoryResponse, error) {
-	if err := r.s.memberOnly(ctx, "PutInventory"); err != nil {
+	if err := r.memberOnly(ctx, "PutInventory"); err != nil {
 		return nil, toStatus(err)
 	}
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
@@ -39,38 +62,38 @@ func (r *relayService) PutInventory(ctx context.Context, req *ginv1.RelayService
 	if peer, ok := authz.Identity(ctx); ok && via != "" && peer.Name != via {
 		return nil, toStatus(&forbidden{msg: fmt.Sprintf("a write relayed for master %q with the certificate of %s: a master relays only its own sessions", via, peer)})
 	}
-	if _, ok := r.s.store.Server(via); !ok {
+	if _, ok := r.store.Server(via); !ok {
 		via = "" // an older master, or one this leader does not know: attributed to none
 	}
-	if err := r.leading(); err != nil {
+	if err := r.leaderOnly(); err != nil {
 		return nil, toStatus(err)
 	}
 	binding, err := relayedBinding(req.GetNodeName(), req.GetAgentCertificate())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := r.s.commitInventoryHere(ctx, req.GetNodeName(), req.GetMachineId(), req.GetInventory(), req.GetDelta(), binding)
+	res, err := r.commitInventory(ctx, req.GetNodeName(), req.GetMachineId(), req.GetInventory(), req.GetDelta(), binding)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	// The agent's write committed: it is alive now, whether or not the
 	// relaying master's reports list its session yet (a node registered
 	// through a follower would otherwise look silent until they do).
-	r.s.live.committed(ctx, req.GetNodeName(), via)
+	r.live.committed(ctx, req.GetNodeName(), via)
 	return &ginv1.RelayServicePutInventoryResponse{AcceptedGeneration: res.Generation, Index: res.Index, Changed: res.Changed}, nil
 }
 
 func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelayServiceImportFabricScanRequest) (*ginv1.RelayServiceImportFabricScanResponse, error) {
-	if err := r.s.memberOnly(ctx, "ImportFabricScan"); err != nil {
+	if err := r.memberOnly(ctx, "ImportFabricScan"); err != nil {
 		return nil, toStatus(err)
 	}
 	if err := inventory.ValidNodeName(req.GetNodeName()); err != nil {
 		return nil, toStatus(invalidf("node_name", "%v", err))
 	}
-	if err := r.leading(); err != nil {
+	if err := r.leaderOnly(); err != nil {
 		return nil, toStatus(err)
 	}
-	idx, err := r.s.importFabricScanHere(ctx, req.GetNodeName(), req.GetScan())
+	idx, err := r.importFabricScan(ctx, req.GetNodeName(), req.GetScan())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -84,11 +107,11 @@ func (r *relayService) ImportFabricScan(ctx context.Context, req *ginv1.RelaySer
 var errNotRegistered = errors.New("not a registered master yet (its join has not committed on the leader; the report is retried)")
 
 func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSessionsRequest) (*ginv1.ReportSessionsResponse, error) {
-	if err := r.s.memberOnly(ctx, "ReportSessions"); err != nil {
+	if err := r.memberOnly(ctx, "ReportSessions"); err != nil {
 		return nil, toStatus(err)
 	}
 	id := req.GetServerId()
-	if _, ok := r.s.store.Server(id); !ok {
+	if _, ok := r.store.Server(id); !ok {
 		return nil, toStatus(fmt.Errorf("master %q: %w", id, errNotRegistered))
 	}
 	if peer, ok := authz.Identity(ctx); ok && peer.Name != id {
@@ -98,14 +121,14 @@ func (r *relayService) ReportSessions(ctx context.Context, req *ginv1.ReportSess
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := r.leading(); err != nil {
+	if err := r.leaderOnly(); err != nil {
 		return nil, toStatus(err)
 	}
-	if !r.s.live.report(ctx, id, rep) {
+	if !r.live.report(ctx, id, rep) {
 		return &ginv1.ReportSessionsResponse{SendFull: true, Deltas: true}, nil
 	}
-	r.s.refreshScanner()
-	return &ginv1.ReportSessionsResponse{FabricScanner: r.s.scanner(), Deltas: true}, nil
+	r.refreshScanner()
+	return &ginv1.ReportSessionsResponse{FabricScanner: r.scanner(), Deltas: true}, nil
 }
 
 // sessionReport checks a ReportSessions request at the edge: names, the
@@ -142,8 +165,8 @@ func (r *relayService) sessionReport(req *ginv1.ReportSessionsRequest) (sessionR
 		field string
 		names []string
 	}{{"nodes", rep.nodes}, {"gone", rep.gone}, {"left", rep.left}} {
-		if len(l.names) > r.s.cfg.MaxNodes {
-			return rep, invalidf(l.field, "%d nodes, more than gin-master --max-nodes (%d)", len(l.names), r.s.cfg.MaxNodes)
+		if len(l.names) > r.maxNodes {
+			return rep, invalidf(l.field, "%d nodes, more than gin-master --max-nodes (%d)", len(l.names), r.maxNodes)
 		}
 		for i, n := range l.names {
 			if err := inventory.ValidNodeName(n); err != nil {
@@ -154,13 +177,13 @@ func (r *relayService) sessionReport(req *ginv1.ReportSessionsRequest) (sessionR
 	return rep, nil
 }
 
-// leading refuses a relay on a master that does not lead (the caller
+// leaderOnly refuses a relay on a master that does not lead (the caller
 // retries with the leader the hint names).
-func (r *relayService) leading() error {
-	if err := r.s.outdated(); err != nil {
+func (r *relayService) leaderOnly() error {
+	if err := r.outdated(); err != nil {
 		return err
 	}
-	return r.s.leading()
+	return r.leading()
 }
 
 // commitInventoryHere commits, on the leader, a node's full inventory or

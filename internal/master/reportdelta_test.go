@@ -297,7 +297,7 @@ func TestDeltaReportsDecideAsFullReports(t *testing.T) {
 // ReportSessions refuses malformed reports with a clear error and applies
 // nothing.
 func TestReportSessionsRefusesBadReports(t *testing.T) {
-	r := &relayService{s: &Server{cfg: Config{MaxNodes: 2}}}
+	r := &relayService{maxNodes: 2}
 	ok := func(m func(*ginv1.ReportSessionsRequest)) *ginv1.ReportSessionsRequest {
 		req := &ginv1.ReportSessionsRequest{ServerId: "m2", Sequence: 3, BaseSequence: 2, FreshWithinMs: 1500,
 			Nodes: []string{"a"}, AgesMs: []uint32{5}, Gone: []string{"b"}, GoneAgesMs: []uint32{7}, Left: []string{"c"}, LeftAgesMs: []uint32{0}}

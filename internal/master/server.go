@@ -161,7 +161,10 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterPlanServiceServer(s.grpc, s.plans)
 	ginv1.RegisterCalibrationServiceServer(s.grpc, s.calib)
 	ginv1.RegisterCheckServiceServer(s.grpc, s.newCheck())
-	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{s: s})
+	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{store: store, live: s.live, maxNodes: cfg.MaxNodes,
+		memberOnly: s.memberOnly, outdated: s.outdated, leading: s.leading,
+		commitInventory: s.commitInventoryHere, importFabricScan: s.importFabricScanHere,
+		refreshScanner: s.refreshScanner, scanner: s.scanner})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(agentServiceName, healthpb.HealthCheckResponse_NOT_SERVING) // sessionhealth.go
