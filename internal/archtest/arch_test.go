@@ -317,15 +317,13 @@ func TestExportEnginesRenderTheModel(t *testing.T) {
 
 // The gRPC services of a master are parts of their own (issue #25): a type
 // of internal/master named ...Service holds no *Server but what its
-// constructor is given. notYet lists those still to be cut loose; a type
-// on it that no longer holds *Server is to be taken off it.
+// constructor is given.
 func TestMasterServicesHoldNoServer(t *testing.T) {
 	_, pkgs := listModule(t)
 	p, ok := pkgs[mod("internal/master")]
 	if !ok {
 		t.Fatal("internal/master not found")
 	}
-	notYet := map[string]bool{"agentService": true}
 	fset := token.NewFileSet()
 	services := 0
 	holds := map[string]bool{}
@@ -358,13 +356,6 @@ func TestMasterServicesHoldNoServer(t *testing.T) {
 		t.Fatalf("found %d service types in internal/master; the rule guards nothing (renamed?)", services)
 	}
 	for name := range holds {
-		if !notYet[name] {
-			t.Errorf("internal/master.%s holds *Server: give it what it needs in its constructor (parts.go)", name)
-		}
-	}
-	for name := range notYet {
-		if !holds[name] {
-			t.Errorf("internal/master.%s no longer holds *Server: take it off notYet", name)
-		}
+		t.Errorf("internal/master.%s holds *Server: give it what it needs in its constructor (parts.go)", name)
 	}
 }

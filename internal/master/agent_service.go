@@ -18,20 +18,53 @@ import (
 	"github.com/gin-topology/gin/internal/apierr"
 	"github.com/gin-topology/gin/internal/authz"
 	"github.com/gin-topology/gin/internal/inventory"
+	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
 )
 
+// agentService holds the agents' session streams on any master. It is a
+// part of its own (parts.go): Server.New gives it exactly what it uses of
+// the master.
 type agentService struct {
 	ginv1.UnimplementedAgentServiceServer
-	s *Server
+	log      *slog.Logger
+	agentLog *ratelog.Bucket // attach, detach and session-end lines
+	// helloTimeout bounds the wait for a session's hello, and how long a
+	// handshake holds its slot (gin-master --hello-timeout).
+	helloTimeout time.Duration
+	admission    *admission  // handshake slots and attached agents' writes (admission.go)
+	sessions     *sessions   // this master's own agent sessions (sessions.go)
+	planPush     *planPush   // pinned plans pushed to sessions (planpush.go)
+	live         *liveness   // the leader's node liveness, fed by its own sessions
+	closing      func() bool // shutdown has started (Server.closing)
+	// outdated refuses a hello while this master's state lacks entries it
+	// cannot interpret (Server.outdated); detached refuses a hello, and
+	// ends a session at a heartbeat, on a follower cut off from the leader
+	// (Server.detached).
+	outdated, detached leadingFunc
+	// heldFor is this master's record of a node once it is current enough
+	// for the agent's acknowledged generation (Server.heldFor).
+	heldFor func(ctx context.Context, node string, acked uint64) (state.NodeHead, bool)
+	// response starts a SessionResponse (Server.response).
+	response func(node string) *ginv1.SessionResponse
+	// attach and detach record a session's start and end, and re-pick the
+	// fabric scanner (Server.attach, Server.detach).
+	attach func(node string)
+	detach func(node string, left bool)
+	// scanner names the fabric scanner (reports.go).
+	scanner func() string
+	// commitInventory and commitFabricScan commit a session's writes here
+	// on the leader or through it (relay.go).
+	commitInventory  func(ctx context.Context, name, machineID string, inv *ginv1.NodeInventory, delta *ginv1.InventoryDelta) (resultWithGen, error)
+	commitFabricScan func(ctx context.Context, node string, scan *ginv1.FabricTopology) error
 }
 
 // Session implements the agent stream (protocol in api/proto/gin/v1/agent.proto).
 func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 	err := a.session(stream)
 	if err != nil && !errors.Is(err, io.EOF) && status.Code(err) != codes.Canceled {
-		if ok, skipped := a.s.agentLog.Allow(); ok {
-			a.s.log.Warn("agent session ended", "err", err, "suppressed", skipped)
+		if ok, skipped := a.agentLog.Allow(); ok {
+			a.log.Warn("agent session ended", "err", err, "suppressed", skipped)
 		}
 	}
 	if errors.Is(err, io.EOF) {
@@ -41,7 +74,7 @@ func (a *agentService) Session(stream ginv1.AgentService_SessionServer) error {
 }
 
 func (a *agentService) session(stream ginv1.AgentService_SessionServer) (err error) {
-	first, err := recvHello(stream, a.s.cfg.HelloTimeout)
+	first, err := recvHello(stream, a.helloTimeout)
 	if err != nil {
 		return err
 	}
@@ -88,7 +121,7 @@ type agentSession struct {
 }
 
 // log is the master's logger with the session's node.
-func (as *agentSession) log() *slog.Logger { return as.a.s.log.With("node", as.name) }
+func (as *agentSession) log() *slog.Logger { return as.a.log.With("node", as.name) }
 
 // hello checks a session's first message, takes a handshake slot, answers
 // with the HelloAck and attaches the session.
@@ -111,29 +144,29 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 		return nil, invalidf("hello", "a field is longer than %d bytes", inventory.MaxStringLen)
 	}
 	as := &agentSession{a: a, ctx: ctx, name: name, machineID: hello.GetMachineId()}
-	if err := a.s.outdated(); err != nil {
+	if err := a.outdated(); err != nil {
 		return nil, err
 	}
 	// Any master holds sessions (followers relay writes to the leader);
 	// one cut off from the leader sends its agents elsewhere.
-	if err := a.s.detached(); err != nil {
+	if err := a.detached(); err != nil {
 		return nil, err
 	}
 	// A whole-cluster restart sends every Hello at once: at most
 	// --max-handshakes are served together (admission.go).
-	release, err := a.s.admission.acquire(ctx, a.s.cfg.HelloTimeout)
+	release, err := a.admission.acquire(ctx, a.helloTimeout)
 	if err != nil {
 		return nil, err
 	}
 	as.release = release
-	as.holdLimit = time.AfterFunc(a.s.cfg.HelloTimeout, release)
+	as.holdLimit = time.AfterFunc(a.helloTimeout, release)
 	attached := false
 	defer func() {
 		if !attached {
 			as.freeSlot()
 		}
 	}()
-	head, known := a.s.heldFor(ctx, name, hello.GetLastAckedGeneration())
+	head, known := a.heldFor(ctx, name, hello.GetLastAckedGeneration())
 	if known {
 		if err := state.CheckBinding(name, head.Record.GetBinding(), sessionBinding(ctx)); err != nil {
 			return nil, err
@@ -142,7 +175,7 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 		// An empty machine_id is a mismatch, never a skip: a name bound to
 		// a machine stays bound to it.
 		if held != "" && held != hello.GetMachineId() {
-			if ok, skipped := a.s.agentLog.Allow(); ok {
+			if ok, skipped := a.agentLog.Allow(); ok {
 				as.log().Warn("rejected agent: node name registered to another machine", "held_machine_id", held, "machine_id", hello.GetMachineId(), "suppressed", skipped)
 			}
 			// The held machine id is not told: a caller that may try names
@@ -156,7 +189,7 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 		ack.HeldGeneration = head.Generation
 		ack.InSync = head.Record.GetContentHash() == hello.GetInventoryHash()
 	}
-	resp := a.s.response(name)
+	resp := a.response(name)
 	resp.Msg = &ginv1.SessionResponse_HelloAck{HelloAck: ack}
 	if err := stream.Send(resp); err != nil {
 		return nil, err
@@ -165,16 +198,16 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 	if ack.InSync {
 		as.freeSlot()
 	}
-	if ok, skipped := a.s.agentLog.Allow(); ok {
+	if ok, skipped := a.agentLog.Allow(); ok {
 		as.log().Info("agent attached", "held_generation", ack.GetHeldGeneration(), "in_sync", ack.GetInSync(), "agent_version", hello.GetAgentVersion(), "suppressed", skipped)
 	}
 	attached = true
-	a.s.attach(name)
+	a.attach(name)
 	// Plans pinned while the session is open are pushed on it; its own
 	// answers and the pushes share one sender.
 	as.send = &sessionSender{stream: stream}
-	as.unsubscribe = a.s.planPush.subscribe(name, as.pushPlan)
-	a.s.live.seen(ctx, name) // the leader's own sessions; followers report theirs
+	as.unsubscribe = a.planPush.subscribe(name, as.pushPlan)
+	a.live.seen(ctx, name) // the leader's own sessions; followers report theirs
 	return as, nil
 }
 
@@ -182,7 +215,7 @@ func (a *agentService) hello(stream ginv1.AgentService_SessionServer, first *gin
 // ended it.
 func (as *agentSession) end(left bool) {
 	as.unsubscribe()
-	as.a.s.detach(as.name, left)
+	as.a.detach(as.name, left)
 	as.freeSlot()
 }
 
@@ -199,18 +232,18 @@ func (as *agentSession) freeSlot() {
 // handle answers one message of an attached session.
 func (as *agentSession) handle(req *ginv1.SessionRequest) error {
 	a, ctx, name := as.a, as.ctx, as.name
-	if a.s.closing.Load() {
-		_ = as.send.Send(a.s.response(name))
+	if a.closing() {
+		_ = as.send.Send(a.response(name))
 		return errShuttingDown
 	}
 	switch m := req.GetMsg().(type) {
 	case *ginv1.SessionRequest_Heartbeat:
-		if err := a.s.detached(); err != nil {
+		if err := a.detached(); err != nil {
 			return err
 		}
-		a.s.sessions.beat(name, time.Now())
-		a.s.live.seen(ctx, name)
-		r := a.s.response(name)
+		a.sessions.beat(name, time.Now())
+		a.live.seen(ctx, name)
+		r := a.response(name)
 		r.Msg = &ginv1.SessionResponse_HeartbeatAck{HeartbeatAck: &ginv1.HeartbeatAck{Sequence: m.Heartbeat.GetSequence(), ServerTime: timestamppb.Now()}}
 		return as.send.Send(r)
 	case *ginv1.SessionRequest_Inventory:
@@ -222,11 +255,11 @@ func (as *agentSession) handle(req *ginv1.SessionRequest) error {
 			return a.putInventory(ctx, as.send, as.log(), name, as.machineID, nil, m.Delta)
 		})
 	case *ginv1.SessionRequest_FabricScan:
-		if sc := a.s.scanner(); sc != name {
+		if sc := a.scanner(); sc != name {
 			as.log().Warn("fabric scan rejected: this agent is not the fabric scanner")
 			return fmt.Errorf("%w: node %q is not the fabric scanner; %q is", errFailedPrecondition, name, sc)
 		}
-		return a.write(as.handshaking, func() error { return a.s.commitFabricScan(ctx, name, m.FabricScan) })
+		return a.write(as.handshaking, func() error { return a.commitFabricScan(ctx, name, m.FabricScan) })
 	case *ginv1.SessionRequest_Hello:
 		return invalidf("hello", "a session sends hello only once")
 	default:
@@ -240,8 +273,8 @@ func (a *agentService) write(handshaking bool, f func() error) error {
 	if handshaking {
 		return f()
 	}
-	a.s.admission.writes.begin()
-	defer a.s.admission.writes.end()
+	a.admission.writes.begin()
+	defer a.admission.writes.end()
 	return f()
 }
 
@@ -252,7 +285,7 @@ func (as *agentSession) pushPlan(pl *ginv1.Plan) error {
 
 // pushPlan sends one plan pinned for node on its session.
 func (a *agentService) pushPlan(send responder, node string, pl *ginv1.Plan, log *slog.Logger) error {
-	r := a.s.response(node)
+	r := a.response(node)
 	r.Plans = []*ginv1.Plan{pl}
 	if err := send.Send(r); err != nil {
 		log.Warn("plan not pushed: the stream failed", "job", pl.GetJobId(), "err", err)
@@ -269,10 +302,10 @@ func (a *agentService) putInventory(ctx context.Context, stream responder, log *
 	if inv != nil && inv.GetNodeName() != name {
 		return invalidf("inventory.node_name", "%q does not match the session's node %q", inv.GetNodeName(), name)
 	}
-	a.s.sessions.writeStarted(name)
-	res, err := a.s.commitInventory(ctx, name, machineID, inv, delta)
-	a.s.sessions.writeDone(name, time.Now())
-	a.s.live.seen(ctx, name)
+	a.sessions.writeStarted(name)
+	res, err := a.commitInventory(ctx, name, machineID, inv, delta)
+	a.sessions.writeDone(name, time.Now())
+	a.live.seen(ctx, name)
 	if err != nil {
 		gen := inv.GetGeneration()
 		if delta != nil {
@@ -282,7 +315,7 @@ func (a *agentService) putInventory(ctx context.Context, stream responder, log *
 		return err
 	}
 	log.Info("inventory committed", "generation", res.Generation, "index", res.Index, "changed", res.Changed)
-	r := a.s.response(name)
+	r := a.response(name)
 	r.Msg = &ginv1.SessionResponse_InventoryAck{InventoryAck: &ginv1.InventoryAck{AcceptedGeneration: res.Generation, Index: res.Index}}
 	return stream.Send(r)
 }

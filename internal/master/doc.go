@@ -24,10 +24,11 @@
 //     leader (relayed agent writes, session reports, forwarded calls) and
 //     what the reports say about reaching it.
 //   - agent sessions (agent_service.go, sessions.go): a session per agent
-//     on any master; handshakes admitted by slots and by rate
-//     (admission.go); whether this master takes sessions
-//     (sessionhealth.go); pinned plans pushed to sessions (planpush.go);
-//     a session's long-lived goroutine only receives (freshstack.go).
+//     on any master, agentService given the parts and functions it calls;
+//     handshakes admitted by slots and by rate (admission.go); whether
+//     this master takes sessions (sessionhealth.go); pinned plans pushed
+//     to sessions (planpush.go); a session's long-lived goroutine only
+//     receives (freshstack.go).
 //   - follower reporting (relay.go, relay_service.go, reports.go,
 //     reportdelta.go): agent writes relayed to the leader, sessions
 //     reported to it as deltas; relayService, the leader's side, is given
@@ -47,7 +48,6 @@
 //   - errors.go: the one table where internal errors become gRPC
 //     statuses.
 //
-// Not every part is cut loose yet: the agent sessions (agentService)
-// still hold *Server; archtest keeps the other ...Service types from
-// holding it (issue #25).
+// Every ...Service type is cut loose: archtest keeps each from holding
+// *Server (issue #25).
 package master

@@ -155,7 +155,11 @@ func New(cfg Config) (*Server, error) {
 		waitDenyApplied: s.waitDenyApplied, log: log}
 	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
 	s.calib = newCalibrationService(store, s.apply, s.read, log)
-	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{log: log, agentLog: s.agentLog, helloTimeout: cfg.HelloTimeout,
+		admission: s.admission, sessions: &s.sessions, planPush: &s.planPush, live: s.live, closing: s.closing.Load,
+		outdated: s.outdated, detached: s.detached, heldFor: s.heldFor, response: s.response,
+		attach: s.attach, detach: s.detach, scanner: s.scanner,
+		commitInventory: s.commitInventory, commitFabricScan: s.commitFabricScan})
 	ginv1.RegisterTopologyServiceServer(s.grpc, s.topology)
 	ginv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	ginv1.RegisterPlanServiceServer(s.grpc, s.plans)
