@@ -222,7 +222,7 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 	// A plan pinned on the leader reaches an agent attached to a follower.
 	onVictim := f.on(victim)
 	pinPlan(t, ms, "relay-push", onVictim[0])
-	testkit.WaitFor(t, 10*time.Second, "the plan pushed to "+onVictim[0]+" on follower "+victim.s.cfg.ID, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the plan pushed to "+onVictim[0]+" on follower "+victim.s.cfg.ID, func() bool {
 		return f.agents[onVictim[0]].plans.has("relay-push")
 	})
 
