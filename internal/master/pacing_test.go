@@ -400,6 +400,19 @@ func TestHandshakePacingFailover(t *testing.T) {
 			t.Fatalf("%s registered through %s: %v, %v", inv.GetNodeName(), dying.s.cfg.ID, r, err)
 		}
 	}
+	// The registrations were acknowledged once the leader committed them;
+	// the target applies them when Raft brings them. A Hello ahead of its
+	// state waits for it on the wall clock (heldWait) and, past that,
+	// answers from what it holds: wait for the state, so that load cannot
+	// turn the in-sync Hellos below into stale ones.
+	waitUntil(t, "the target to hold every registration", func() bool {
+		for _, inv := range invs {
+			if h, ok := target.s.store.Head(inv.GetNodeName()); !ok || h.Generation < inv.GetGeneration() {
+				return false
+			}
+		}
+		return true
+	})
 	// One agent is attached to the target already.
 	tconn := dialPlain(t, target.s.Addr())
 	keeper, err := helloInSync(ctx, tconn, keeperInv)
