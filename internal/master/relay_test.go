@@ -226,6 +226,7 @@ func TestFollowerDeathAgentsReattachWithoutResendOrDown(t *testing.T) {
 		return f.agents[onVictim[0]].plans.has("relay-push")
 	})
 
+	caughtUp(t, ms, leader, victim, names)
 	down := downs(t, leader.s.store)
 	before := f.sent()
 	crashed := time.Now()
@@ -267,6 +268,7 @@ func TestLeaderDeathAgentsOnFollowersKeepSessions(t *testing.T) {
 		t.Fatal("no agent on a follower")
 	}
 	witness := followerOf(ms, leader) // sees every entry any later leader commits
+	caughtUp(t, ms, leader, leader, names)
 	down := downs(t, witness.s.store)
 	before := f.sent()
 	crashed := time.Now()
@@ -398,6 +400,29 @@ func settle(t *testing.T, ms []*member, f *fleet, names []string) *member {
 		return f.settled() && allUp(leader, names)
 	})
 	return leader
+}
+
+// caughtUp waits until every master of ms but gone holds each of names at
+// the leader's generation: agents reattaching there after gone dies are
+// then in sync at once, whatever load did to Raft's apply (a Hello ahead of
+// a master's state waits heldWait on the wall clock, then answers out of
+// sync and the agent re-sends).
+func caughtUp(t *testing.T, ms []*member, leader, gone *member, names []string) {
+	t.Helper()
+	testkit.WaitFor(t, 30*time.Second, "the other masters to apply the leader's state of every node", func() bool {
+		for _, m := range ms {
+			if m == gone || m.dead {
+				continue
+			}
+			for _, n := range names {
+				lh, _ := leader.s.store.Head(n)
+				if h, ok := m.s.store.Head(n); !ok || h.Generation < lh.Generation {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
 
 // A master whose state lags behind what the agent was acknowledged (a
