@@ -7,8 +7,8 @@ import (
 )
 
 // BenchmarkModel: the cost of the one model of a 256-node DGX H100
-// cluster, and of each engine rendering it (NCCLTopo(g, inv) builds the
-// whole model for one node's file).
+// cluster, and of each engine rendering it (NCCLTopo(g, inv) builds only
+// that node's part of the model for its file).
 func BenchmarkModel(b *testing.B) {
 	invs, fab := simCluster(b, "dgx-h100", nodeNames("dgx", 256), &sim.FabricSpec{LeafGroups: 8, Spines: 8, Oversubscription: 1})
 	g := mustBuild(b, invs, fab)

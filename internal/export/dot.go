@@ -98,6 +98,10 @@ func dotID(s string) string { return dotString(s) }
 
 // dotString quotes a DOT string; newlines become \n line breaks.
 func dotString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
-	return `"` + r.Replace(s) + `"`
+	return `"` + dotEscaper.Replace(s) + `"`
 }
+
+// dotEscaper is built once: a strings.Replacer is immutable and safe for
+// concurrent use, and building one per string was most of a drawing's
+// allocations.
+var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
