@@ -420,11 +420,3 @@ func TestPluginUnderSrun(t *testing.T) {
 
 	fmt.Fprintf(os.Stderr, "plugin under srun: 8 scenarios (the last with mutual TLS), 16 ranks each\n")
 }
-
-func mapValues(m map[int]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}

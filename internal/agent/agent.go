@@ -223,15 +223,6 @@ func defaultSilenceTimeout(hb time.Duration) time.Duration {
 	return max(4*hb, 10*time.Second)
 }
 
-// Run creates an Agent from cfg and runs it until ctx is done.
-func Run(ctx context.Context, cfg Config) error {
-	a, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return a.Run(ctx)
-}
-
 // Status returns a snapshot of the agent's state. It is safe to call
 // concurrently with Run.
 func (a *Agent) Status() Status {

@@ -51,14 +51,6 @@ func NCCLTopo(g *graph.Graph, inv *ginv1.NodeInventory) ([]byte, error) {
 // a drawing).
 var errNilGraph = errors.New("export: nil graph")
 
-// Model builds the JSON document of the graph (Topology.Document).
-func Model(g *graph.Graph) (*Document, error) {
-	if g == nil {
-		return nil, errNilGraph
-	}
-	return newTopology(g).Document(), nil
-}
-
 // JSON writes the graph as an indented Document (schema JSONSchema),
 // ending with a newline (Topology.JSON).
 func JSON(g *graph.Graph) ([]byte, error) {

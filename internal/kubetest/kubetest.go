@@ -113,19 +113,6 @@ func Start(tb testing.TB, bin string, users ...User) *Server {
 	return s
 }
 
-// Restart stops kube-apiserver (SIGTERM, then SIGKILL) and starts it again
-// on the same port and etcd, returning once it is ready.
-func (s *Server) Restart(tb testing.TB) {
-	tb.Helper()
-	s.stopAPI()
-	if err := s.startAPI(); err != nil {
-		tb.Fatalf("kubetest: restart: %v", err)
-	}
-	if err := s.waitReady(90 * time.Second); err != nil {
-		tb.Fatalf("kubetest: restart: %v\n%s", err, tail(filepath.Join(s.dir, "kube-apiserver.log")))
-	}
-}
-
 // StopAPI stops kube-apiserver (etcd keeps running); StartAPI brings it
 // back. Tests use them to hold the API server down for a while.
 func (s *Server) StopAPI() { s.stopAPI() }
