@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -95,6 +97,58 @@ func nodes(t *testing.T, bin, addr string) []node {
 	return ns
 }
 
+// readmeLine returns the first line of the file at path that starts with
+// prefix, its trailing "# comment" cut, so the test runs what the docs say.
+func readmeLine(t *testing.T, path, prefix string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			if i := strings.Index(l, " #"); i >= 0 {
+				l = l[:i]
+			}
+			return strings.TrimSpace(l)
+		}
+	}
+	t.Fatalf("%s has no line starting with %q", path, prefix)
+	return ""
+}
+
+// shellWords splits a documented command line as sh does for the plain
+// words and single-quoted arguments the docs use.
+func shellWords(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, in = !quoted, true
+		case (r == ' ' || r == '\t') && !quoted:
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case !quoted && strings.ContainsRune("\"$`\\|&;<>()*?", r):
+			return nil, fmt.Errorf("%q needs a shell", r)
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
 // waitFor polls cond every 100 ms (it runs ginctl) until it holds or the
 // deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -150,6 +204,43 @@ func TestDevClusterEndToEnd(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &path); err != nil || path.Path.Class != "net" || path.Path.SwitchHops != 3 {
 		t.Errorf("path node001/GPU0 -> node004/GPU0: want NET over 3 switches, got %s (%v)", out, err)
+	}
+
+	// The README's tour imports a published nccl-tests log, as written, and
+	// calibrate list then shows what it stored.
+	line := readmeLine(t, "../README.md", "./bin/ginctl calibrate import ")
+	if ex := readmeLine(t, "../examples/nccl-tests/README.md", "./bin/ginctl calibrate import "); ex != line {
+		t.Errorf("examples/nccl-tests/README.md gives %q, the README %q: the same import, one tested command", ex, line)
+	}
+	args, err := shellWords(strings.TrimPrefix(line, "./bin/ginctl "))
+	if err != nil {
+		t.Fatalf("README line %q: %v", line, err)
+	}
+	imp := exec.Command(filepath.Join(bin, "ginctl"), append([]string{"--master", addr}, args...)...)
+	imp.Dir = ".." // the tour runs at the top of the repository
+	if b, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("the README's %q: %v\n%s", line, err, b)
+	}
+	out, err = runTool(t, bin, "ginctl", "--master", addr, "calibrate", "list", "-o", "json")
+	if err != nil {
+		t.Fatalf("ginctl calibrate list: %v\n%s", err, out)
+	}
+	var list struct {
+		Measurements []struct {
+			Nodes  []string `json:"nodes"`
+			Source string   `json:"source"`
+		} `json:"measurements"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("calibrate list -o json: %v\n%s", err, out)
+	}
+	if len(list.Measurements) != 3 {
+		t.Errorf("calibrate list after the README's import: %d measurements, want 3 (all_reduce, all_gather, reduce_scatter):\n%s", len(list.Measurements), out)
+	}
+	for _, m := range list.Measurements {
+		if len(m.Nodes) != 1 || m.Nodes[0] != "node001" || !strings.Contains(m.Source, "dgx-h100-1x8.log") {
+			t.Errorf("stored measurement %+v: want node001 from dgx-h100-1x8.log", m)
+		}
 	}
 
 	out, err = runTool(t, bin, "gin-agent", "--once", "-o", "json", "--source", "sim:dgx-h100")
