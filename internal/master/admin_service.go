@@ -127,7 +127,7 @@ func (a *adminService) importFabric(ctx context.Context, f *ginv1.FabricTopology
 
 func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
 	st := a.node.Stats()
-	lid, _ := a.node.Leader()
+	lid := st.LeaderID
 	resp := &ginv1.GetClusterInfoResponse{
 		ServerId: a.id, RaftState: st.State, Term: st.Term, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, LeaderId: lid, LeaderAddress: a.leaderHint(),

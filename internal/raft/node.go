@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -60,6 +61,9 @@ type Config struct {
 	// append (see diskguard.go). 0: DefaultMinFreeBytes.
 	MinFreeBytes uint64
 	Logger       *slog.Logger
+	// RaftLogOutput takes hashicorp/raft's own lines (hclog text, at WARN,
+	// or ERROR when Fast); nil: os.Stderr.
+	RaftLogOutput io.Writer
 
 	// walSegmentSize overrides raft-wal's segment size (tests; 0: 64 MiB).
 	walSegmentSize int
@@ -242,7 +246,11 @@ func Open(cfg Config, store *state.Store) (_ *Node, err error) {
 	if cfg.Fast {
 		level = hclog.Error // elections on loopback are routine, not news
 	}
-	hlog := raftLogger(level, os.Stderr)
+	out := cfg.RaftLogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	hlog := raftLogger(level, out)
 	rc, err := raftConfig(cfg, hlog)
 	if err != nil {
 		return nil, err
@@ -714,8 +722,11 @@ func (n *Node) LastContact() time.Time { return n.raft.LastContact() }
 type Stats struct {
 	State                           string
 	Term, CommitIndex, AppliedIndex uint64
-	LastContact                     time.Duration // 0 on the leader or when never contacted
-	Members                         []Member
+	// LeaderID and LeaderAddr are the leader this server knows of for
+	// Term ("" when none), read together with State and Term (see Stats).
+	LeaderID, LeaderAddr string
+	LastContact          time.Duration // 0 on the leader or when never contacted
+	Members              []Member
 }
 
 // Member is one server of the configuration.
@@ -724,9 +735,33 @@ type Member struct {
 	Voter       bool
 }
 
-// Stats returns Raft's state and configuration.
+// Stats returns Raft's state and configuration. hashicorp/raft keeps
+// state, term and leader in separate atomics, so reading them one after
+// the other can pair one term's leader with the next term; Stats reads
+// them until two rounds agree (a few tries; an election in progress may
+// leave the last round standing). Even a stable round can show, for the
+// microseconds between the library's setCurrentTerm and setLeader on an
+// AppendEntries of a new term, the new term with the old term's leader.
 func (n *Node) Stats() Stats {
-	s := Stats{State: n.raft.State().String(), AppliedIndex: n.raft.AppliedIndex(), CommitIndex: n.raft.CommitIndex(), Term: termOf(n.raft)}
+	s := Stats{AppliedIndex: n.raft.AppliedIndex(), CommitIndex: n.raft.CommitIndex()}
+	type view struct {
+		state    hraft.RaftState
+		term     uint64
+		addr, id string
+	}
+	read := func() view {
+		a, i := n.raft.LeaderWithID()
+		return view{state: n.raft.State(), term: termOf(n.raft), addr: string(a), id: string(i)}
+	}
+	v := read()
+	for range 4 {
+		w := read()
+		if w == v {
+			break
+		}
+		v = w
+	}
+	s.State, s.Term, s.LeaderID, s.LeaderAddr = v.state.String(), v.term, v.id, v.addr
 	if n.raft.State() != hraft.Leader {
 		if lc := n.raft.LastContact(); !lc.IsZero() {
 			s.LastContact = time.Since(lc)
