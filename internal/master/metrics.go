@@ -50,6 +50,7 @@ type masterCollector struct {
 	info, raftState, term, commit, applied, leaderChanges *prometheus.Desc
 	nodes, nvlinks, ports, agents, plans                  *prometheus.Desc
 	skipped, logStoreErrors, agentLogSuppressed           *prometheus.Desc
+	rejectLogSuppressed                                   *prometheus.Desc
 	nodesLimit, plansLimit                                *prometheus.Desc
 	denied, deniedLimit                                   *prometheus.Desc
 	handshakes, handshakesRefused, handshakesAdmitted     *prometheus.Desc
@@ -61,38 +62,39 @@ func newMasterCollector(s *Server) *masterCollector {
 	d := prometheus.NewDesc
 	id := []string{"server"}
 	return &masterCollector{s: s,
-		info:               d("gin_master_build_info", "gin-master build; always 1.", []string{"server", "version"}, nil),
-		raftState:          d("gin_master_raft_state", "1 for the Raft state this server is in.", []string{"server", "state"}, nil),
-		term:               d("gin_master_raft_term", "Current Raft term.", id, nil),
-		commit:             d("gin_master_raft_commit_index", "Raft commit index.", id, nil),
-		applied:            d("gin_master_raft_applied_index", "Raft applied index.", id, nil),
-		leaderChanges:      d("gin_master_leader_changes_total", "Leadership changes seen by this server.", id, nil),
-		nodes:              d("gin_master_nodes", "Nodes by state.", []string{"server", "state"}, nil),
-		nvlinks:            d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
-		ports:              d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
-		agents:             d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
-		agentsReported:     d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
-		leaderUnreached:    d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past the grace plus the missed heartbeats less one and a report period) it ends its agents' sessions.", id, nil),
-		reportBytes:        d("gin_master_session_report_bytes_total", "On a follower: bytes of the session reports sent to the leader since start (full reports, and deltas of what changed once the leader takes them).", id, nil),
-		skipped:            d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
-		plans:              d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
-		nodesLimit:         d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
-		plansLimit:         d("gin_master_pinned_plans_limit", "The most plans this master pins (--max-plans); compare with gin_master_pinned_plans.", id, nil),
-		denied:             d("gin_master_denied_certificates", "Certificate serials on the replicated deny list (ginctl tls deny).", id, nil),
-		deniedLimit:        d("gin_master_denied_certificates_limit", "The most entries the deny list holds; compare with gin_master_denied_certificates (ginctl tls allow --expired makes room).", id, nil),
-		handshakes:         d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
-		handshakesRefused:  d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, the queue's wait at --handshake-rate longer than --hello-timeout, or no slot within --hello-timeout.", id, nil),
-		handshakesAdmitted: d("gin_master_agent_handshakes_admitted_total", "Agent Hellos admitted since start (at most --handshake-rate per second after a burst of --max-handshakes).", id, nil),
-		agentLogSuppressed: d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
-		dataDirFree:        d("gin_master_data_dir_free_bytes", "Free bytes under the data dir (statfs, for an unprivileged writer).", id, nil),
-		dataDirMinFree:     d("gin_master_data_dir_min_free_bytes", "Free bytes kept under the data dir (--data-dir-min-free-mib); below it writes are refused with RESOURCE_EXHAUSTED.", id, nil),
+		info:                d("gin_master_build_info", "gin-master build; always 1.", []string{"server", "version"}, nil),
+		raftState:           d("gin_master_raft_state", "1 for the Raft state this server is in.", []string{"server", "state"}, nil),
+		term:                d("gin_master_raft_term", "Current Raft term.", id, nil),
+		commit:              d("gin_master_raft_commit_index", "Raft commit index.", id, nil),
+		applied:             d("gin_master_raft_applied_index", "Raft applied index.", id, nil),
+		leaderChanges:       d("gin_master_leader_changes_total", "Leadership changes seen by this server.", id, nil),
+		nodes:               d("gin_master_nodes", "Nodes by state.", []string{"server", "state"}, nil),
+		nvlinks:             d("gin_master_nvlinks", "NVLinks over all nodes, by state.", []string{"server", "state"}, nil),
+		ports:               d("gin_master_compute_ports", "Compute HCA ports over all nodes, by state.", []string{"server", "state"}, nil),
+		agents:              d("gin_master_connected_agents", "Agents holding a session with this server.", id, nil),
+		agentsReported:      d("gin_master_reported_agents", "On the leader: agents the other masters report holding sessions with (0 on followers); with gin_master_connected_agents, every attached agent.", id, nil),
+		leaderUnreached:     d("gin_master_leader_unreached_seconds", "On a follower: seconds since its session report last reached the leader (0 on the leader); past the reattach grace (and Raft silent too, or past the grace plus the missed heartbeats less one and a report period) it ends its agents' sessions.", id, nil),
+		reportBytes:         d("gin_master_session_report_bytes_total", "On a follower: bytes of the session reports sent to the leader since start (full reports, and deltas of what changed once the leader takes them).", id, nil),
+		skipped:             d("gin_master_raft_skipped_entries", "Committed Raft entries this server could not apply (written by a newer version); above 0 it does not serve until upgraded.", id, nil),
+		plans:               d("gin_master_pinned_plans", "Job plans pinned.", id, nil),
+		nodesLimit:          d("gin_master_nodes_limit", "The most nodes this master registers (--max-nodes); compare with sum(gin_master_nodes).", id, nil),
+		plansLimit:          d("gin_master_pinned_plans_limit", "The most plans this master pins (--max-plans); compare with gin_master_pinned_plans.", id, nil),
+		denied:              d("gin_master_denied_certificates", "Certificate serials on the replicated deny list (ginctl tls deny).", id, nil),
+		deniedLimit:         d("gin_master_denied_certificates_limit", "The most entries the deny list holds; compare with gin_master_denied_certificates (ginctl tls allow --expired makes room).", id, nil),
+		handshakes:          d("gin_master_agent_handshakes", "Agent handshakes (Hello until in sync) holding one of the --max-handshakes slots (in_flight) or waiting for one (waiting).", []string{"server", "state"}, nil),
+		handshakesRefused:   d("gin_master_agent_handshakes_refused_total", "Agent Hellos refused with RESOURCE_EXHAUSTED since start: every --max-handshakes slot taken and --handshake-queue full, the queue's wait at --handshake-rate longer than --hello-timeout, or no slot within --hello-timeout.", id, nil),
+		handshakesAdmitted:  d("gin_master_agent_handshakes_admitted_total", "Agent Hellos admitted since start (at most --handshake-rate per second after a burst of --max-handshakes).", id, nil),
+		agentLogSuppressed:  d("gin_master_agent_log_lines_suppressed_total", "Agent attach/detach log lines left out by the rate limit (--agent-log-rate, --agent-log-burst) since start.", id, nil),
+		rejectLogSuppressed: d("gin_master_rejected_log_lines_suppressed_total", "Rejected-request log lines left out by their rate limit (1/s after a burst of 10) since start; every rejection is still counted in gin_master_rejected_messages_total.", id, nil),
+		dataDirFree:         d("gin_master_data_dir_free_bytes", "Free bytes under the data dir (statfs, for an unprivileged writer).", id, nil),
+		dataDirMinFree:      d("gin_master_data_dir_min_free_bytes", "Free bytes kept under the data dir (--data-dir-min-free-mib); below it writes are refused with RESOURCE_EXHAUSTED.", id, nil),
 		logStoreErrors: d("gin_master_raft_log_store_errors_total", "Raft log store (WAL) operations that failed since start, by operation (store_logs, get_log, delete_range, first_index, last_index).",
 			[]string{"server", "op"}, nil),
 	}
 }
 
 func (c *masterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.handshakesAdmitted, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached, c.reportBytes} {
+	for _, d := range []*prometheus.Desc{c.info, c.raftState, c.term, c.commit, c.applied, c.leaderChanges, c.nodes, c.nvlinks, c.ports, c.agents, c.plans, c.skipped, c.logStoreErrors, c.agentLogSuppressed, c.rejectLogSuppressed, c.nodesLimit, c.plansLimit, c.denied, c.deniedLimit, c.handshakes, c.handshakesRefused, c.handshakesAdmitted, c.dataDirFree, c.dataDirMinFree, c.agentsReported, c.leaderUnreached, c.reportBytes} {
 		ch <- d
 	}
 }
@@ -153,6 +155,7 @@ func (c *masterCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.dataDirMinFree, float64(minFree), id)
 	}
 	ch <- prometheus.MustNewConstMetric(c.agentLogSuppressed, prometheus.CounterValue, float64(s.agentLog.Suppressed()), id)
+	ch <- prometheus.MustNewConstMetric(c.rejectLogSuppressed, prometheus.CounterValue, float64(s.rejectLog.Suppressed()), id)
 	for _, e := range s.node.LogStoreErrors() {
 		ch <- prometheus.MustNewConstMetric(c.logStoreErrors, prometheus.CounterValue, float64(e.Errors), id, e.Op)
 	}

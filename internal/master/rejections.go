@@ -10,6 +10,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gin-topology/gin/internal/apierr"
+	"github.com/gin-topology/gin/internal/ratelog"
+)
+
+// rejectLogRate and rejectLogBurst bound the "rejected request" lines: a
+// burst of 10, then one a second, each line after a gap saying how many
+// were left out.
+const (
+	rejectLogRate  = 1
+	rejectLogBurst = 10
 )
 
 // rejections is a gRPC stats handler that counts and logs every RPC the
@@ -18,7 +27,9 @@ import (
 // messages over MaxMessageBytes (ResourceExhausted) and bytes that do not
 // parse as the request message (Internal, "grpc: failed to unmarshal",
 // the code gRPC's status-code table assigns to "error parsing request
-// proto").
+// proto"). Every rejection is counted; the lines are rate limited, and a
+// line echoes at most ratelog.MaxEcho bytes of the error, which may quote
+// the request (a 1 MiB hostlist).
 type rejections struct{ s *Server }
 
 type methodKey struct{}
@@ -43,7 +54,15 @@ func (r rejections) HandleRPC(ctx context.Context, st stats.RPCStats) {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		from = p.Addr.String()
 	}
-	r.s.log.Warn("rejected request", "method", method, "peer", from, "code", s.Code().String(), "reason", reason, "err", s.Message())
+	ok, skipped := r.s.rejectLog.Allow()
+	if !ok {
+		return
+	}
+	attrs := []any{"method", method, "peer", from, "code", s.Code().String(), "reason", reason, "err", ratelog.Clip(s.Message())}
+	if skipped > 0 {
+		attrs = append(attrs, "suppressed", skipped)
+	}
+	r.s.log.Warn("rejected request", attrs...)
 }
 
 func (rejections) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }

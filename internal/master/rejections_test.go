@@ -17,6 +17,7 @@ import (
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/apierr"
 	ginraft "github.com/gin-topology/gin/internal/raft"
+	"github.com/gin-topology/gin/internal/ratelog"
 	"github.com/gin-topology/gin/internal/state"
 	"github.com/gin-topology/gin/internal/testkit"
 )
@@ -185,5 +186,58 @@ func TestUnregisteredReportIsRetriedNotRejected(t *testing.T) {
 	}
 	if !strings.Contains(s.Message(), `master "m3": not a registered master yet`) {
 		t.Fatalf("message %q", s.Message())
+	}
+}
+
+// TestRejectedRequestLogIsBounded: a caller repeating a bad request with a
+// 1 MiB hostlist gets every rejection counted, but writes at most the
+// burst of lines, each echoing at most ratelog.MaxEcho bytes of its
+// input; once the bucket refills the next line says how many were left
+// out.
+func TestRejectedRequestLogIsBounded(t *testing.T) {
+	logs := &testkit.LogBuffer{}
+	clk := newFakeClockAt(time.Unix(1_800_000_000, 0))
+	s := startServerWith(t, func(c *Config) {
+		c.HeartbeatInterval, c.Logger = time.Minute, slog.New(slog.NewTextHandler(logs, nil))
+		c.AgentLogClock = clk
+	})
+	conn := dialPlain(t, s.Addr())
+	plans := ginv1.NewPlanServiceClient(conn)
+	bad := &ginv1.GetOrCreatePlanRequest{JobId: "flood", Nodes: "node[" + strings.Repeat("9", 1<<20)}
+	rejected := func() float64 {
+		return testutil.ToFloat64(s.metrics.rejected.WithLabelValues(codes.InvalidArgument.String(), "invalid"))
+	}
+	lines := func() int { return strings.Count(logs.String(), `msg="rejected request"`) }
+	send := func(n int) {
+		t.Helper()
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_, err := plans.GetOrCreatePlan(ctx, bad)
+			cancel()
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("bad hostlist: %v, want InvalidArgument", err)
+			}
+		}
+	}
+	const flood = 3 * rejectLogBurst
+	send(flood)
+	// The stats handler runs after the status went out: poll (bounded).
+	testkit.WaitFor(t, 30*time.Second, "every rejection counted", func() bool { return rejected() == flood })
+	if got := lines(); got != rejectLogBurst {
+		t.Fatalf("%d rejected-request lines for %d rejections, want the burst %d", got, flood, rejectLogBurst)
+	}
+	if got := s.rejectLog.Suppressed(); got != flood-rejectLogBurst {
+		t.Fatalf("suppressed %d, want %d", got, flood-rejectLogBurst)
+	}
+	for l := range strings.Lines(logs.String()) {
+		if len(l) > 2*ratelog.MaxEcho+400 {
+			t.Fatalf("a %d-byte line for a 1 MiB request: %.300s…", len(l), l)
+		}
+	}
+	clk.Advance(time.Second)
+	send(1)
+	testkit.WaitFor(t, 30*time.Second, "the line after the refill", func() bool { return lines() == rejectLogBurst+1 }, logs.String)
+	if want := fmt.Sprintf("suppressed=%d", flood-rejectLogBurst); !strings.Contains(logs.String(), want) {
+		t.Fatalf("the line after the refill does not say %s:\n%.2000s", want, logs.String())
 	}
 }

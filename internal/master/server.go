@@ -57,6 +57,9 @@ type Server struct {
 	calib    *calibrationService
 	httpLis  net.Listener
 	agentLog *ratelog.Bucket // attach/detach lines
+	// rejectLog bounds the "rejected request" lines: any caller that
+	// reaches a handler can cause one per request.
+	rejectLog *ratelog.Bucket
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -98,7 +101,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, store: store, node: node, lis: lis, health: health.NewServer(), metrics: newMetrics(), httpLis: httpLis, preAuth: newPreAuthLimits(log),
-		agentLog: ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock.Now), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
+		agentLog:  ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock.Now),
+		rejectLog: ratelog.New(rejectLogRate, rejectLogBurst, cfg.AgentLogClock.Now), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
 	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
 	s.live.afterCheck = func() { s.refreshScanner(); s.dups.check(s) }

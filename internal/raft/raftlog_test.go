@@ -2,6 +2,8 @@ package raft
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,5 +28,31 @@ func TestRaftLoggerLeavesOutTheFirstBootWarning(t *testing.T) {
 		if got := strings.Contains(b.String(), tc.msg); got != tc.kept {
 			t.Errorf("%q logged: %v, want %v (%q)", tc.msg, got, tc.kept, b.String())
 		}
+	}
+}
+
+// TestRaftLoggerFoldsGuardRefusals: the transport's decode ERROR is left
+// out when its error is the guard's refusal (the guard logged it, rate
+// limited), wrapped or not; every other decode error is kept.
+func TestRaftLoggerFoldsGuardRefusals(t *testing.T) {
+	refusal := &rpcRefusal{rpc: "AppendEntries", reason: refusedNotMember, msg: "raft AppendEntries refused: not a member"}
+	tests := []struct {
+		name string
+		args []any
+		kept bool
+	}{
+		{"guard refusal", []any{"error", refusal}, false},
+		{"wrapped guard refusal", []any{"error", fmt.Errorf("decode: %w", refusal)}, false},
+		{"other decode error", []any{"error", errors.New("msgpack: invalid code")}, true},
+		{"no error", nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			raftLogger(hclog.Warn, &b).Error("failed to decode incoming command", tc.args...)
+			if got := strings.Contains(b.String(), "failed to decode incoming command"); got != tc.kept {
+				t.Errorf("logged: %v, want %v (%q)", got, tc.kept, b.String())
+			}
+		})
 	}
 }

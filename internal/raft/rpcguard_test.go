@@ -25,18 +25,22 @@ type tlsCluster struct {
 	nodes  map[string]*Node
 	stores map[string]*state.Store
 	logs   map[string]*testkit.LogBuffer
+	// raftLogs is hashicorp/raft's own output per server.
+	raftLogs map[string]*testkit.LogBuffer
 }
 
 func newTLSCluster(t *testing.T) *tlsCluster {
 	t.Helper()
-	c := &tlsCluster{pki: newRaftPKI(t), nodes: map[string]*Node{}, stores: map[string]*state.Store{}, logs: map[string]*testkit.LogBuffer{}}
+	c := &tlsCluster{pki: newRaftPKI(t), nodes: map[string]*Node{}, stores: map[string]*state.Store{}, logs: map[string]*testkit.LogBuffer{}, raftLogs: map[string]*testkit.LogBuffer{}}
 	for _, id := range []string{"m1", "m2", "m3"} {
 		c.logs[id] = &testkit.LogBuffer{}
+		c.raftLogs[id] = &testkit.LogBuffer{}
 		c.stores[id] = state.New(nil)
 		// Default timeouts: -race on a loaded machine loses Fast's leases.
 		n, err := Open(Config{ID: id, Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: id == "m1", Fast: true,
 			Tuning: Tuning{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond},
-			TLS:    c.pki.source(t, pki.Identity{Role: pki.RoleMaster, Name: id}), Logger: slog.New(slog.NewTextHandler(c.logs[id], nil))}, c.stores[id])
+			TLS:    c.pki.source(t, pki.Identity{Role: pki.RoleMaster, Name: id}), Logger: slog.New(slog.NewTextHandler(c.logs[id], nil)),
+			RaftLogOutput: c.raftLogs[id]}, c.stores[id])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,6 +204,13 @@ func TestRaftRPCsBoundToMembership(t *testing.T) {
 				t.Fatalf("m1's log does not name the certificate %s and its claim %s:\n%s", a.cert, a.id, log)
 			}
 		})
+	}
+	// hashicorp/raft wrote no line of its own per refused request: the
+	// guard's rate-limited line is the only one.
+	for id, b := range c.raftLogs {
+		if n := strings.Count(b.String(), "failed to decode incoming command"); n != 0 {
+			t.Errorf("%s: hashicorp/raft logged %d decode errors for refused RPCs:\n%s", id, n, b.String())
+		}
 	}
 	// The cluster still commits, and nothing forged was applied anywhere.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
