@@ -11,6 +11,9 @@ type PlanAnswers interface {
 	// Answered is the answers by status (OK, NOT_FOUND, UNAVAILABLE,
 	// BAD_REQUEST), zeros included.
 	Answered() map[string]uint64
+	// SuppressedLines is the caller-caused log lines the socket's rate
+	// limit left out.
+	SuppressedLines() uint64
 }
 
 // PlanFetches counts the plan store's fetches from the masters
@@ -32,7 +35,7 @@ type PlanCollector struct {
 	answers  PlanAnswers
 	fetches  PlanFetches
 
-	requests, fetchResults, refused *prometheus.Desc
+	requests, fetchResults, refused, suppressed *prometheus.Desc
 }
 
 // NewPlans returns the plan collector of an agent that serves plans.
@@ -45,6 +48,8 @@ func NewPlans(hostname string, answers PlanAnswers, fetches PlanFetches) *PlanCo
 			[]string{"result", "hostname"}, nil),
 		refused: d("gin_agent_plan_requests_refused_total", "Plan requests refused without asking the masters because their user (not root) had asked for more distinct jobs this node does not hold than the store's bound (nodeplans.MaxJobsPerUID in nodeplans.FailureTTL).",
 			[]string{"hostname"}, nil),
+		suppressed: d("gin_agent_plan_socket_log_lines_suppressed_total", "Plan socket log lines a caller caused (no plan served, connection refused, answer not delivered) left out by their rate limit (1/s after a burst of 10); every answer is still counted in gin_agent_plan_requests_total.",
+			[]string{"hostname"}, nil),
 	}
 }
 
@@ -53,6 +58,7 @@ func (c *PlanCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.requests
 	ch <- c.fetchResults
 	ch <- c.refused
+	ch <- c.suppressed
 }
 
 // Collect implements prometheus.Collector.
@@ -64,4 +70,5 @@ func (c *PlanCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- counter(c.fetchResults, float64(n), result, c.hostname)
 	}
 	ch <- counter(c.refused, float64(c.fetches.Refused()), c.hostname)
+	ch <- counter(c.suppressed, float64(c.answers.SuppressedLines()), c.hostname)
 }

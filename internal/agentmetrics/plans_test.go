@@ -49,6 +49,7 @@ gin_agent_plan_requests_total{hostname="node001",status="not_found"} 0
 gin_agent_plan_requests_total{hostname="node001",status="ok"} 0
 gin_agent_plan_requests_total{hostname="node001",status="unavailable"} 3
 gin_agent_plan_requests_refused_total{hostname="node001"} 0
+gin_agent_plan_socket_log_lines_suppressed_total{hostname="node001"} 0
 `},
 		{"no plan for the job", notFound{}, []string{"9"}, `
 gin_agent_plan_fetches_total{hostname="node001",result="error"} 0
@@ -59,6 +60,7 @@ gin_agent_plan_requests_total{hostname="node001",status="not_found"} 1
 gin_agent_plan_requests_total{hostname="node001",status="ok"} 0
 gin_agent_plan_requests_total{hostname="node001",status="unavailable"} 0
 gin_agent_plan_requests_refused_total{hostname="node001"} 0
+gin_agent_plan_socket_log_lines_suppressed_total{hostname="node001"} 0
 `},
 	}
 	for _, tt := range tests {
@@ -99,6 +101,8 @@ gin_agent_plan_requests_refused_total{hostname="node001"} 0
 # TYPE gin_agent_plan_requests_total counter
 # HELP gin_agent_plan_requests_refused_total Plan requests refused without asking the masters because their user (not root) had asked for more distinct jobs this node does not hold than the store's bound (nodeplans.MaxJobsPerUID in nodeplans.FailureTTL).
 # TYPE gin_agent_plan_requests_refused_total counter
+# HELP gin_agent_plan_socket_log_lines_suppressed_total Plan socket log lines a caller caused (no plan served, connection refused, answer not delivered) left out by their rate limit (1/s after a burst of 10); every answer is still counted in gin_agent_plan_requests_total.
+# TYPE gin_agent_plan_socket_log_lines_suppressed_total counter
 `+tt.want)); err != nil {
 				t.Error(err)
 			}

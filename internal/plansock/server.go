@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gin-topology/gin/internal/ratelog"
 )
 
 // Source answers plan requests (the agent's plan store).
@@ -59,6 +61,39 @@ type Server struct {
 	bufs  sync.Pool // *[MaxRequest]byte: a connection's request buffer
 	// answered counts the answers written, by status (Answered).
 	answered [StatusBadRequest + 1]atomic.Uint64
+	// lines bounds the lines a caller can cause (a miss, a refused or
+	// unread connection, an answer not delivered): any local user can
+	// send requests by the hundred thousand.
+	lines *ratelog.Bucket
+}
+
+// logLineRate and logLineBurst bound the server's caller-caused lines: a
+// burst of 10, then one a second, the next line let through saying how
+// many were left out (suppressed=N).
+const (
+	logLineRate  = 1
+	logLineBurst = 10
+)
+
+// SuppressedLines is how many caller-caused log lines the rate limit has
+// left out since the server started.
+func (s *Server) SuppressedLines() uint64 { return s.lines.Suppressed() }
+
+// logCaller writes one caller-caused line through the rate limit. Attrs
+// carry the caller's job id (at most MaxJobID bytes) and at most
+// ratelog.MaxEcho bytes of anything else it sent.
+func (s *Server) logCaller(ctx context.Context, level slog.Level, msg string, attrs ...any) {
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	ok, skipped := s.lines.Allow()
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		attrs = append(attrs, "suppressed", skipped)
+	}
+	s.log.Log(ctx, level, msg, attrs...)
 }
 
 // Answered is how many requests the server answered with each status
@@ -114,7 +149,7 @@ func Listen(path string, src Source, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("plan socket %s: %w", path, err)
 	}
 	cache, _ := src.(FrameCache)
-	return &Server{src: src, cache: cache, log: log, ln: ln}, nil
+	return &Server{src: src, cache: cache, log: log, ln: ln, lines: ratelog.New(logLineRate, logLineBurst, nil)}, nil
 }
 
 // Addr is the socket's path.
@@ -147,7 +182,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		at, err := s.serveAtOnce(ctx, c, buf)
 		if err != nil {
-			s.log.Warn("plan socket: peer unknown, connection closed", "err", err)
+			s.logCaller(ctx, slog.LevelWarn, "plan socket: peer unknown, connection closed", "err", err)
 			_ = c.Close()
 			s.bufs.Put(buf)
 			continue
@@ -164,7 +199,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		mu.Unlock()
 		if over {
-			s.log.Warn("plan socket: too many connections from one user, connection closed", "uid", cred.Uid, "pid", cred.Pid, "limit", MaxConnsPerUID)
+			s.logCaller(ctx, slog.LevelWarn, "plan socket: too many connections from one user, connection closed", "uid", cred.Uid, "pid", cred.Pid, "limit", MaxConnsPerUID)
 			_ = c.Close()
 			s.bufs.Put(buf)
 			continue
@@ -243,7 +278,7 @@ func (s *Server) serveAtOnce(ctx context.Context, c *net.UnixConn, buf *[MaxRequ
 	switch {
 	case !a.served:
 	case a.werr != nil:
-		s.log.Warn("plan socket: answer not delivered", "uid", a.cred.Uid, "pid", a.cred.Pid, "job", string(a.job),
+		s.logCaller(ctx, slog.LevelWarn, "plan socket: answer not delivered", "uid", a.cred.Uid, "pid", a.cred.Pid, "job", string(a.job),
 			"status", StatusOK.String(), "hash", a.hash, "err", a.werr)
 	case s.log.Enabled(ctx, slog.LevelDebug):
 		s.log.Debug("plan socket: plan served", "uid", a.cred.Uid, "pid", a.cred.Pid, "job", string(a.job),
@@ -295,7 +330,7 @@ func (s *Server) finishWrite(c *net.UnixConn, cred *syscall.Ucred, rest []byte) 
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(connTimeout))
 	if _, err := c.Write(rest); err != nil {
-		s.log.Warn("plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "status", StatusOK.String(), "err", err)
+		s.logCaller(context.Background(), slog.LevelWarn, "plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "status", StatusOK.String(), "err", err)
 	}
 }
 
@@ -312,7 +347,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 			s.count(StatusOK)
 			_, werr := c.Write(frame)
 			if werr != nil {
-				s.log.Warn("plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
+				s.logCaller(ctx, slog.LevelWarn, "plan socket: answer not delivered", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
 					"status", StatusOK.String(), "hash", hash, "took", time.Since(start).Round(time.Microsecond), "err", werr)
 			} else if s.log.Enabled(ctx, slog.LevelDebug) {
 				s.log.Debug("plan socket: plan served", "uid", cred.Uid, "pid", cred.Pid, "job", string(raw.jobID),
@@ -377,11 +412,13 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 		"hash", resp.Hash, "took", time.Since(start).Round(time.Microsecond)}
 	switch {
 	case werr != nil:
-		s.log.Warn("plan socket: answer not delivered", append(attrs, "err", werr)...)
+		s.logCaller(ctx, slog.LevelWarn, "plan socket: answer not delivered", append(attrs, "err", werr)...)
 	case resp.Status == StatusOK:
+		// Debug only (an operator's choice), and a served plan is the
+		// answer ranks are meant to get: not rate limited.
 		s.log.Debug("plan socket: plan served", attrs...)
 	default:
-		s.log.Info("plan socket: no plan served", append(attrs, "reason", string(resp.Body))...)
+		s.logCaller(ctx, slog.LevelInfo, "plan socket: no plan served", append(attrs, "reason", ratelog.Clip(string(resp.Body)))...)
 	}
 }
 
