@@ -57,8 +57,9 @@ type planService struct {
 	leading  leadingFunc
 	maxPlans int // Config.MaxPlans
 	log      *slog.Logger
-	// creating collapses concurrent first requests for one job (every rank
-	// of a job asks at once) into one computation and one Raft write.
+	// creating collapses concurrent first requests for one job and one
+	// placement (every rank of a job asks at once) into one computation
+	// and one Raft write.
 	creating singleflight.Group
 }
 
@@ -86,13 +87,23 @@ func (p *planService) GetOrCreatePlan(ctx context.Context, req *ginv1.GetOrCreat
 	if err := p.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	v, err, _ := p.creating.Do(req.GetJobId(), func() (any, error) {
+	// Callers share a computation only when they ask for the same thing:
+	// a placement keyed by job alone would hand the second caller the
+	// first one's nodes.
+	key := fmt.Sprintf("%s\x00%s\x00%d", req.GetJobId(), req.GetNodes(), req.GetGpusPerNode())
+	v, err, _ := p.creating.Do(key, func() (any, error) {
 		return p.create(context.WithoutCancel(ctx), req)
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	res := v.(*createResult)
+	// The plan that won (this computation's, or one committed for the
+	// job while it ran) is checked against this caller's request, as a
+	// plan already held is.
+	if err := samePlacement(res.plan, req); err != nil {
+		return nil, toStatus(err)
+	}
 	_, ri, err := p.read(ctx, ginv1.ReadConsistency_READ_CONSISTENCY_ANY)
 	if err != nil {
 		return nil, toStatus(err)

@@ -11,7 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/state"
 )
 
 // registerNodes commits simulated inventories for the named nodes.
@@ -178,5 +180,40 @@ func TestExpiredPlansAreDeleted(t *testing.T) {
 	s.plans.expire(context.Background(), time.Now().Add(2*time.Minute))
 	if _, ok := s.store.Plan("short"); ok {
 		t.Fatal("expired plan still pinned")
+	}
+}
+
+// TestPlanRaceLoserGetsThePlacementCheck: a request whose computation
+// loses the Raft race to another placement's plan for the same job (two
+// callers at once, the squatter's committed first) is refused with
+// FAILED_PRECONDITION, as it would be had the squatter's plan been held
+// when it asked, not handed the squatter's placement.
+func TestPlanRaceLoserGetsThePlacementCheck(t *testing.T) {
+	s, _ := startServer(t, time.Minute)
+	registerNodes(t, s, "dgx-h100", "node001", "node002", "node003", "node004")
+	squat := &ginv1.GetOrCreatePlanRequest{JobId: "778", Nodes: "node001", GpusPerNode: 1}
+	real := &ginv1.GetOrCreatePlanRequest{JobId: "778", Nodes: "node[001-004]", GpusPerNode: 8}
+	apply := s.plans.apply
+	squatted := false
+	// The squatter's plan commits while the real request's is computed:
+	// just before the real one's write reaches Raft.
+	s.plans.apply = func(ctx context.Context, cmd *statev1.Command) (state.Result, error) {
+		if pp := cmd.GetPutPlan(); pp != nil && pp.GetPlan().GetJobId() == "778" && !squatted {
+			squatted = true
+			if _, err := s.plans.create(ctx, squat); err != nil {
+				t.Errorf("squatter's plan: %v", err)
+			}
+		}
+		return apply(ctx, cmd)
+	}
+	_, err := s.plans.GetOrCreatePlan(context.Background(), real)
+	if !squatted {
+		t.Fatal("the real request never reached Raft")
+	}
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "node[001-004]") {
+		t.Fatalf("real request after the squatter won the race: %v, want FailedPrecondition naming node[001-004]", err)
+	}
+	if pl, _ := s.store.Plan("778"); len(pl.GetNodes()) != 1 {
+		t.Fatalf("pinned plan nodes %v, want the squatter's one (first committed wins)", pl.GetNodes())
 	}
 }
