@@ -93,6 +93,9 @@ type Store struct {
 	fetch Fetcher
 	log   *slog.Logger
 	now   func() time.Time
+	// syncFile is f.Sync (a test's hook holds it to prove no lock is held
+	// across it).
+	syncFile func(*os.File) error
 
 	mu       sync.Mutex
 	plans    map[string]entry // held plans only, never a failure
@@ -128,7 +131,7 @@ type Options struct {
 // missing; refused when another user owns it or others may write to it).
 // Files that fail verification or have expired are removed and logged.
 func Open(o Options) (*Store, error) {
-	s := &Store{dir: o.Dir, fetch: o.Fetcher, log: o.Log, now: o.Now,
+	s := &Store{dir: o.Dir, fetch: o.Fetcher, log: o.Log, now: o.Now, syncFile: (*os.File).Sync,
 		plans: map[string]entry{}, misses: map[asker]miss{}, inflight: map[asker]*call{},
 		asked:   map[uint32]map[string]time.Time{},
 		results: map[string]uint64{FetchOK: 0, FetchNotFound: 0, FetchError: 0}}
@@ -292,69 +295,91 @@ func (s *Store) Put(p *ginv1.Plan) error {
 		return fmt.Errorf("plan of job %s: %d bytes, more than %d", p.GetJobId(), len(b), planread.MaxBytes)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, err = s.putLocked(p, b, true)
+	e, added, err := s.putLocked(p, b, true)
+	s.mu.Unlock()
+	if err == nil && added {
+		s.persist(p.GetJobId(), e.hash, b)
+	}
 	return err
 }
 
-// putLocked keeps a verified plan and returns its entry. A claimed plan
-// makes room when the store is full (dropping an unclaimed plan first); an
-// unclaimed one is kept only when there is room, and is otherwise only
-// answered.
-func (s *Store) putLocked(p *ginv1.Plan, b []byte, claimed bool) (entry, error) {
+// putLocked keeps a verified plan and returns its entry; added says it is
+// newly held, and then the caller persists it (persist) once it has let
+// go of the lock. A claimed plan makes room when the store is full
+// (dropping an unclaimed plan first); an unclaimed one is kept only when
+// there is room, and is otherwise only answered.
+func (s *Store) putLocked(p *ginv1.Plan, b []byte, claimed bool) (e entry, added bool, err error) {
 	job := p.GetJobId()
 	if old, ok := s.plans[job]; ok {
 		if old.hash != p.GetContentHash() {
-			return entry{}, fmt.Errorf("job %s: holds plan %.12s, refusing a different one (%.12s)", job, old.hash, p.GetContentHash())
+			return entry{}, false, fmt.Errorf("job %s: holds plan %.12s, refusing a different one (%.12s)", job, old.hash, p.GetContentHash())
 		}
 		if claimed && !old.claimed {
 			old.claimed = true
 			s.plans[job] = old
 		}
-		return old, nil
+		return old, false, nil
 	}
 	if expired(p, s.now()) {
-		return entry{}, fmt.Errorf("job %s: the plan expired at %s", job, p.GetExpiresAt().AsTime().Format(time.RFC3339))
+		return entry{}, false, fmt.Errorf("job %s: the plan expired at %s", job, p.GetExpiresAt().AsTime().Format(time.RFC3339))
 	}
 	s.sweepLocked()
-	e := entryOf(p, b)
+	e = entryOf(p, b)
 	e.added, e.claimed = s.now(), claimed
 	if len(s.plans) >= MaxPlans {
 		if !claimed {
 			s.log.Info("plan store full, a plan fetched for a user other than root is answered but not kept", "job", job, "limit", MaxPlans)
-			return e, nil
+			return e, false, nil
 		}
 		s.evictOldestLocked()
 	}
 	s.plans[job] = e
-	if s.dir != "" {
-		if err := writeAtomic(s.dir, fileName(job), b); err != nil {
-			s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
-		}
-	}
-	return e, nil
+	return e, s.dir != "", nil
 }
 
-func writeAtomic(dir, name string, b []byte) error {
-	f, err := os.CreateTemp(dir, ".tmp-*")
+// persist writes a newly held plan's file. The write and its fsync run
+// without the store's lock, so a slow disk delays only the caller that
+// brought the plan, never a rank's answer; the rename into place takes
+// the lock and happens only while the store still holds that plan, so a
+// plan dropped or replaced meanwhile (expiry, eviction, delete) leaves no
+// file behind, and the file of a held plan is always that plan's.
+func (s *Store) persist(job, hash string, b []byte) {
+	tmp, err := s.writeTemp(b)
 	if err != nil {
-		return err
+		s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.plans[job]; !ok || e.hash != hash {
+		_ = os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, fileName(job))); err != nil {
+		_ = os.Remove(tmp)
+		s.log.Warn("plan dir: plan kept in memory only", "job", job, "err", err)
+	}
+}
+
+// writeTemp writes b to a new temporary file in the plan dir and syncs it.
+func (s *Store) writeTemp(b []byte) (string, error) {
+	f, err := os.CreateTemp(s.dir, ".tmp-*")
+	if err != nil {
+		return "", err
 	}
 	tmp := f.Name()
 	_, err = f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = s.syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		return "", err
 	}
-	return err
+	return tmp, nil
 }
 
 // evictOldestLocked drops the unclaimed plan held longest, or when every
@@ -564,12 +589,13 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 	}
 	who := asker{uid: r.UID, job: r.JobID}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.inflight, who)
 	var e entry
+	var added bool
 	if err == nil {
-		e, err = s.putLocked(p, b, r.UID == 0)
+		e, added, err = s.putLocked(p, b, r.UID == 0)
 	}
+
 	switch {
 	case err == nil:
 		s.results[FetchOK]++
@@ -591,6 +617,13 @@ func (s *Store) fetchFor(r plansock.Request, c *call) {
 	} else {
 		c.e = e
 		s.log.Info("plan fetched", "job", r.JobID, "uid", r.UID, "hash", c.e.hash, "took", s.now().Sub(start).Round(time.Millisecond))
+	}
+	s.mu.Unlock()
+	// The file is written without the lock (other jobs' ranks are answered
+	// meanwhile) and before this job's waiters are: an answered plan is
+	// one that survives an agent restart.
+	if added {
+		s.persist(r.JobID, e.hash, b)
 	}
 	close(c.done)
 }
