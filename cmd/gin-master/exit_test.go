@@ -44,6 +44,9 @@ func TestProcessExitStatus(t *testing.T) {
 			}
 		})
 	}
+	if !slices.Contains(prevented, exitDataDir) {
+		t.Fatalf("gin-master.service restarts exit %d (a data dir with an incomplete state, which no restart cures), RestartPreventExitStatus=%v", exitDataDir, prevented)
+	}
 	if slices.Contains(prevented, exitLogStore) {
 		t.Fatalf("gin-master.service does not restart exit %d (the log store failed), RestartPreventExitStatus=%v", exitLogStore, prevented)
 	}

@@ -102,6 +102,11 @@ const (
 	// (with space back) reopens it with every acknowledged write. The unit
 	// restarts it.
 	exitLogStore = 75
+	// exitDataDir (EX_DATAERR) is a data dir whose state cannot be rebuilt:
+	// its log was compacted and no readable snapshot holds the entries
+	// before it. A restart reads the same files; the unit does not
+	// restart it, and the journal names the files and the way out.
+	exitDataDir = 65
 )
 
 // configError is an error the operator must fix before the master can
@@ -273,8 +278,9 @@ func startMaster(ctx context.Context, o options, log *slog.Logger) error {
 }
 
 // exitStatus prints err (nil: nothing) and returns gin-master's exit status
-// for it: exitConfig for a configError, else exitLogStore for a failed log
-// store, else exitUsage for a usage error or a positional argument, else 1.
+// for it: exitConfig for a configError, else exitDataDir for a data dir
+// holding an incomplete state, else exitLogStore for a failed log store,
+// else exitUsage for a usage error or a positional argument, else 1.
 func exitStatus(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -285,6 +291,9 @@ func exitStatus(err error, stderr io.Writer) int {
 	}
 	if logStoreFailed(err) {
 		code = exitLogStore
+	}
+	if errors.Is(err, ginraft.ErrIncompleteState) {
+		code = exitDataDir
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		err = fmt.Errorf("%w (another gin-master, or another program, uses that port: stop it or choose another --bind, --raft-bind or --http-bind)", err)

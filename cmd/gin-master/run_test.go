@@ -27,6 +27,7 @@ func TestExitStatus(t *testing.T) {
 		{"log store", fmt.Errorf("serve: %w", ginraft.ErrLogStoreFailed), exitLogStore},
 		{"data dir full at start", fmt.Errorf("open: %w", syscall.ENOSPC), exitLogStore},
 		{"address in use", fmt.Errorf("listen: %w", syscall.EADDRINUSE), 1},
+		{"compacted log, no readable snapshot", fmt.Errorf("raft: data dir /d: %w: the log starts at index 9", ginraft.ErrIncompleteState), exitDataDir},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,12 @@ var ErrDataDirFull = errors.New("data dir is full")
 // the log store failed a write.
 var ErrLogStoreFailed = errors.New("raft log store failed")
 
+// ErrIncompleteState is in the chain of Open's error when the data dir's
+// log was compacted and no readable snapshot holds the entries before it:
+// the state cannot be rebuilt from this data dir, and no restart changes
+// that (gin-master exits 65 for systemd not to loop on it).
+var ErrIncompleteState = errors.New("incomplete Raft state")
+
 // DataDirFullError: the data dir has less free space than the master keeps.
 type DataDirFullError struct {
 	Dir           string

@@ -469,7 +469,7 @@ func startRaft(cfg Config, rc *hraft.Config, fsm *FSM, counted *countingLogStore
 	r, err := hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
 	if err != nil && has && errors.Is(errSnapshotsUnreadable(err), errNoSnapshotLoaded) {
 		if moved, qerr := setAsideUnreadableSnapshots(cfg.DataDir, logs, snaps, log); qerr != nil {
-			err = fmt.Errorf("%w; and the log cannot stand in for them: %w", err, qerr)
+			err = fmt.Errorf("%w: %w; and the log cannot stand in for them: %w", ErrIncompleteState, err, qerr)
 		} else if moved > 0 {
 			r, err = hraft.NewRaft(rc, fsm, counted, logs, snaps, trans)
 		}
@@ -541,9 +541,9 @@ func checkSnapshotCoverage(logs hraft.LogStore, snaps hraft.SnapshotStore) error
 	if len(tried) == 0 {
 		tried = append(tried, "no snapshot found")
 	}
-	return fmt.Errorf("the log starts at index %d but no readable snapshot holds the entries before it (%s); "+
+	return fmt.Errorf("%w: the log starts at index %d but no readable snapshot holds the entries before it (%s); "+
 		"refusing to start from an incomplete state: restore the snapshots directory from a backup, "+
-		"or move this data dir away and let the master rejoin its cluster empty", first, strings.Join(tried, "; "))
+		"or move this data dir away and let the master rejoin its cluster empty", ErrIncompleteState, first, strings.Join(tried, "; "))
 }
 
 // raftConfig is hashicorp/raft's configuration for cfg, validated.

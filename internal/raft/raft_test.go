@@ -319,7 +319,7 @@ func TestSnapshotThresholdTakesSnapshotsAndRestartRestores(t *testing.T) {
 				_ = n.Shutdown()
 				t.Fatal("Open started from a compacted log without a readable snapshot")
 			}
-			if !strings.Contains(err.Error(), "no readable snapshot") {
+			if !strings.Contains(err.Error(), "no readable snapshot") || !errors.Is(err, ErrIncompleteState) {
 				t.Fatalf("Open error = %v; want it to name the missing snapshot", err)
 			}
 		})
