@@ -291,7 +291,7 @@ func TestListen(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A killed agent leaves its socket behind (no unlink on close).
-		s.ln.SetUnlinkOnClose(false)
+		s.unlink = false
 		_ = s.Close()
 		serve(t, path, &fakeSource{plans: map[string][]byte{"1": []byte("p")}})
 		if r, err := Fetch(context.Background(), path, Request{JobID: "1"}); err != nil || r.Status != StatusOK {

@@ -61,6 +61,11 @@ type Server struct {
 	bufs  sync.Pool // *[MaxRequest]byte: a connection's request buffer
 	// answered counts the answers written, by status (Answered).
 	answered [StatusBadRequest + 1]atomic.Uint64
+	// path is where the socket was renamed to; sock its file there, so
+	// that Close unlinks path only while it still is this socket.
+	path   string
+	sock   fs.FileInfo
+	unlink bool // false: Close leaves the socket (a test's killed agent)
 	// lines bounds the lines a caller can cause (a miss, a refused or
 	// unread connection, an answer not delivered): any local user can
 	// send requests by the hundred thousand.
@@ -116,16 +121,32 @@ func (s *Server) count(st Status) {
 
 // Listen creates the socket at path, readable and writable by every local
 // user (mode 0666; any process of the node may ask for a plan), in a
-// directory created 0755 when missing. A stale socket left by a previous
-// agent is replaced; a socket another process still serves, and any other
-// file at path, are refused. A request from a peer other than root is
-// served from what the agent holds or the masters have pinned: its node
-// list is dropped, so only root (the Slurm prolog) can have a plan created.
+// directory created 0755 when missing. The directory is checked as the
+// plan directory is: this user's, and no one else may write to it (a
+// directory another user may write to lets that user swap what sits at
+// path). The socket is bound and made 0666 inside a private directory
+// (0700) made there, then renamed into place, so no path is followed: a
+// symlink raced in at path is replaced, never chmodded through. A stale
+// socket left by a previous agent is replaced; a socket another process
+// still serves, and any other file at path, are refused. A request from
+// a peer other than root is served from what the agent holds or the
+// masters have pinned: its node list is dropped, so only root (the Slurm
+// prolog) can have a plan created.
 func Listen(path string, src Source, log *slog.Logger) (*Server, error) {
+	return listen(path, src, log, nil)
+}
+
+// listen is Listen; bound, when not nil, runs between the bind and the
+// chmod (a test's racer swapping what sits at path).
+func listen(path string, src Source, log *slog.Logger, bound func()) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plan socket %s: %w", path, err)
+	}
+	if err := checkSocketDir(dir); err != nil {
 		return nil, fmt.Errorf("plan socket %s: %w", path, err)
 	}
 	if st, err := os.Lstat(path); err == nil {
@@ -136,31 +157,75 @@ func Listen(path string, src Source, log *slog.Logger) (*Server, error) {
 			_ = c.Close()
 			return nil, fmt.Errorf("plan socket %s: another process serves it (another gin-agent?)", path)
 		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("plan socket %s: removing the stale socket: %w", path, err)
-		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	private, err := os.MkdirTemp(dir, ".gs")
+	if err != nil {
+		return nil, fmt.Errorf("plan socket %s: %w", path, err)
+	}
+	defer func() { _ = os.RemoveAll(private) }()
+	at := filepath.Join(private, "s")
+	if len(at) >= maxSunPath {
+		return nil, fmt.Errorf("plan socket %s: the directory's path is too long to bind a socket in (%d bytes with the private directory, a socket path holds at most %d)", path, len(at), maxSunPath-1)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: at, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("plan socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
+	// The listener knows the private name; Close unlinks path itself.
+	ln.SetUnlinkOnClose(false)
+	if bound != nil {
+		bound()
+	}
+	if err := os.Chmod(at, 0o666); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("plan socket %s: %w", path, err)
+	}
+	if err := os.Rename(at, path); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("plan socket %s: %w", path, err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("plan socket %s: %w", path, err)
 	}
 	cache, _ := src.(FrameCache)
-	return &Server{src: src, cache: cache, log: log, ln: ln, lines: ratelog.New(logLineRate, logLineBurst, nil)}, nil
+	return &Server{src: src, cache: cache, log: log, ln: ln, path: path, sock: st, unlink: true,
+		lines: ratelog.New(logLineRate, logLineBurst, nil)}, nil
+}
+
+// maxSunPath is the size of sockaddr_un's sun_path on Linux (the path and
+// its terminating NUL).
+const maxSunPath = 108
+
+// checkSocketDir checks that dir is a directory of this user's that no
+// one else may write to.
+func checkSocketDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("directory %s is owned by uid %d, not by this agent (uid %d): give a directory of the agent's own (the default is /run/gin)", dir, sys.Uid, os.Geteuid())
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("directory %s is writable by others (mode %v): another user could replace the socket; give a directory only the agent may write to (the default is /run/gin)", dir, st.Mode().Perm())
+	}
+	return nil
 }
 
 // Addr is the socket's path.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.path }
 
 // Serve answers connections until ctx ends, then closes the socket and
 // waits for the connections in progress.
 func (s *Server) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	stop := context.AfterFunc(ctx, func() { _ = s.ln.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stop()
 	sem := make(chan struct{}, maxConns)
 	var mu sync.Mutex
@@ -233,7 +298,22 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Close closes the socket (Serve returns).
-func (s *Server) Close() error { return s.ln.Close() }
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.removeSocket()
+	return err
+}
+
+// removeSocket unlinks the socket at path, as a listener does on close,
+// unless path now holds another file (another agent's socket).
+func (s *Server) removeSocket() {
+	if !s.unlink {
+		return
+	}
+	if st, err := os.Lstat(s.path); err == nil && os.SameFile(st, s.sock) {
+		_ = os.Remove(s.path)
+	}
+}
 
 // maxAtOnce bounds the answers the accept loop writes itself: far below a
 // Unix socket's send buffer, so that the write completes at once whether
