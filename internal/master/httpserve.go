@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/ratelog"
 )
 
 // The HTTP port (--http-bind) serves /metrics and /healthz as Prometheus'
@@ -34,6 +35,9 @@ type uiGate struct {
 	s       *Server
 	refused [numUIRefusals]atomic.Uint64
 	desc    *prometheus.Desc
+	// lines bounds the refusal lines: anyone who reaches the HTTP port
+	// can cause one per request (every refusal is still counted).
+	lines *ratelog.Bucket
 }
 
 // Why the web view refused a request (the reason label).
@@ -51,7 +55,7 @@ func uiRefusalNames() [numUIRefusals]string {
 }
 
 func newUIGate(s *Server) *uiGate {
-	return &uiGate{s: s, desc: prometheus.NewDesc("gin_master_ui_requests_refused_total",
+	return &uiGate{s: s, lines: ratelog.New(rejectLogRate, rejectLogBurst, s.cfg.AgentLogClock.Now), desc: prometheus.NewDesc("gin_master_ui_requests_refused_total",
 		"Web view requests (/ui/) refused on a cluster with mutual TLS, by reason: not_tls (plain HTTP: give --web-config-file with tls_server_config), no_certificate, bad_certificate (not of the cluster's CA), denied (on the deny list), role (an agent's).",
 		[]string{"server", "reason"}, nil)}
 }
@@ -75,7 +79,13 @@ func (g *uiGate) wrap(h http.Handler) http.Handler {
 		reason, code, err := g.check(r)
 		if err != nil {
 			g.refused[reason].Add(1)
-			g.s.log.Warn("web view: request refused", slog.String("peer", r.RemoteAddr), slog.String("path", r.URL.Path), slog.Any("err", err))
+			if ok, skipped := g.lines.Allow(); ok {
+				attrs := []any{slog.String("peer", r.RemoteAddr), slog.String("path", ratelog.Clip(r.URL.Path)), slog.Any("err", err)}
+				if skipped > 0 {
+					attrs = append(attrs, slog.Uint64("suppressed", skipped))
+				}
+				g.s.log.Warn("web view: request refused", attrs...)
+			}
 			http.Error(w, err.Error()+"\n", code)
 			return
 		}

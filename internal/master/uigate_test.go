@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gin-topology/gin/internal/pki"
+	"github.com/gin-topology/gin/internal/ratelog"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 // httpGet GETs url with client, returning the status and body (status -1
@@ -135,5 +138,40 @@ func TestBadWebConfigIsRefused(t *testing.T) {
 		Bootstrap: true, FastRaft: true, HeartbeatInterval: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "--web-config-file") {
 		t.Fatalf("New with a bad web config = %v, want a refusal naming --web-config-file", err)
+	}
+}
+
+// TestWebViewRefusalLogIsBounded: a flood of refused web view requests
+// (plain HTTP to a TLS cluster, each with a long path) is counted in full
+// but logged at most the burst, each line quoting at most
+// ratelog.MaxEcho bytes of the path.
+func TestWebViewRefusalLogIsBounded(t *testing.T) {
+	p := newTestPKI(t)
+	logs := &testkit.LogBuffer{}
+	clk := newFakeClockAt(time.Unix(1_800_000_000, 0))
+	s := startServerWith(t, func(c *Config) {
+		c.TLS = p.source(t, pki.Identity{Role: pki.RoleMaster, Name: "m1"})
+		c.HTTPBind = "127.0.0.1:0"
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		c.AgentLogClock = clk
+	})
+	base := "http://" + s.HTTPAddr()
+	long := "/ui/" + strings.Repeat("x", 4000)
+	const flood = 3 * rejectLogBurst
+	for range flood {
+		if code, _ := httpGet(t, http.DefaultClient, base+long); code != http.StatusForbidden {
+			t.Fatalf("GET over plain HTTP = %d, want 403", code)
+		}
+	}
+	if got := strings.Count(logs.String(), `msg="web view: request refused"`); got != rejectLogBurst {
+		t.Fatalf("%d refusal lines for %d refusals, want the burst %d", got, flood, rejectLogBurst)
+	}
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "request refused") && len(l) > ratelog.MaxEcho+1000 {
+			t.Fatalf("a %d-byte refusal line for a 4 KB path", len(l))
+		}
+	}
+	if _, body := httpGet(t, http.DefaultClient, base+"/metrics"); !strings.Contains(body, fmt.Sprintf(`gin_master_ui_requests_refused_total{reason="not_tls",server="m1"} %d`, flood)) {
+		t.Errorf("/metrics does not count the %d refusals", flood)
 	}
 }
