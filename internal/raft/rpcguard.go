@@ -55,7 +55,10 @@ import (
 // rpcTimeoutNow, rpcRequestPreVote), fixed by its wire protocol.
 var rpcTypeNames = [...]string{"AppendEntries", "RequestVote", "InstallSnapshot", "TimeoutNow", "RequestPreVote"}
 
-const rpcInstallSnapshot = 2
+const (
+	rpcAppendEntries   = 0
+	rpcInstallSnapshot = 2
+)
 
 // maxKeptRecord is the largest request buffer a connection keeps for the
 // next request.
@@ -72,6 +75,10 @@ type rpcClaims struct {
 	Term               uint64
 	LeadershipTransfer bool
 	Size               int64 // InstallSnapshot: raw bytes that follow
+	// LeaderCommitIndex is the sender's commit index (AppendEntries; 0 in
+	// a heartbeat, which carries none). Not a claim of identity: the guard
+	// records it for Node.Lag (leaderCommit below).
+	LeaderCommitIndex uint64
 }
 
 // Refusal reasons (the "reason" label of the refused-RPC counter).
@@ -99,6 +106,23 @@ type rpcGuard struct {
 
 	mu      sync.Mutex
 	refused map[RefusedRPC]uint64
+
+	// leaderCommit is the highest LeaderCommitIndex of an AppendEntries
+	// the guard let through from a member of the configuration (0: none
+	// yet). hashicorp/raft's own CommitIndex on a follower is capped at the
+	// entries it holds (min(LeaderCommitIndex, last log index)), so a
+	// follower that cannot append (its data dir full, diskguard.go) would
+	// report itself caught up; this is the leader's figure uncapped.
+	// Invariant: it only increases, and it never exceeds an index some
+	// leader committed (a stale leader's commit index is one committed
+	// before, a new leader's is never below an entry committed before), so
+	// a max over every term is the cluster's commit index as far as this
+	// server has heard. Only membership-checked requests count: a server
+	// with an empty configuration answers any master certificate claiming
+	// its name (see the invariant above), whose figure could be anything,
+	// and the max would keep it. It lives as long as the transport (one
+	// Open).
+	leaderCommit atomic.Uint64
 }
 
 // RefusedRPC is one kind of Raft request the guard refused: its rpc type
@@ -143,28 +167,44 @@ type rpcRefusal struct {
 
 func (r *rpcRefusal) Error() string { return r.msg }
 
-// check applies the invariant to one request from peer.
-func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) *rpcRefusal {
+// observeLeaderCommit raises leaderCommit to idx (never lowers it).
+func (g *rpcGuard) observeLeaderCommit(idx uint64) {
+	for {
+		cur := g.leaderCommit.Load()
+		if idx <= cur || g.leaderCommit.CompareAndSwap(cur, idx) {
+			return
+		}
+	}
+}
+
+// leaderCommitSeen is the highest commit index a member's AppendEntries
+// carried (0: none yet); see leaderCommit.
+func (g *rpcGuard) leaderCommitSeen() uint64 { return g.leaderCommit.Load() }
+
+// check applies the invariant to one request from peer. member is true
+// when it passed as a member of a non-empty configuration (false for a
+// fresh server's first requests, which any master certificate claiming
+// the peer's name passes).
+func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) (r *rpcRefusal, member bool) {
 	refuse := func(reason, format string, args ...any) *rpcRefusal {
 		return &rpcRefusal{rpc: rpc, reason: reason, msg: fmt.Sprintf("raft %s refused: ", rpc) + fmt.Sprintf(format, args...)}
 	}
 	claimed := string(c.ID)
 	if claimed != peer.Name {
-		return refuse(refusedIDClaim, "the certificate of %s claims to be server %q: a master speaks Raft only as the server its certificate names", peer, claimed)
+		return refuse(refusedIDClaim, "the certificate of %s claims to be server %q: a master speaks Raft only as the server its certificate names", peer, claimed), false
 	}
 	mp := g.members.Load()
 	if mp == nil {
-		return refuse(refusedStarting, "this master's Raft is not running yet")
+		return refuse(refusedStarting, "this master's Raft is not running yet"), false
 	}
 	conf, ok := (*mp)()
 	if !ok {
-		return refuse(refusedStarting, "this master's Raft configuration cannot be read")
+		return refuse(refusedStarting, "this master's Raft configuration cannot be read"), false
 	}
 	if len(conf.Servers) == 0 {
-		return nil // fresh server: see the invariant
+		return nil, false // fresh server: see the invariant
 	}
 	var addr string
-	member := false
 	for _, s := range conf.Servers {
 		if string(s.ID) == peer.Name {
 			member, addr = true, string(s.Address)
@@ -172,17 +212,17 @@ func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) *rpcRefusa
 		}
 	}
 	if !member {
-		return refuse(refusedNotMember, "%s is not a server of this master's Raft configuration (%s)", peer, serverList(conf))
+		return refuse(refusedNotMember, "%s is not a server of this master's Raft configuration (%s)", peer, serverList(conf)), false
 	}
 	for _, a := range []struct {
 		field string
 		v     []byte
 	}{{"Addr", c.Addr}, {"Leader", c.Leader}, {"Candidate", c.Candidate}} {
 		if (a.field == "Addr" && len(a.v) == 0) || (len(a.v) > 0 && string(a.v) != addr) {
-			return refuse(refusedAddrClaim, "%s claims %s address %q, the configuration has %s at %s", peer, a.field, a.v, peer.Name, addr)
+			return refuse(refusedAddrClaim, "%s claims %s address %q, the configuration has %s at %s", peer, a.field, a.v, peer.Name, addr), false
 		}
 	}
-	return nil
+	return nil, true
 }
 
 // serverList names the servers of conf, for refusal messages.
@@ -287,10 +327,17 @@ func (g *guardedConn) next() error {
 		g.guard.refuse(g.peer, g.serial, g.RemoteAddr(), nil, r)
 		return r
 	}
-	if r := g.guard.check(g.peer, rpc, &c); r != nil {
+	r, member := g.guard.check(g.peer, rpc, &c)
+	if r != nil {
 		g.guard.refuse(g.peer, g.serial, g.RemoteAddr(), &c, r)
 		g.answer(typ, r)
 		return r
+	}
+	if typ == rpcAppendEntries && member {
+		// Recorded before the transport hands the request to Raft: for
+		// the moment until Raft applied what it carries, Lag counts those
+		// entries as not applied, which they are not yet.
+		g.guard.observeLeaderCommit(c.LeaderCommitIndex)
 	}
 	g.out = g.rec.buf
 	if typ == rpcInstallSnapshot && c.Size > 0 {

@@ -23,18 +23,41 @@ func (n *Node) Staleness() time.Duration {
 }
 
 // Lag is how many committed entries this server knows of and has not
-// applied: the commit index it learned from the leader (hashicorp/raft
-// takes it from AppendEntries, capped at the entries it holds) minus its
-// applied index. Entries the leader has not sent it yet are not counted:
-// a follower cut off from the leader reports the lag it last knew, and
-// Staleness says how long ago that was. The leader reports none: its
-// commit runs ahead of its applied index only by the batch being applied.
+// applied: the commit index the leader's AppendEntries carried minus its
+// applied index. The commit index is the leader's as sent (the highest
+// LeaderCommitIndex a member's AppendEntries carried, rpcguard.go), not
+// hashicorp/raft's CommitIndex, which on a follower is capped at the
+// entries it holds: a follower that cannot append (its data dir full,
+// diskguard.go) would otherwise report commit == applied, 0 behind, while
+// the cluster commits on without it (issue #33 item 6: 10,838 entries
+// behind, reported as 0). Entries the leader has not committed yet, or
+// committed after the last AppendEntries this server received, are not
+// counted: a follower cut off from the leader reports the lag it last
+// knew, and Staleness says how long ago that was. Without TLS there is no
+// RPC guard to read the requests, and the commit index is hashicorp/raft's
+// (capped). The leader reports none: its commit runs ahead of its applied
+// index only by the batch being applied.
 func (n *Node) Lag() (applied, commit uint64) {
 	applied = n.raft.AppliedIndex()
 	if n.IsLeader() {
 		return applied, applied
 	}
-	return applied, max(n.raft.CommitIndex(), applied)
+	return applied, max(n.followerCommit(), applied)
+}
+
+// followerCommit is the commit index this server learned from a leader:
+// the higher of hashicorp/raft's (capped at the entries it holds, and the
+// only one without TLS) and the highest a member's AppendEntries carried.
+// CaughtUp reads it on the leader too: a new leader holds every committed
+// entry (a server missing one wins no election), but until its own term's
+// first entry commits its CommitIndex may still be the capped one it had
+// as a follower, so the figure from the previous leader still counts.
+func (n *Node) followerCommit() uint64 {
+	commit := n.raft.CommitIndex()
+	if n.rpcGuard != nil {
+		commit = max(commit, n.rpcGuard.leaderCommitSeen())
+	}
+	return commit
 }
 
 // CatchingUpError refuses a read on a server that has not caught up with
@@ -62,13 +85,17 @@ func (e *CatchingUpError) Error() string {
 // the cluster committed. The target is the first commit index learned, not
 // the latest: under steady writes applied trails commit by the batch in
 // flight, and a master chasing the latest would refuse reads until a
-// pause. The store may trail AppliedIndex by the batch the FSM goroutine
-// is applying.
+// pause. The commit index is followerCommit's, the leader's as it sent it:
+// hashicorp/raft's is capped at the entries this server holds, so a joiner
+// receiving the log a batch at a time, or a restarted follower whose data
+// dir is full, would take the little it holds for the cluster's commit
+// and latch. The store may trail AppliedIndex by the batch the FSM
+// goroutine is applying.
 func (n *Node) CaughtUp() error {
 	if n.caughtUp.Load() {
 		return nil
 	}
-	applied, commit := n.raft.AppliedIndex(), n.raft.CommitIndex()
+	applied, commit := n.raft.AppliedIndex(), n.followerCommit()
 	if !n.IsLeader() {
 		if c := n.raft.LastContact(); c.IsZero() || c.Before(n.opened) {
 			return &CatchingUpError{Applied: applied, Commit: commit, NoLeader: true}
