@@ -312,14 +312,14 @@ func (a *app) orderCmd() *cobra.Command {
 func (a *app) exportCmd() *cobra.Command {
 	var node, out string
 	var agentPort, masterPort int
-	var kueueName string
+	var kueueName, job string
 	formats := map[string]ginv1.ExportFormat{
 		"slurm": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_TREE, "slurm-block": ginv1.ExportFormat_EXPORT_FORMAT_SLURM_BLOCK,
 		"json": ginv1.ExportFormat_EXPORT_FORMAT_JSON, "dot": ginv1.ExportFormat_EXPORT_FORMAT_DOT, "nccl-topo": ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO,
 	}
 	cmd := &cobra.Command{
-		Use:   "export slurm|slurm-block|json|dot|nccl-topo|prometheus-sd|kueue [--node NAME] [--out FILE]",
-		Short: "Export the topology: Slurm topology.conf, JSON, Graphviz, NCCL_TOPO_FILE",
+		Use:   "export slurm|slurm-block|json|dot|nccl-topo|prometheus-sd|kueue|nccl-tuner-csv [--node NAME] [--job ID] [--out FILE]",
+		Short: "Export the topology (Slurm topology.conf, JSON, Graphviz, NCCL_TOPO_FILE) or a plan (the NCCL example tuner's CSV)",
 		Long: `Export the cluster topology:
   slurm        Slurm topology.conf for TopologyPlugin=topology/tree
   slurm-block  Slurm topology.conf for topology/block (NVLink domains as blocks)
@@ -330,7 +330,11 @@ func (a *app) exportCmd() *cobra.Command {
                job gin-agent) and every master (its host:--master-port, job gin-master);
                with --out the file is replaced atomically (run it from cron)
   kueue        a Kueue Topology (kueue.x-k8s.io/v1beta2) whose levels are the Node
-               labels gin-master --kube-labels keeps, outermost first (--kueue-name)`,
+               labels gin-master --kube-labels keeps, outermost first (--kueue-name)
+  nccl-tuner-csv  a job's pinned plan (--job) as the NCCL_TUNER_CONFIG_FILE of NVIDIA's
+               example tuner (plugins/tuner/example): each rule's forcing choices as
+               rows in preference order; rules that leave it to NCCL have no rows;
+               with --out the file is replaced atomically`,
 		Args:              args("FORMAT"),
 		ValidArgsFunction: completeFormats(formats),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -343,9 +347,12 @@ func (a *app) exportCmd() *cobra.Command {
 			if args[0] == "kueue" {
 				return a.exportKueue(cmd.Context(), out, kueueName)
 			}
+			if args[0] == "nccl-tuner-csv" {
+				return a.exportTunerCSV(cmd.Context(), job, out)
+			}
 			f, ok := formats[args[0]]
 			if !ok {
-				return usagef("unknown format %q: want slurm, slurm-block, json, dot, nccl-topo, prometheus-sd or kueue", args[0])
+				return usagef("unknown format %q: want slurm, slurm-block, json, dot, nccl-topo, prometheus-sd, kueue or nccl-tuner-csv", args[0])
 			}
 			if f == ginv1.ExportFormat_EXPORT_FORMAT_NCCL_TOPO && node == "" {
 				return usagef("nccl-topo needs --node")
@@ -366,6 +373,7 @@ func (a *app) exportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "node (for nccl-topo)")
+	cmd.Flags().StringVar(&job, "job", "", "nccl-tuner-csv: the job whose pinned plan to write")
 	cmd.Flags().StringVar(&kueueName, "kueue-name", "gin", "kueue: the Topology's name (a ResourceFlavor's topologyName)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	cmd.Flags().IntVar(&agentPort, "agent-port", promsd.DefaultAgentPort, "prometheus-sd: the agents' --metrics-bind port")
