@@ -82,6 +82,9 @@ const (
 	ReasonNodeLimit = "NODE_LIMIT"
 	// ReasonPlanLimit: a new job's plan past gin-master --max-plans.
 	ReasonPlanLimit = "PLAN_LIMIT"
+	// ReasonAgentPlanLimit: a plan an agent certificate asks for past the
+	// agent's quota (plans naming its node, or its share of --max-plans).
+	ReasonAgentPlanLimit = "AGENT_PLAN_LIMIT"
 	// ReasonDenyListFull: a serial past the deny list's bound.
 	ReasonDenyListFull = "DENY_LIST_FULL"
 	// ReasonHandshakesBusy: an agent Hello past --max-handshakes and

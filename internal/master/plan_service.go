@@ -30,7 +30,22 @@ const (
 	maxJobIDLen    = 128
 	// MaxPlanNodes bounds a job's node list.
 	MaxPlanNodes = 16384
+	// MaxAgentPlanTTL is the longest life of a plan an agent certificate
+	// pins (the Slurm prolog's path, through the node's plan socket): the
+	// default, so a prolog's plan outlives a week-long job, but no agent
+	// pins for 90 days.
+	MaxAgentPlanTTL = DefaultPlanTTL
+	// MaxPlansPerAgentNode bounds the plans an agent certificate may pin
+	// while that many pinned plans already name its node: a node runs a
+	// few jobs at once and the epilog deletes each plan, so 256 is far
+	// above real use (144 ten-minute jobs a day with a failing epilog)
+	// and keeps one agent from filling --max-plans (643 plans/s did).
+	MaxPlansPerAgentNode = 256
 )
+
+// agentPlanShare is the part of --max-plans agent certificates may fill:
+// the rest is kept for the scheduler's and admins' plans.
+const agentPlanShare = 0.9
 
 var jobIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 
@@ -151,6 +166,9 @@ func (p *planService) create(ctx context.Context, req *ginv1.GetOrCreatePlanRequ
 		if ttl > MaxPlanTTL {
 			return nil, invalidf("ttl_seconds", "%d s is more than %s", t, MaxPlanTTL)
 		}
+	}
+	if err := p.agentQuota(ctx, req.GetJobId(), ttl); err != nil {
+		return nil, err
 	}
 	view := p.store.View()
 	var missing, down []string
@@ -291,6 +309,31 @@ func agentNamesItself(ctx context.Context, expr string) error {
 	}
 	if !slices.Contains(nodes, id.Name) {
 		return &forbidden{msg: fmt.Sprintf("%s may only ask for plans of jobs on its own node; %s does not include %s", id, expr, id.Name)}
+	}
+	return nil
+}
+
+// agentQuota refuses a new plan an agent certificate asks for past the
+// agent's quotas, each refusal naming its bound: a TTL over
+// MaxAgentPlanTTL, MaxPlansPerAgentNode plans already naming its node, or
+// the store past agentPlanShare of --max-plans (the rest is kept for the
+// scheduler and admins). Other callers (scheduler, admin, no TLS) are
+// bound by --max-plans alone.
+func (p *planService) agentQuota(ctx context.Context, job string, ttl time.Duration) error {
+	id, ok := authz.Identity(ctx)
+	if !ok || id.Role != pki.RoleAgent {
+		return nil
+	}
+	if ttl > MaxAgentPlanTTL {
+		return invalidf("ttl_seconds", "%s is more than an agent's plans may live (%s); a scheduler or admin certificate may pin longer", ttl, MaxAgentPlanTTL)
+	}
+	if n := p.store.PlansOnNode(id.Name); n >= MaxPlansPerAgentNode {
+		return exhaustedf(apierr.ReasonAgentPlanLimit, "plan for job %q not pinned: %d pinned plans name node %s, the most its agent may add to (%d); the epilog deletes a job's plan (ginctl plan delete --job ID), or a scheduler or admin certificate may pin it",
+			job, n, id.Name, MaxPlansPerAgentNode)
+	}
+	if _, n := p.store.Counts(); n >= int(float64(p.maxPlans)*agentPlanShare) {
+		return exhaustedf(apierr.ReasonAgentPlanLimit, "plan for job %q not pinned: %d plans are, and agents may fill %.0f%% of gin-master --max-plans (%d); the rest is kept for the scheduler and admins",
+			job, n, agentPlanShare*100, p.maxPlans)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (rejections) HandleConn(context.Context, stats.ConnStats)                  
 // dir, a lookup that found nothing, a cancelled call). It is the reason
 // label of gin_master_rejected_messages_total; a RESOURCE_EXHAUSTED is
 // told by its apierr reason (a limit of the master's: node_limit,
-// plan_limit, deny_list_full, handshakes_busy, stream_limit, watch_behind,
+// plan_limit, agent_plan_limit, deny_list_full, handshakes_busy, stream_limit, watch_behind,
 // names_limit, read_limit, inventory_too_large, inventory_rate)
 // or, without one, is grpc-go's message size limit (too_large).
 func rejectionReason(s *status.Status) string {

@@ -24,6 +24,7 @@ func (s *Store) PutPlan(index uint64, cmd *statev1.PutPlan) (Result, error) {
 	stored := proto.CloneOf(p)
 	stored.CreatedIndex = index
 	s.plans[p.GetJobId()] = stored
+	countPlanNodes(s.plansOnNode, stored, 1)
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_PINNED, Job: p.GetJobId(), At: eventTime(p.GetCreatedAt())})
 	return Result{Index: index, Changed: true}, nil
 }
@@ -33,10 +34,12 @@ func (s *Store) DeletePlan(index uint64, cmd *statev1.DeletePlan) (Result, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bump(index)
-	if _, ok := s.plans[cmd.GetJobId()]; !ok {
+	old, ok := s.plans[cmd.GetJobId()]
+	if !ok {
 		return Result{Index: index}, nil
 	}
 	delete(s.plans, cmd.GetJobId())
+	countPlanNodes(s.plansOnNode, old, -1)
 	s.watchers.publish(Event{Index: index, Kind: ginv1.WatchEventKind_WATCH_EVENT_KIND_PLAN_DELETED, Job: cmd.GetJobId(), Reason: cmd.GetReason(), At: time.Now()})
 	return Result{Index: index, Changed: true}, nil
 }
@@ -59,4 +62,26 @@ func (s *Store) Plans() []*ginv1.Plan {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetJobId() < out[j].GetJobId() })
 	return out
+}
+
+// PlansOnNode is how many pinned plans name node among their nodes (the
+// per-node quota of plans an agent may pin, internal/master).
+func (s *Store) PlansOnNode(node string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.plansOnNode[node]
+}
+
+// countPlanNodes adds d to the count of each distinct node of p.
+func countPlanNodes(m map[string]int, p *ginv1.Plan, d int) {
+	seen := make(map[string]struct{}, len(p.GetNodes()))
+	for _, n := range p.GetNodes() {
+		if _, dup := seen[n]; dup {
+			continue // a node named twice counts once
+		}
+		seen[n] = struct{}{}
+		if m[n] += d; m[n] <= 0 {
+			delete(m, n)
+		}
+	}
 }

@@ -235,6 +235,10 @@ func (r *Restorer) Finish(index uint64, meta *statev1.Snapshot) error {
 	}
 	s.mu.Lock()
 	s.nodes, s.fabric, s.fabricIndex, s.graph, s.index, s.plans = r.nodes, fb, meta.GetFabricIndex(), g, index, plans
+	s.plansOnNode = map[string]int{}
+	for _, p := range plans {
+		countPlanNodes(s.plansOnNode, p, 1)
+	}
 	s.servers, s.clusterID, s.measurements, s.denied = servers, meta.GetClusterId(), measurements, denied
 	s.admissions = admissions
 	hooks := s.onDeny

@@ -47,6 +47,9 @@ type Store struct {
 	index       uint64
 	// plans are the pinned job plans by job id; never modified once stored.
 	plans map[string]*ginv1.Plan
+	// plansOnNode counts, per node name, the pinned plans whose nodes
+	// include it (PlansOnNode): kept with plans, rebuilt on restore.
+	plansOnNode map[string]int
 	// servers are the masters' registered addresses, by server id.
 	servers   map[string]*statev1.RegisterServer
 	clusterID string
@@ -69,7 +72,7 @@ func New(log *slog.Logger) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g, _ := graph.Build(nil, nil)
-	return &Store{log: log, codec: &invCodec{}, nodes: map[string]*nodeEntry{}, graph: g, plans: map[string]*ginv1.Plan{}, measurements: map[string]*ginv1.Measurement{},
+	return &Store{log: log, codec: &invCodec{}, nodes: map[string]*nodeEntry{}, graph: g, plans: map[string]*ginv1.Plan{}, plansOnNode: map[string]int{}, measurements: map[string]*ginv1.Measurement{},
 		denied: map[string]*ginv1.DeniedCertificate{}}
 }
 
