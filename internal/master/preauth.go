@@ -60,7 +60,7 @@ type preAuthCollector struct {
 
 func newPreAuthCollector(s *Server) *preAuthCollector {
 	return &preAuthCollector{s: s, desc: prometheus.NewDesc("gin_master_preauth_connections_refused_total",
-		"Connections the gRPC (--bind, TLS only) or HTTP (--http-bind) port closed before authentication, by port and reason: source (its address already held 256 gRPC handshakes, or 16 HTTP connections before their first request), busy (all 8192, or 256, taken). The Raft port's are gin_master_raft_connections_refused_total.",
+		"Connections the gRPC (--bind, TLS only) or HTTP (--http-bind) port closed before authentication, by port and reason: source (its address already held 256 gRPC handshakes, or 16 HTTP connections before their first request), prefix (its IPv4 /24 or IPv6 /64 already held 1024, or 64), busy (all 8192, or 256, taken). The Raft port's are gin_master_raft_connections_refused_total.",
 		[]string{"server", "port", "reason"}, nil)}
 }
 
@@ -72,6 +72,7 @@ func (c *preAuthCollector) Collect(ch chan<- prometheus.Metric) {
 	for port, l := range map[string]*preauth.Limiter{"grpc": c.s.preAuth.grpc, "http": c.s.preAuth.http} {
 		r := l.Refused()
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(r.Source), c.s.cfg.ID, port, preauth.ReasonSource)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(r.Prefix), c.s.cfg.ID, port, preauth.ReasonPrefix)
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(r.Busy), c.s.cfg.ID, port, preauth.ReasonBusy)
 	}
 }

@@ -22,9 +22,18 @@ const (
 	// ReasonSource: its address already held PerSource connections
 	// before authentication.
 	ReasonSource = "source"
+	// ReasonPrefix: its address prefix (IPv4 /24, IPv6 /64) already held
+	// PrefixFactor × PerSource connections: many addresses of one network
+	// (40 sources × 256 connections took every slot) count as one.
+	ReasonPrefix = "prefix"
 	// ReasonBusy: all Total slots were taken.
 	ReasonBusy = "busy"
 )
+
+// PrefixFactor is how many sources' worth of connections one address
+// prefix may hold before authentication: a /24 of agents reconnecting at
+// once holds one handshake each, far below it.
+const PrefixFactor = 4
 
 // Log bounds of the refusal lines (a token bucket): anyone who reaches
 // the port can cause one per connection.
@@ -37,27 +46,30 @@ const (
 var ErrRefused = errors.New("preauth: too many connections before authentication")
 
 // Limiter counts the connections before authentication of one port.
-// Invariants: inFlight[a] <= perSource for every address a, the sum of
-// inFlight <= total, and Admit never waits.
+// Invariants: inFlight[a] <= perSource for every address a,
+// inPrefix[p] <= perPrefix for every prefix p, the sum of inFlight <=
+// total, and Admit never waits.
 type Limiter struct {
-	port             string
-	perSource, total int
-	log              *slog.Logger
-	refusedLog       *ratelog.Bucket
+	port                        string
+	perSource, perPrefix, total int
+	log                         *slog.Logger
+	refusedLog                  *ratelog.Bucket
 
 	mu       sync.Mutex
 	inFlight map[string]int // source IP → connections held
+	inPrefix map[string]int // source prefix → connections held
 	held     int
 
-	refusedSource, refusedBusy atomic.Uint64
+	refusedSource, refusedPrefix, refusedBusy atomic.Uint64
 
 	httpMu  sync.Mutex
 	httpRel map[net.Conn]func() // ConnState: connections before their first request
 }
 
 // New is a Limiter for port (named in logs) admitting at most perSource
-// connections of one source address, total of all, before
-// authentication; both must be positive.
+// connections of one source address, PrefixFactor × perSource of one
+// address prefix (IPv4 /24, IPv6 /64; at most total), total of all,
+// before authentication; both must be positive.
 func New(port string, perSource, total int, log *slog.Logger) (*Limiter, error) {
 	if perSource <= 0 || total <= 0 {
 		return nil, fmt.Errorf("preauth: %s: bounds must be positive (per source %d, total %d)", port, perSource, total)
@@ -65,16 +77,16 @@ func New(port string, perSource, total int, log *slog.Logger) (*Limiter, error) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{port: port, perSource: perSource, total: total, log: log,
+	return &Limiter{port: port, perSource: perSource, perPrefix: min(total, PrefixFactor*perSource), total: total, log: log,
 		refusedLog: ratelog.New(refusedLogRate, refusedLogBurst, nil),
-		inFlight:   map[string]int{}, httpRel: map[net.Conn]func(){}}, nil
+		inFlight:   map[string]int{}, inPrefix: map[string]int{}, httpRel: map[net.Conn]func(){}}, nil
 }
 
 // Admit takes a slot for a connection from remote without waiting. ok is
 // false when there is none (the caller closes the connection); release
 // gives the slot back and may be called more than once.
 func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
-	key := sourceKey(remote)
+	key, prefix := sourceKey(remote)
 	l.mu.Lock()
 	reason := ""
 	switch {
@@ -82,6 +94,8 @@ func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
 		reason = ReasonSource
 	case l.held >= l.total:
 		reason = ReasonBusy
+	case l.inPrefix[prefix] >= l.perPrefix:
+		reason = ReasonPrefix
 	}
 	if reason != "" {
 		l.mu.Unlock()
@@ -89,6 +103,7 @@ func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
 		return nil, false
 	}
 	l.inFlight[key]++
+	l.inPrefix[prefix]++
 	l.held++
 	l.mu.Unlock()
 	var once sync.Once
@@ -98,6 +113,9 @@ func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
 			if l.inFlight[key]--; l.inFlight[key] <= 0 {
 				delete(l.inFlight, key)
 			}
+			if l.inPrefix[prefix]--; l.inPrefix[prefix] <= 0 {
+				delete(l.inPrefix, prefix)
+			}
 			l.held--
 			l.mu.Unlock()
 		})
@@ -105,23 +123,26 @@ func (l *Limiter) Admit(remote net.Addr) (release func(), ok bool) {
 }
 
 func (l *Limiter) refused(remote net.Addr, reason string) {
-	if reason == ReasonSource {
+	switch reason {
+	case ReasonSource:
 		l.refusedSource.Add(1)
-	} else {
+	case ReasonPrefix:
+		l.refusedPrefix.Add(1)
+	default:
 		l.refusedBusy.Add(1)
 	}
 	if ok, skipped := l.refusedLog.Allow(); ok {
 		l.log.Warn("connection refused before authentication", slog.String("port", l.port), slog.String("peer", remote.String()),
-			slog.String("reason", reason), slog.Int("per_source", l.perSource), slog.Int("total", l.total), slog.Uint64("suppressed", skipped))
+			slog.String("reason", reason), slog.Int("per_source", l.perSource), slog.Int("per_prefix", l.perPrefix), slog.Int("total", l.total), slog.Uint64("suppressed", skipped))
 	}
 }
 
 // Refused are the connections refused so far, by reason.
-type Refused struct{ Source, Busy uint64 }
+type Refused struct{ Source, Prefix, Busy uint64 }
 
 // Refused reads the counters.
 func (l *Limiter) Refused() Refused {
-	return Refused{Source: l.refusedSource.Load(), Busy: l.refusedBusy.Load()}
+	return Refused{Source: l.refusedSource.Load(), Prefix: l.refusedPrefix.Load(), Busy: l.refusedBusy.Load()}
 }
 
 // InFlight is the number of connections holding a slot now.
@@ -131,15 +152,24 @@ func (l *Limiter) InFlight() int {
 	return l.held
 }
 
-// sourceKey is the IP of remote (its whole string when it has none).
-func sourceKey(a net.Addr) string {
+// sourceKey is the IP of remote and its prefix, an IPv4 /24 or an IPv6
+// /64 (both its whole string when it has no IP).
+func sourceKey(a net.Addr) (ip, prefix string) {
+	var addr net.IP
 	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
+		addr = ta.IP
+	} else if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		addr = net.ParseIP(host)
+		if addr == nil {
+			return host, host
+		}
+	} else {
+		return a.String(), a.String()
 	}
-	if host, _, err := net.SplitHostPort(a.String()); err == nil {
-		return host
+	if v4 := addr.To4(); v4 != nil {
+		return v4.String(), v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
 	}
-	return a.String()
+	return addr.String(), addr.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Credentials is inner whose ServerHandshake holds a slot of l for its

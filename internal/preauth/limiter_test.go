@@ -49,6 +49,10 @@ func TestAdmitBounds(t *testing.T) {
 		{"per source", 2, 10, []string{"10.0.0.1", "10.0.0.1", "10.0.0.1"}, 2, Refused{Source: 1}, 2},
 		{"total", 2, 3, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}, 3, Refused{Busy: 1}, 2},
 		{"sources apart", 1, 10, []string{"10.0.0.1", "10.0.0.2", "10.0.0.1"}, 2, Refused{Source: 1}, 1},
+		// PrefixFactor × perSource = 4 of one /24, whatever its addresses;
+		// another /24 is apart.
+		{"IPv4 /24", 1, 100, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.1.1", "::ffff:10.0.0.6"}, 5, Refused{Prefix: 2}, 1},
+		{"IPv6 /64", 1, 100, []string{"2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8::4", "2001:db8::5", "2001:db8:0:1::1"}, 5, Refused{Prefix: 1}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,7 +66,8 @@ func (p *preAuth) admit(remote net.Addr, isMember func(net.IP) bool) (release fu
 // refused counts the refusals of both pools.
 func (p *preAuth) refused() PreAuthRefused {
 	r := p.strangers.Refused()
-	return PreAuthRefused{Source: r.Source, Busy: r.Busy + p.refusedMembers.Load()}
+	// A prefix refusal is a source refusal here: a stranger's network.
+	return PreAuthRefused{Source: r.Source + r.Prefix, Busy: r.Busy + p.refusedMembers.Load()}
 }
 
 func addrIP(a net.Addr) net.IP {
