@@ -84,11 +84,15 @@ func (s *Server) formOnce(ctx context.Context) (bool, error) {
 	type peer struct{ id, raft string }
 	peers := map[string]peer{s.cfg.ID: {s.cfg.ID, s.node.Addr()}}
 	var lastErr error
+	var expect []ginraft.Member
 	for _, addr := range s.cfg.Join {
 		info, err := s.peerInfo(ctx, addr)
 		if err != nil {
 			lastErr = err
 			continue
+		}
+		if id := info.GetServerId(); id != "" && id != s.cfg.ID && info.GetRaftAddress() != "" {
+			expect = append(expect, ginraft.Member{ID: id, Address: info.GetRaftAddress(), Voter: true})
 		}
 		if info.GetLeaderAddress() != "" {
 			return s.joinVia(ctx, info.GetLeaderAddress())
@@ -101,6 +105,10 @@ func (s *Server) formOnce(ctx context.Context) (bool, error) {
 			peers[info.GetServerId()] = peer{info.GetServerId(), info.GetRaftAddress()}
 		}
 	}
+	// The servers found at --join may bootstrap this one (the smallest
+	// id of the fresh ones does, and then asks for votes as a candidate
+	// with state): only they may send its first configuration.
+	s.node.ExpectPeers(expect)
 	if s.cfg.BootstrapExpect <= 1 || len(peers) < s.cfg.BootstrapExpect {
 		if lastErr == nil {
 			lastErr = fmt.Errorf("%d of %d expected servers seen", len(peers), s.cfg.BootstrapExpect)
@@ -153,14 +161,23 @@ func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
 	}
 	defer conn.Close()
 	cid := s.store.ClusterID()
-	if cid == "" {
+	if cid == "" || !s.node.HasState() {
 		// A fresh server (or a member whose state has not caught up) names
-		// the cluster the leader it was pointed at reports.
+		// the cluster the leader it was pointed at reports, and takes its
+		// first configuration from that leader only (its certificate's
+		// name and Raft address): any other master certificate of the CA
+		// could plant one of its own (rpcguard.go). A leader that changes
+		// before it sends is refused; the next try joins via the new one.
 		info, err := s.peerInfo(ctx, addr)
 		if err != nil {
 			return false, fmt.Errorf("cluster id from %s: %w", addr, err)
 		}
-		cid = info.GetClusterId()
+		if cid == "" {
+			cid = info.GetClusterId()
+		}
+		if !s.node.HasState() {
+			s.node.ExpectPeers([]ginraft.Member{{ID: info.GetServerId(), Address: info.GetRaftAddress(), Voter: true}})
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -161,7 +161,7 @@ func TestLeaderCommitSeenOnlyIncreases(t *testing.T) {
 // LeaderCommitIndex from the request bytes the transport then reads
 // verbatim, and records it only for an AppendEntries it checked against a
 // configuration: not a RequestVote, not a fresh server's first requests
-// (which any master certificate claiming its name passes).
+// (which only the peers it expects pass).
 func TestGuardRecordsLeaderCommitOfMembersAppendEntries(t *testing.T) {
 	const addr = "127.0.0.1:9001"
 	members := hraft.Configuration{Servers: []hraft.Server{{ID: "m1", Address: addr}, {ID: "m2", Address: "127.0.0.1:9002"}}}
@@ -188,6 +188,7 @@ func TestGuardRecordsLeaderCommitOfMembersAppendEntries(t *testing.T) {
 			sent := bytes.Clone(req.Bytes())
 			g := newRPCGuard(slog.New(slog.DiscardHandler))
 			g.setMembership(func() (hraft.Configuration, bool) { return tc.conf, true })
+			g.expected.Store(&[]Member{{ID: "m1", Address: addr, Voter: true}}) // a fresh server's leader
 			gc := newGuardedConn(readConn{r: &req}, g, pki.Identity{Role: pki.RoleMaster, Name: "m1"}, "serial")
 			got, err := io.ReadAll(gc)
 			if err != nil {
@@ -253,6 +254,9 @@ func newFullableTLSCluster(t *testing.T) (*fullableCluster, map[string]*atomic.B
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"m2", "m3"} {
+		// A fresh server takes its first configuration only from the
+		// leader it expects (the master's join loop names it).
+		c.nodes[id].ExpectPeers([]Member{{ID: "m1", Address: m1.Addr(), Voter: true}})
 		if err := m1.AddVoter(ctx, id, c.nodes[id].Addr()); err != nil {
 			t.Fatal(err)
 		}

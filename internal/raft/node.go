@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -697,6 +698,19 @@ func (n *Node) RaftConnsRefused() PreAuthRefused {
 		return PreAuthRefused{}
 	}
 	return n.preAuth.refused()
+}
+
+// ExpectPeers names the peers this server, while its Raft configuration
+// is empty, takes Raft RPCs from: the leader it asks to add it (its
+// server id and Raft address), or the --bootstrap-expect servers it found.
+// Each call replaces the last; a server with a configuration ignores the
+// list. Without TLS there is no guard and it does nothing. See rpcguard.go.
+func (n *Node) ExpectPeers(peers []Member) {
+	if n.rpcGuard == nil {
+		return
+	}
+	ps := slices.Clone(peers)
+	n.rpcGuard.expected.Store(&ps)
 }
 
 // RefusedRPCs returns how many inbound Raft RPCs the TLS layer refused

@@ -33,9 +33,14 @@ import (
 // header claims id N, and every address it claims (RPCHeader.Addr and the
 // deprecated Leader/Candidate fields) is N's address in that
 // configuration. A server whose configuration is still empty (fresh, not
-// yet bootstrapped or joined) accepts any master certificate that claims
-// its own name, since its first configuration can only arrive in such an
-// RPC; it holds no state to lose.
+// yet bootstrapped or joined) accepts only the peers it expects its first
+// configuration from (Node.ExpectPeers: the leader that is adding it, or
+// the --bootstrap-expect servers it found), each from the certificate of
+// its name claiming that name and the Raft address it announced; with no
+// peer expected it accepts none. Any master certificate of the CA could
+// otherwise plant a configuration of the waiting server alone (issue #33
+// item 1: it elected itself and served an empty cluster under the real
+// cluster id).
 //
 // Mechanism: hashicorp/raft's NetworkTransport reads each request as one
 // rpc-type byte and a msgpack map (an InstallSnapshot is followed by Size
@@ -89,6 +94,7 @@ const (
 	refusedUnknownRPC = "unknown_rpc"
 	refusedStarting   = "starting" // Raft is not running yet
 	refusedMalformed  = "malformed"
+	refusedUnexpected = "not_expected" // a fresh server: not a peer it expects its configuration from
 )
 
 // membership returns this server's latest Raft configuration; ok is false
@@ -99,7 +105,10 @@ type membership func() (conf hraft.Configuration, ok bool)
 // and logs what it refuses.
 type rpcGuard struct {
 	members atomic.Pointer[membership]
-	log     *slog.Logger
+	// expected are the peers a server with an empty configuration takes
+	// RPCs from (ExpectPeers); nil or empty: none.
+	expected atomic.Pointer[[]Member]
+	log      *slog.Logger
 	// refusedLog bounds the lines: a member-less certificate can cause one
 	// per request.
 	refusedLog *ratelog.Bucket
@@ -202,7 +211,7 @@ func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) (r *rpcRef
 		return refuse(refusedStarting, "this master's Raft configuration cannot be read"), false
 	}
 	if len(conf.Servers) == 0 {
-		return nil, false // fresh server: see the invariant
+		return g.checkExpected(peer, c, refuse), false // fresh server: see the invariant
 	}
 	var addr string
 	for _, s := range conf.Servers {
@@ -223,6 +232,38 @@ func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) (r *rpcRef
 		}
 	}
 	return nil, true
+}
+
+// checkExpected is check for a server whose configuration is empty: the
+// peer must be one it expects its first configuration from, claiming the
+// address it announced.
+func (g *rpcGuard) checkExpected(peer pki.Identity, c *rpcClaims, refuse func(reason, format string, args ...any) *rpcRefusal) *rpcRefusal {
+	var exp []Member
+	if p := g.expected.Load(); p != nil {
+		exp = *p
+	}
+	for _, m := range exp {
+		if m.ID != peer.Name {
+			continue
+		}
+		for _, a := range []struct {
+			field string
+			v     []byte
+		}{{"Addr", c.Addr}, {"Leader", c.Leader}, {"Candidate", c.Candidate}} {
+			if (a.field == "Addr" && len(a.v) == 0) || (len(a.v) > 0 && string(a.v) != m.Address) {
+				return refuse(refusedAddrClaim, "%s claims %s address %q; this master, waiting for its first configuration, expects %s at %s", peer, a.field, a.v, m.ID, m.Address)
+			}
+		}
+		return nil
+	}
+	names := make([]string, 0, len(exp))
+	for _, m := range exp {
+		names = append(names, m.ID)
+	}
+	if len(names) == 0 {
+		return refuse(refusedUnexpected, "%s: this master has no Raft configuration yet and expects it from no one (it asks a leader to add it, or bootstraps with its --bootstrap-expect peers, first)", peer)
+	}
+	return refuse(refusedUnexpected, "%s: this master has no Raft configuration yet and takes its first only from %s", peer, strings.Join(names, ", "))
 }
 
 // serverList names the servers of conf, for refusal messages.

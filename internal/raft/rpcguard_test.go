@@ -52,6 +52,9 @@ func newTLSCluster(t *testing.T) *tlsCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"m2", "m3"} {
+		// A fresh server takes its first configuration only from the
+		// leader it expects (the master's join loop names it).
+		c.nodes[id].ExpectPeers([]Member{{ID: "m1", Address: m1.Addr(), Voter: true}})
 		if err := m1.AddVoter(ctx, id, c.nodes[id].Addr()); err != nil {
 			t.Fatal(err)
 		}
