@@ -39,15 +39,7 @@ func TestCallerCausedLinesAreBounded(t *testing.T) {
 	}
 	clk := &fakeNow{t: time.Unix(1_800_000_000, 0)}
 	s.lines = ratelog.New(logLineRate, logLineBurst, clk.now)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	serveListening(t, s)
 	misses := func() int { return strings.Count(logs.String(), `msg="plan socket: no plan served"`) }
 	fetch := func(job string) {
 		t.Helper()

@@ -174,6 +174,13 @@ func serve(t *testing.T, path string, src Source) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveListening(t, s)
+	return s
+}
+
+// serveListening serves s until the test ends.
+func serveListening(t *testing.T, s *Server) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
@@ -183,7 +190,6 @@ func serve(t *testing.T, path string, src Source) *Server {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s
 }
 
 func TestServeAndFetch(t *testing.T) {

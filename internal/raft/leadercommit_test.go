@@ -225,47 +225,18 @@ type fullableCluster struct {
 
 func newFullableTLSCluster(t *testing.T) (*fullableCluster, map[string]*atomic.Bool) {
 	t.Helper()
-	p := newRaftPKI(t)
-	c := &fullableCluster{nodes: map[string]*Node{}, stores: map[string]*state.Store{}}
 	full := map[string]*atomic.Bool{}
-	for _, id := range []string{"m1", "m2", "m3"} {
+	c := newTLSClusterWith(t, func(id string, cfg *Config) {
 		isFull := new(atomic.Bool)
 		full[id] = isFull
-		c.stores[id] = state.New(nil)
-		// Default timeouts: -race on a loaded machine loses Fast's leases.
-		n, err := Open(Config{ID: id, Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: id == "m1", Fast: true,
-			Tuning: Tuning{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond},
-			TLS:    p.source(t, pki.Identity{Role: pki.RoleMaster, Name: id}), Logger: slog.New(slog.DiscardHandler),
-			RaftLogOutput: io.Discard,
-			statfs: func(string) (uint64, error) {
-				if isFull.Load() {
-					return 0, nil
-				}
-				return 1 << 40, nil
-			}}, c.stores[id])
-		if err != nil {
-			t.Fatal(err)
+		cfg.statfs = func(string) (uint64, error) {
+			if isFull.Load() {
+				return 0, nil
+			}
+			return 1 << 40, nil
 		}
-		t.Cleanup(func() { _ = n.Shutdown(); _ = n.CloseTransport() })
-		c.nodes[id] = n
-	}
-	m1 := c.nodes["m1"]
-	testkit.WaitFor(t, 30*time.Second, "m1 leads", m1.IsLeader)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, id := range []string{"m2", "m3"} {
-		// A fresh server takes its first configuration only from the
-		// leader it expects (the master's join loop names it).
-		c.nodes[id].ExpectPeers([]Member{{ID: "m1", Address: m1.Addr(), Voter: true}})
-		if err := m1.AddVoter(ctx, id, c.nodes[id].Addr()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.apply(t, put("node001", 1, "h1"))
-	for _, id := range []string{"m2", "m3"} {
-		testkit.WaitFor(t, 30*time.Second, id+" applies the first write", func() bool { _, ok := c.stores[id].Node("node001"); return ok })
-	}
-	return c, full
+	})
+	return &fullableCluster{nodes: c.nodes, stores: c.stores}, full
 }
 
 // leader waits for a leader and returns it.

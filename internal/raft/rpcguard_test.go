@@ -29,7 +29,11 @@ type tlsCluster struct {
 	raftLogs map[string]*testkit.LogBuffer
 }
 
-func newTLSCluster(t *testing.T) *tlsCluster {
+func newTLSCluster(t *testing.T) *tlsCluster { return newTLSClusterWith(t, nil) }
+
+// newTLSClusterWith is newTLSCluster with mod (when not nil) applied to
+// each server's Config before it opens.
+func newTLSClusterWith(t *testing.T, mod func(id string, cfg *Config)) *tlsCluster {
 	t.Helper()
 	c := &tlsCluster{pki: newRaftPKI(t), nodes: map[string]*Node{}, stores: map[string]*state.Store{}, logs: map[string]*testkit.LogBuffer{}, raftLogs: map[string]*testkit.LogBuffer{}}
 	for _, id := range []string{"m1", "m2", "m3"} {
@@ -37,10 +41,14 @@ func newTLSCluster(t *testing.T) *tlsCluster {
 		c.raftLogs[id] = &testkit.LogBuffer{}
 		c.stores[id] = state.New(nil)
 		// Default timeouts: -race on a loaded machine loses Fast's leases.
-		n, err := Open(Config{ID: id, Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: id == "m1", Fast: true,
+		cfg := Config{ID: id, Bind: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: id == "m1", Fast: true,
 			Tuning: Tuning{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond},
 			TLS:    c.pki.source(t, pki.Identity{Role: pki.RoleMaster, Name: id}), Logger: slog.New(slog.NewTextHandler(c.logs[id], nil)),
-			RaftLogOutput: c.raftLogs[id]}, c.stores[id])
+			RaftLogOutput: c.raftLogs[id]}
+		if mod != nil {
+			mod(id, &cfg)
+		}
+		n, err := Open(cfg, c.stores[id])
 		if err != nil {
 			t.Fatal(err)
 		}
