@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/promsd"
 	"github.com/gin-topology/gin/internal/tunercsv"
 )
 
@@ -45,32 +44,12 @@ func (a *app) exportTunerCSV(ctx context.Context, job, out string) error {
 	return writeFileAtomic(out, b)
 }
 
-// writeFileAtomic replaces path with b: a temp file in the same directory,
-// synced, then renamed over path, so a reader (a job starting) sees the
-// old file or the new one, never a part.
+// writeFileAtomic replaces path with b through a temporary file and a
+// rename (promsd.WriteFile, which the prometheus-sd export uses too), so
+// a reader (a job starting) sees the old file or the new one, never a
+// part.
 func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename: nothing to remove
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := promsd.WriteFile(path, b); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 // The lag counts from the leader's commit index as its last append to the
 // follower carried it (raft.Node.Lag), entries the follower could not
 // store included: a follower whose data dir is full is shown that far
-// behind, not 0 (issue #33 item 6).
+// behind, not 0.
 func offLeader(r *ginv1.ReadInfo) string {
 	if r == nil || r.GetLeader() {
 		return ""

@@ -79,13 +79,8 @@ func (g *uiGate) wrap(h http.Handler) http.Handler {
 		reason, code, err := g.check(r)
 		if err != nil {
 			g.refused[reason].Add(1)
-			if ok, skipped := g.lines.Allow(); ok {
-				attrs := []any{slog.String("peer", r.RemoteAddr), slog.String("path", ratelog.Clip(r.URL.Path)), slog.Any("err", err)}
-				if skipped > 0 {
-					attrs = append(attrs, slog.Uint64("suppressed", skipped))
-				}
-				g.s.log.Warn("web view: request refused", attrs...)
-			}
+			g.lines.Log(r.Context(), g.s.log, slog.LevelWarn, "web view: request refused",
+				slog.String("peer", r.RemoteAddr), slog.String("path", ratelog.Clip(r.URL.Path)), slog.Any("err", err))
 			http.Error(w, err.Error()+"\n", code)
 			return
 		}

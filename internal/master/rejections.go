@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -54,15 +55,8 @@ func (r rejections) HandleRPC(ctx context.Context, st stats.RPCStats) {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		from = p.Addr.String()
 	}
-	ok, skipped := r.s.rejectLog.Allow()
-	if !ok {
-		return
-	}
-	attrs := []any{"method", method, "peer", from, "code", s.Code().String(), "reason", reason, "err", ratelog.Clip(s.Message())}
-	if skipped > 0 {
-		attrs = append(attrs, "suppressed", skipped)
-	}
-	r.s.log.Warn("rejected request", attrs...)
+	r.s.rejectLog.Log(ctx, r.s.log, slog.LevelWarn, "rejected request",
+		"method", method, "peer", from, "code", s.Code().String(), "reason", reason, "err", ratelog.Clip(s.Message()))
 }
 
 func (rejections) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }

@@ -88,17 +88,7 @@ func (s *Server) SuppressedLines() uint64 { return s.lines.Suppressed() }
 // carry the caller's job id (at most MaxJobID bytes) and at most
 // ratelog.MaxEcho bytes of anything else it sent.
 func (s *Server) logCaller(ctx context.Context, level slog.Level, msg string, attrs ...any) {
-	if !s.log.Enabled(ctx, level) {
-		return
-	}
-	ok, skipped := s.lines.Allow()
-	if !ok {
-		return
-	}
-	if skipped > 0 {
-		attrs = append(attrs, "suppressed", skipped)
-	}
-	s.log.Log(ctx, level, msg, attrs...)
+	s.lines.Log(ctx, s.log, level, msg, attrs...)
 }
 
 // Answered is how many requests the server answered with each status

@@ -38,9 +38,9 @@ import (
 // the --bootstrap-expect servers it found), each from the certificate of
 // its name claiming that name and the Raft address it announced; with no
 // peer expected it accepts none. Any master certificate of the CA could
-// otherwise plant a configuration of the waiting server alone (issue #33
-// item 1: it elected itself and served an empty cluster under the real
-// cluster id).
+// otherwise plant a configuration of the waiting server alone, which
+// then elects itself and serves an empty cluster under the real cluster
+// id.
 //
 // Mechanism: hashicorp/raft's NetworkTransport reads each request as one
 // rpc-type byte and a msgpack map (an InstallSnapshot is followed by Size
@@ -223,15 +223,24 @@ func (g *rpcGuard) check(peer pki.Identity, rpc string, c *rpcClaims) (r *rpcRef
 	if !member {
 		return refuse(refusedNotMember, "%s is not a server of this master's Raft configuration (%s)", peer, serverList(conf)), false
 	}
+	if field, v, bad := c.addrMismatch(addr); bad {
+		return refuse(refusedAddrClaim, "%s claims %s address %q, the configuration has %s at %s", peer, field, v, peer.Name, addr), false
+	}
+	return nil, true
+}
+
+// addrMismatch names the first address c claims that is not addr: its
+// RPCHeader.Addr (required) or a deprecated Leader/Candidate field.
+func (c *rpcClaims) addrMismatch(addr string) (field string, v []byte, bad bool) {
 	for _, a := range []struct {
 		field string
 		v     []byte
 	}{{"Addr", c.Addr}, {"Leader", c.Leader}, {"Candidate", c.Candidate}} {
 		if (a.field == "Addr" && len(a.v) == 0) || (len(a.v) > 0 && string(a.v) != addr) {
-			return refuse(refusedAddrClaim, "%s claims %s address %q, the configuration has %s at %s", peer, a.field, a.v, peer.Name, addr), false
+			return a.field, a.v, true
 		}
 	}
-	return nil, true
+	return "", nil, false
 }
 
 // checkExpected is check for a server whose configuration is empty: the
@@ -246,13 +255,8 @@ func (g *rpcGuard) checkExpected(peer pki.Identity, c *rpcClaims, refuse func(re
 		if m.ID != peer.Name {
 			continue
 		}
-		for _, a := range []struct {
-			field string
-			v     []byte
-		}{{"Addr", c.Addr}, {"Leader", c.Leader}, {"Candidate", c.Candidate}} {
-			if (a.field == "Addr" && len(a.v) == 0) || (len(a.v) > 0 && string(a.v) != m.Address) {
-				return refuse(refusedAddrClaim, "%s claims %s address %q; this master, waiting for its first configuration, expects %s at %s", peer, a.field, a.v, m.ID, m.Address)
-			}
+		if field, v, bad := c.addrMismatch(m.Address); bad {
+			return refuse(refusedAddrClaim, "%s claims %s address %q; this master, waiting for its first configuration, expects %s at %s", peer, field, v, m.ID, m.Address)
 		}
 		return nil
 	}

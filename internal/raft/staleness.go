@@ -29,8 +29,7 @@ func (n *Node) Staleness() time.Duration {
 // hashicorp/raft's CommitIndex, which on a follower is capped at the
 // entries it holds: a follower that cannot append (its data dir full,
 // diskguard.go) would otherwise report commit == applied, 0 behind, while
-// the cluster commits on without it (issue #33 item 6: 10,838 entries
-// behind, reported as 0). Entries the leader has not committed yet, or
+// the cluster commits on without it. Entries the leader has not committed yet, or
 // committed after the last AppendEntries this server received, are not
 // counted: a follower cut off from the leader reports the lag it last
 // knew, and Staleness says how long ago that was. Without TLS there is no

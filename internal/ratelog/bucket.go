@@ -1,6 +1,8 @@
 package ratelog
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -61,4 +63,22 @@ func (b *Bucket) Suppressed() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.suppressed
+}
+
+// Log writes one line at level through the bucket: nothing when l does
+// not log level (no token is spent), nothing when the bucket is empty,
+// and otherwise the line with "suppressed", N added when N lines were
+// left out since the previous one.
+func (b *Bucket) Log(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs ...any) {
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	ok, skipped := b.Allow()
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		attrs = append(attrs, "suppressed", skipped)
+	}
+	l.Log(ctx, level, msg, attrs...)
 }

@@ -1,6 +1,10 @@
 package ratelog
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +100,33 @@ func TestBucketConcurrent(t *testing.T) {
 	wg.Wait()
 	if allowed != 10 || b.Suppressed() != 90 {
 		t.Fatalf("allowed %d, suppressed %d; want 10, 90", allowed, b.Suppressed())
+	}
+}
+
+// TestBucketLog: Log writes through the bucket, adds the count of lines
+// left out to the next one, and spends no token on a level the logger
+// does not write.
+func TestBucketLog(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	b := New(1, 2, clk.now)
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	for range 5 {
+		b.Log(context.Background(), l, slog.LevelDebug, "below the level")
+	}
+	for range 5 {
+		b.Log(context.Background(), l, slog.LevelWarn, "refused")
+	}
+	clk.advance(time.Second)
+	b.Log(context.Background(), l, slog.LevelWarn, "refused")
+	out := buf.String()
+	if n := strings.Count(out, "msg=refused"); n != 3 {
+		t.Fatalf("%d lines for a burst of 2 and one refill, want 3:\n%s", n, out)
+	}
+	if strings.Contains(out, "below the level") || b.Suppressed() != 3 {
+		t.Fatalf("debug lines spent tokens or were written (suppressed %d):\n%s", b.Suppressed(), out)
+	}
+	if !strings.Contains(out, "suppressed=3") {
+		t.Fatalf("the line after the refill does not say 3 were left out:\n%s", out)
 	}
 }
