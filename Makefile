@@ -17,7 +17,8 @@ build: plugin
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
-# The NCCL tuner plugin (cgo, c-shared; needs a C compiler).
+# The NCCL tuner plugin (cgo, c-shared; needs a C compiler) and the
+# profiler plugin (C only).
 plugin:
 	@mkdir -p $(BIN)
 	@# The Go plan loader, dlopened by the shim only when NCCL_GIN_ENABLED=1.
@@ -27,16 +28,23 @@ plugin:
 	$(CC) -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -o $(BIN)/libnccl-tuner-gin.so internal/ncclplugin/shim/shim.c -ldl
 	@# NCCL loads libnccl-tuner.so from the library path when NCCL_TUNER_PLUGIN is unset.
 	ln -sf libnccl-tuner-gin.so $(BIN)/libnccl-tuner.so
+	@# The profiler plugin (C only): per-rank reports to gin-agent while NCCL_GIN_ENABLED=1.
+	$(CC) -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -pthread -o $(BIN)/libnccl-profiler-gin.so internal/ncclplugin/profiler/profiler.c
+	@# NCCL loads libnccl-profiler.so from the library path when NCCL_PROFILER_PLUGIN is unset.
+	ln -sf libnccl-profiler-gin.so $(BIN)/libnccl-profiler.so
 
 PREFIX ?= /usr/local
-# Installs the binaries, the plugin (with the libnccl-tuner.so link), the
-# systemd units and the Slurm prolog/epilog under DESTDIR.
+# Installs the binaries, the plugins (with the libnccl-tuner.so and
+# libnccl-profiler.so links), the systemd units and the Slurm prolog/epilog
+# under DESTDIR.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/slurm
 	install -m 0755 $(addprefix $(BIN)/,$(CMDS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(BIN)/libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 $(BIN)/libnccl-tuner-gin-go.so $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnccl-tuner-gin.so $(DESTDIR)$(PREFIX)/lib/libnccl-tuner.so
+	install -m 0644 $(BIN)/libnccl-profiler-gin.so $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnccl-profiler-gin.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler.so
 	install -m 0644 deploy/systemd/gin-agent.service deploy/systemd/gin-master.service $(DESTDIR)/etc/systemd/system/
 	install -m 0755 deploy/slurm/gin-prolog.sh deploy/slurm/gin-epilog.sh $(DESTDIR)/etc/slurm/
 

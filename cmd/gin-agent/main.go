@@ -294,12 +294,20 @@ func runAgent(ctx context.Context, s settings, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	live, stopLive, err := startLive(ctx, sock, s.Agent.NodeName, s.Agent.Masters, creds, a.Inventory, log)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	errc := make(chan error, 2)
 	if s.MetricsBind != "" {
 		cs, _ := src.(discovery.CounterSource)
 		var extra []prometheus.Collector
 		if store != nil && sock != nil {
 			extra = append(extra, agentmetrics.NewPlans(s.Agent.NodeName, sock, store))
+		}
+		if live != nil {
+			extra = append(extra, agentmetrics.NewLive(s.Agent.NodeName, live))
 		}
 		srv, addr, err := serveMetrics(s.MetricsBind, s.Agent.NodeName, a, cs, extra...)
 		if err != nil {

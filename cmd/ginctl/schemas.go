@@ -42,6 +42,7 @@ func jsonOutputs() []jsonOutput {
 		{"calibrate show", "ginctl-calibrate-show", (*ginv1.GetMeasurementResponse)(nil), false},
 		{"calibrate delete", "ginctl-calibrate-delete", (*ginv1.DeleteMeasurementResponse)(nil), false},
 		{"job report", "ginctl-job-report", jobReport{}, false},
+		{"job watch", "ginctl-job-watch", jobWatchEvent{}, true},
 		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},
 		{"tls cert create", "ginctl-tls-cert-create", tlsCreated{}, false},
 		{"tls init", "ginctl-tls-init", []tlsInitResult(nil), false},

@@ -107,6 +107,9 @@ const (
 	// ReasonInventoryRate: an inventory change past the changes one node
 	// may commit per minute (a RetryInfo says when to try again).
 	ReasonInventoryRate = "INVENTORY_RATE"
+	// ReasonLiveLimit: a rank window past the live jobs or ranks the
+	// leader keeps (gin-master's live bounds).
+	ReasonLiveLimit = "LIVE_LIMIT"
 )
 
 // Info is the ErrorInfo of GIN's reason (metadata may be nil).

@@ -22,6 +22,8 @@ func Table() map[string][]pki.Role {
 		// Agents: a session writes the node the certificate names (checked
 		// in the session on its hello).
 		ginv1.AgentService_Session_FullMethodName: {pki.RoleAgent},
+		// Rank windows of the agent's own node (checked in the handler).
+		ginv1.LiveService_ReportRanks_FullMethodName: {pki.RoleAgent},
 
 		// Reads: every identity of the cluster.
 		ginv1.TopologyService_ListNodes_FullMethodName:           anyRole,
@@ -38,6 +40,7 @@ func Table() map[string][]pki.Role {
 		ginv1.CalibrationService_GetMeasurement_FullMethodName:   anyRole,
 		ginv1.AdminService_GetClusterInfo_FullMethodName:         anyRole,
 		ginv1.CheckService_Check_FullMethodName:                  anyRole,
+		ginv1.LiveService_GetJobLive_FullMethodName:              anyRole,
 		healthpb.Health_Check_FullMethodName:                     anyRole,
 		healthpb.Health_Watch_FullMethodName:                     anyRole,
 		healthpb.Health_List_FullMethodName:                      anyRole,

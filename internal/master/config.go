@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	nodehealth "github.com/gin-topology/gin/internal/health"
+	"github.com/gin-topology/gin/internal/livejob"
 	"github.com/gin-topology/gin/internal/pki"
 	ginraft "github.com/gin-topology/gin/internal/raft"
 )
@@ -129,6 +130,9 @@ type Config struct {
 	// on its own (the pacing tests refill the handshake bucket by moving
 	// its clock an hour, which liveness must not see).
 	HandshakeClock, AgentLogClock, LivenessClock Clock
+	// Live holds the thresholds of the leader's live job verdicts
+	// (internal/livejob; zero fields: its defaults).
+	Live livejob.Config
 	// TLS, when set, turns on mTLS for the gRPC listener (TLS 1.3, a client
 	// certificate of the cluster CA required) with the authorization table
 	// of internal/authz checked on every call, and for this master's own

@@ -84,6 +84,10 @@ var leaderOnly = map[string]bool{
 	ginv1.CalibrationService_ImportMeasurement_FullMethodName: true,
 	ginv1.CalibrationService_DeleteMeasurement_FullMethodName: true,
 	ginv1.PlanService_DeletePlan_FullMethodName:               true,
+	// Live job state is the leader's memory: every window of a job must
+	// meet the others there, and only the leader answers for it.
+	ginv1.LiveService_ReportRanks_FullMethodName: true,
+	ginv1.LiveService_GetJobLive_FullMethodName:  true,
 }
 
 // unary is the server interceptor (innermost: the authorization and the

@@ -32,6 +32,8 @@ func (s *Server) leaderLoops() []leaderLoop {
 		{"liveness", s.live.run},
 		// Pinned plans past their expiry are deleted.
 		{"plan-expiry", func(ctx context.Context) { s.plans.expiryLoop(ctx, time.Minute) }},
+		// Running jobs' suspects are recomputed from their ranks' windows.
+		{"live-jobs", s.liveJobs.run},
 	}
 	for _, t := range s.cfg.LeaderTasks {
 		// Each task gets a verdict cache of its own (assessments are kept
@@ -55,7 +57,8 @@ type leaderPart interface {
 // leaderParts lists the leader-only parts; a new one is added here.
 func (s *Server) leaderParts() []leaderPart {
 	return []leaderPart{
-		s.live, // node liveness: timers re-armed with their post-election grace
+		s.live,     // node liveness: timers re-armed with their post-election grace
+		s.liveJobs, // running jobs: a former leader's windows are dropped
 	}
 }
 

@@ -181,7 +181,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(s.cfg.Collectors...)
 	checks := s.newCheck()
-	reg.MustRegister(newHealthCollector(checks))
+	reg.MustRegister(newHealthCollector(checks), newLiveCollector(s.liveJobs))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

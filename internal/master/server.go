@@ -55,6 +55,7 @@ type Server struct {
 	admin    *adminService
 	plans    *planService
 	calib    *calibrationService
+	liveJobs *liveService
 	httpLis  net.Listener
 	agentLog *ratelog.Bucket // attach/detach lines
 	// rejectLog bounds the "rejected request" lines: any caller that
@@ -159,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 		waitDenyApplied: s.waitDenyApplied, log: log}
 	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
 	s.calib = newCalibrationService(store, s.apply, s.read, log)
+	s.liveJobs = newLiveService(store, s.leading, cfg.Live, time.Now, log)
 	ginv1.RegisterAgentServiceServer(s.grpc, &agentService{log: log, agentLog: s.agentLog, helloTimeout: cfg.HelloTimeout,
 		admission: s.admission, sessions: &s.sessions, planPush: &s.planPush, live: s.live, closing: s.closing.Load,
 		outdated: s.outdated, detached: s.detached, heldFor: s.heldFor, response: s.response,
@@ -168,6 +170,7 @@ func New(cfg Config) (*Server, error) {
 	ginv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	ginv1.RegisterPlanServiceServer(s.grpc, s.plans)
 	ginv1.RegisterCalibrationServiceServer(s.grpc, s.calib)
+	ginv1.RegisterLiveServiceServer(s.grpc, s.liveJobs)
 	ginv1.RegisterCheckServiceServer(s.grpc, s.newCheck())
 	ginv1.RegisterRelayServiceServer(s.grpc, &relayService{store: store, live: s.live, maxNodes: cfg.MaxNodes,
 		memberOnly: s.memberOnly, outdated: s.outdated, leading: s.leading,

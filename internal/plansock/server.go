@@ -70,6 +70,7 @@ type Server struct {
 	// unread connection, an answer not delivered): any local user can
 	// send requests by the hundred thousand.
 	lines *ratelog.Bucket
+	reportCounters
 }
 
 // logLineRate and logLineBurst bound the server's caller-caused lines: a
@@ -408,6 +409,10 @@ func (s *Server) finishWrite(c *net.UnixConn, cred *syscall.Ucred, rest []byte) 
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.Ucred, buf *[MaxRequest]byte, n int) {
 	defer func() { _ = c.Close() }()
 	defer s.bufs.Put(buf)
+	if s.peekReport(c, buf, &n) {
+		s.serveReport(ctx, c, cred, buf[:n])
+		return
+	}
 	start := time.Now()
 	_ = c.SetDeadline(start.Add(connTimeout))
 	raw, err := readRequest(c, buf, n)
@@ -490,6 +495,24 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, cred *syscall.U
 	default:
 		s.logCaller(ctx, slog.LevelInfo, "plan socket: no plan served", append(attrs, "reason", ratelog.Clip(string(resp.Body)))...)
 	}
+}
+
+// peekReport says whether a connection opens with a report frame rather
+// than a plan request, reading into buf (which holds n bytes) only while
+// the bytes so far could be either.
+func (s *Server) peekReport(c *net.UnixConn, buf *[MaxRequest]byte, n *int) bool {
+	if *n > 0 && !isReport(buf[:*n]) {
+		return false
+	}
+	_ = c.SetReadDeadline(time.Now().Add(connTimeout))
+	for *n < len(ReportMagic) {
+		k, err := c.Read(buf[*n:])
+		*n += k
+		if err != nil || !isReport(buf[:*n]) {
+			break
+		}
+	}
+	return *n >= len(ReportMagic) && isReport(buf[:*n])
 }
 
 // prepared is the source's prepared answer for an OK response to req, when
