@@ -40,7 +40,7 @@ CGO_ENABLED=0 "$GO" build -trimpath -ldflags "$ldflags" -o "$stage/bin/" ./cmd/g
 # No -z now: go-nvml resolves NVML symbols lazily, by design.
 CGO_ENABLED=1 "$GO" build -trimpath -buildmode=pie -ldflags "$ldflags" -o "$stage/bin/" ./cmd/gin-agent
 make --no-print-directory plugin BIN="$stage/bin" GO="$GO" >/dev/null
-strip --strip-unneeded "$stage/bin/libnccl-tuner-gin.so" "$stage/bin/libnccl-tuner-gin-go.so"
+strip --strip-unneeded "$stage/bin/libnccl-tuner-gin.so" "$stage/bin/libnccl-tuner-gin-go.so" "$stage/bin/libnccl-profiler-gin.so"
 
 # Units: the repository's, with Debian's paths; the master runs as the
 # gin-master system user (made by the postinst) instead of DynamicUser.

@@ -49,12 +49,14 @@ for f in /usr/bin/gin-agent /usr/bin/gin-master /usr/bin/ginctl \
   /lib/systemd/system/gin-agent.service /lib/systemd/system/gin-master.service \
   /etc/default/gin-agent /etc/default/gin-master /etc/gin \
   "/usr/lib/$multiarch/libnccl-tuner-gin.so" "/usr/lib/$multiarch/libnccl-tuner-gin-go.so" \
+  "/usr/lib/$multiarch/libnccl-profiler-gin.so" \
   /usr/lib/gin/slurm/gin-prolog.sh /usr/lib/gin/slurm/gin-epilog.sh \
   /usr/share/man/man8/gin-master.8.gz /usr/share/man/man8/gin-agent.8.gz /usr/share/man/man1/ginctl.1.gz \
   /usr/share/doc/gin-master/copyright /usr/share/doc/gin-master/changelog.Debian.gz; do
   [[ -e $f ]] || fail "$f is missing after dpkg -i"
 done
 [[ $(readlink "/usr/lib/$multiarch/libnccl-tuner.so") == libnccl-tuner-gin.so ]] || fail "libnccl-tuner.so does not link to libnccl-tuner-gin.so"
+[[ $(readlink "/usr/lib/$multiarch/libnccl-profiler.so") == libnccl-profiler-gin.so ]] || fail "libnccl-profiler.so does not link to libnccl-profiler-gin.so"
 for p in gin-agent gin-master; do
   dpkg-query -W -f='${Conffiles}\n' "$p" | grep -q "/etc/default/$p " || fail "/etc/default/$p is not a conffile of $p"
 done
