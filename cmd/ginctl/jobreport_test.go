@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -62,6 +63,10 @@ func TestJobReportSuspects(t *testing.T) {
 	for _, sp := range r.Suspects {
 		if sp.Node == names[0] && strings.Contains(sp.What, "NIC mlx5_0 port 1 at 200 Gb/s, the job's other compute NICs at 400 Gb/s") {
 			found = true
+			if sp.Kind != "topology" || sp.Component != "mlx5_0 port 1" || sp.NIC != "mlx5_0" || sp.Rank != -1 || sp.GPU != -1 ||
+				sp.Slowdown != 0 || sp.Since != "" || len(sp.Evidence) != 1 || sp.Evidence[0] != sp.What {
+				t.Errorf("topology suspect %+v", sp)
+			}
 		}
 		if sp.Node == names[1] {
 			t.Errorf("a healthy node is a suspect: %+v", sp)
@@ -69,6 +74,35 @@ func TestJobReportSuspects(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("suspects %+v do not name %s's mlx5_0", r.Suspects, names[0])
+	}
+
+	// While the job runs too: the live suspects come first, the live
+	// ranks' nodes join the job's, and the table prints the live part,
+	// then the rows, then the topology notes.
+	r.addLive(liveResp(straggler(2.5, false), slowLink(1.3, true)))
+	var kinds []string
+	for _, sp := range r.Suspects {
+		kinds = append(kinds, sp.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != "slow-link straggler topology" {
+		t.Errorf("suspects %s, want the live ones (confirmed first) before the topology notes", got)
+	}
+	if !r.Live.Running || r.Live.RanksReporting != 3 || strings.Join(r.Nodes, ",") != "node000,node001,node003,node004" {
+		t.Errorf("live %+v nodes %v", r.Live, r.Nodes)
+	}
+	var out bytes.Buffer
+	a := &app{globals: defaultGlobals(), stdout: &out}
+	if err := a.printJobReport(r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 10 || lines[0] != "job 9 on node[000-001,003-004]: 2 rows" ||
+		lines[1] != "live: 3 ranks reporting (1 missing), last report 03:45:00Z" ||
+		lines[2] != "suspect slow-link node003 mlx5_2: 1.3x since 03:44:40Z, confirmed" ||
+		!strings.HasPrefix(lines[3], "  rank 5 ") || !strings.HasPrefix(lines[5], "suspect straggler node001 gpu2: 2.5x since 03:44:55Z") ||
+		!strings.HasPrefix(lines[7], "RANKS ") ||
+		lines[10] != "suspect node000: NIC mlx5_0 port 1 at 200 Gb/s, the job's other compute NICs at 400 Gb/s" {
+		t.Errorf("table output:\n%s", out.String())
 	}
 	if !isJobSource(m.GetSource(), "9") || isJobSource(m.GetSource(), "90") || isJobSource("a.log:1 job 9", "9") {
 		t.Error("isJobSource")

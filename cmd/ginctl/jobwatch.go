@@ -32,10 +32,13 @@ type jobWatchEvent struct {
 	Job   string `json:"job"`
 	// RanksReporting: the job's ranks in the answer (0 for "ended").
 	RanksReporting int `json:"ranks_reporting"`
-	// Suspect: as `ginctl job report` writes one; null for "start" and
-	// "ended".
-	Suspect *jobSuspect `json:"suspect"`
+	// Suspect: as `ginctl job report` writes one; for "start" and "ended",
+	// an empty one (kind "", rank and gpu -1).
+	Suspect jobSuspect `json:"suspect"`
 }
+
+// noSuspect is the suspect of the events about the job itself.
+var noSuspect = jobSuspect{Rank: -1, GPU: -1, Evidence: []string{}}
 
 func (a *app) jobWatchCmd() *cobra.Command {
 	var job string
@@ -159,7 +162,7 @@ func (w *jobWatcher) poll(ctx context.Context) (done bool, err error) {
 	case codes.NotFound:
 		switch {
 		case w.seen:
-			return true, w.emit(jobWatchEvent{Event: "ended"}, fmt.Sprintf("job %s ended (no rank reported for %s)", w.job, livejob.Default().Horizon))
+			return true, w.emit(jobWatchEvent{Event: "ended", Suspect: noSuspect}, fmt.Sprintf("job %s ended (no rank reported for %s)", w.job, livejob.Default().Horizon))
 		case w.once:
 			return true, err
 		}
@@ -184,7 +187,7 @@ func (w *jobWatcher) poll(ctx context.Context) (done bool, err error) {
 	n := len(resp.GetRanks())
 	if !w.seen {
 		w.seen = true
-		if err := w.emit(jobWatchEvent{Event: "start", RanksReporting: n}, fmt.Sprintf("watching job %s: %d ranks reporting", w.job, n)); err != nil {
+		if err := w.emit(jobWatchEvent{Event: "start", RanksReporting: n, Suspect: noSuspect}, fmt.Sprintf("watching job %s: %d ranks reporting", w.job, n)); err != nil {
 			return true, err
 		}
 	}
@@ -201,12 +204,12 @@ func (w *jobWatcher) poll(ctx context.Context) (done bool, err error) {
 			if len(s.Evidence) > 0 {
 				line += ": " + s.Evidence[0]
 			}
-			if err := w.emit(jobWatchEvent{Event: "suspect", RanksReporting: n, Suspect: &s}, line); err != nil {
+			if err := w.emit(jobWatchEvent{Event: "suspect", RanksReporting: n, Suspect: s}, line); err != nil {
 				return true, err
 			}
 		}
 		if s.Confirmed && (!had || !before.Confirmed) {
-			if err := w.emit(jobWatchEvent{Event: "confirmed", RanksReporting: n, Suspect: &s},
+			if err := w.emit(jobWatchEvent{Event: "confirmed", RanksReporting: n, Suspect: s},
 				fmt.Sprintf("! confirmed %s %s %s", cell(s.Kind), cell(s.Node), cell(s.Component))); err != nil {
 				return true, err
 			}
@@ -233,7 +236,7 @@ func (w *jobWatcher) poll(ctx context.Context) (done bool, err error) {
 		return a.Rank < b.Rank
 	})
 	for _, s := range gone {
-		if err := w.emit(jobWatchEvent{Event: "cleared", RanksReporting: n, Suspect: &s},
+		if err := w.emit(jobWatchEvent{Event: "cleared", RanksReporting: n, Suspect: s},
 			fmt.Sprintf("- %s %s %s", cell(s.Kind), cell(s.Node), cell(s.Component))); err != nil {
 			return true, err
 		}

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
-		"sync"
+	"sync"
 	"testing"
 	"time"
 )
