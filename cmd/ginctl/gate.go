@@ -22,7 +22,7 @@ const ginReasonPrefix = "GIN: "
 var errGateFailed = errors.New("health gate")
 
 func (a *app) gateCmd() *cobra.Command {
-	var node, mode, scontrol string
+	var node, mode, scontrol, liveJob string
 	var autoResume, failClosed bool
 	cmd := &cobra.Command{
 		Use:   "gate",
@@ -39,7 +39,13 @@ A node that passes (or only warns) exits 0. With --auto-resume a node that now
 passes and is drained with a reason the gate wrote ("GIN: ...") is resumed;
 without it only an operator resumes it (scontrol update NodeName=N State=RESUME).
 A master that cannot be reached lets the job start (exit 0, said on stderr)
-unless --fail-closed.`,
+unless --fail-closed.
+
+With --live-job ID (the Slurm epilog, GIN_LIVE_DRAIN=1) the gate asks instead
+whether the job's live report (docs/LIVE.md) has a confirmed suspect on this
+node: strict mode drains it with the suspect as the reason ("GIN: slow-link
+mlx5_3 1.52x in job 4242") and exits 1; advisory prints it. No suspect, or no
+live report, exits 0.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if node == "" {
@@ -54,6 +60,9 @@ unless --fail-closed.`,
 			if scontrol == "" {
 				scontrol = "scontrol"
 			}
+			if liveJob != "" {
+				return a.liveGate(cmd.Context(), node, liveJob, mode, scontrol)
+			}
 			return a.gate(cmd.Context(), node, mode, scontrol, autoResume, failClosed)
 		},
 	}
@@ -62,7 +71,42 @@ unless --fail-closed.`,
 	cmd.Flags().BoolVar(&autoResume, "auto-resume", false, "resume the node when it passes again and GIN drained it")
 	cmd.Flags().BoolVar(&failClosed, "fail-closed", false, "fail (exit 1, no drain) when no master answers, instead of letting the job start")
 	cmd.Flags().StringVar(&scontrol, "scontrol", "", "the scontrol binary (default: scontrol on PATH)")
+	cmd.Flags().StringVar(&liveJob, "live-job", "", "gate on this job's confirmed live suspects on the node instead of its health verdict")
 	return cmd
+}
+
+// liveGate drains node when job's live report names a confirmed suspect
+// on it: the one with the largest slowdown is the reason.
+func (a *app) liveGate(ctx context.Context, node, job, mode, scontrol string) error {
+	resp, old, err := a.jobLive(ctx, job)
+	switch {
+	case err != nil:
+		fmt.Fprintf(a.stderr, "gin gate: %s: no live report of job %s (%s)\n", node, job, describe(err))
+		return nil
+	case old || resp == nil:
+		return nil
+	}
+	var top *ginv1.Suspect
+	for _, s := range resp.GetSuspects() {
+		if s.GetConfirmed() && s.GetNode() == node && (top == nil || s.GetSlowdown() > top.GetSlowdown()) {
+			top = s
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	reason := fmt.Sprintf("%s%s %s %sx in job %s", ginReasonPrefix, top.GetKind(), top.GetComponent(), slowdownWord(top.GetSlowdown()), job)
+	if top.GetKind() == "hang" {
+		reason = fmt.Sprintf("%shang %s in job %s", ginReasonPrefix, top.GetComponent(), job)
+	}
+	if mode == "advisory" {
+		fmt.Fprintf(a.stderr, "gin gate: %s: confirmed suspect (advisory, not drained): %s\n", node, reason)
+		return nil
+	}
+	if out, err := runScontrol(ctx, scontrol, "update", "NodeName="+node, "State=DRAIN", "Reason="+reason); err != nil {
+		return fmt.Errorf("%w: %s is a confirmed suspect (%s), and draining it failed: %w: %s", errGateFailed, node, reason, err, out)
+	}
+	return fmt.Errorf("%w: %s is a confirmed suspect of job %s; drained: %s", errGateFailed, node, job, reason)
 }
 
 func (a *app) gate(ctx context.Context, node, mode, scontrol string, autoResume, failClosed bool) error {

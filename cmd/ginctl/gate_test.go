@@ -96,3 +96,40 @@ func TestGate(t *testing.T) {
 		t.Errorf("nodeStateReason = %q, %q", s, r)
 	}
 }
+
+// TestLiveGate: the epilog's gate on a job's live report drains only a
+// node that is a confirmed suspect, with the suspect as the reason.
+func TestLiveGate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		node      string
+		answer    liveAnswer
+		mode      string
+		code      int
+		calls     string
+		stderrHas string
+	}{
+		{"confirmed suspect drained", "node003", liveAnswer{resp: liveResp(slowLink(1.52, true))}, "strict", 1,
+			"update NodeName=node003 State=DRAIN Reason=GIN: slow-link mlx5_2 1.52x in job 9", "drained: GIN: slow-link mlx5_2 1.52x in job 9"},
+		{"advisory only says it", "node003", liveAnswer{resp: liveResp(slowLink(1.52, true))}, "advisory", 0, "", "not drained"},
+		{"not yet confirmed", "node003", liveAnswer{resp: liveResp(slowLink(1.52, false))}, "strict", 0, "", ""},
+		{"another node's suspect", "node004", liveAnswer{resp: liveResp(slowLink(1.52, true))}, "strict", 0, "", ""},
+		{"job not live", "node003", liveAnswer{err: notFound}, "strict", 0, "", ""},
+		{"no master", "node003", liveAnswer{err: noMasters}, "strict", 0, "", "no live report of job 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := serveLive(t, &fakeLiveMaster{script: []liveAnswer{tc.answer}})
+			sc, calls := fakeScontrol(t, "")
+			r := ctl(context.Background(), addr, "", "gate", "--node", tc.node, "--live-job", "9", "--mode", tc.mode, "--scontrol", sc)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			if got := readCalls(t, calls); got != tc.calls {
+				t.Errorf("scontrol calls:\n%s\nwant:\n%s", got, tc.calls)
+			}
+			if !strings.Contains(r.stderr, tc.stderrHas) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.stderrHas)
+			}
+		})
+	}
+}

@@ -43,6 +43,16 @@ if [ -n "${GIN_INSPECTOR_DIR:-}" ] && [ -d "$GIN_INSPECTOR_DIR/$SLURM_JOB_ID" ];
     rm -rf -- "$idir"
   fi
 fi
+# GIN_LIVE_DRAIN=1: a node the job's live report names as a confirmed
+# suspect (a slow NIC, a straggling or hung GPU: docs/LIVE.md) is drained
+# with that reason (sinfo -R: "GIN: slow-link mlx5_3 1.52x in job 4242");
+# an operator resumes it after the repair. Never fails the job.
+if [ "${GIN_LIVE_DRAIN:-0}" = 1 ] && [ -n "${SLURMD_NODENAME:-}" ]; then
+  if ! err=$("$GINCTL" --timeout 10s gate --node "$SLURMD_NODENAME" --live-job "$SLURM_JOB_ID" --mode strict 2>&1); then
+    logger -t gin-epilog "job $SLURM_JOB_ID: ${err##*$'\n'}" 2>/dev/null || true
+    echo "gin-epilog: job $SLURM_JOB_ID: $err" >&2
+  fi
+fi
 if ! err=$("$GINCTL" --timeout 10s plan delete --job "$SLURM_JOB_ID" 2>&1 >/dev/null); then
   logger -t gin-epilog "job $SLURM_JOB_ID: plan not expired: ${err##*$'\n'}" 2>/dev/null || true
   echo "gin-epilog: job $SLURM_JOB_ID: plan not expired: $err" >&2
