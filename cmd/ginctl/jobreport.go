@@ -302,18 +302,26 @@ func liveSuspects(ss []*ginv1.Suspect) []jobSuspect {
 			return a.Confirmed
 		case a.Slowdown != b.Slowdown:
 			return a.Slowdown > b.Slowdown
-		case a.Node != b.Node:
-			return a.Node < b.Node
-		case a.Component != b.Component:
-			return a.Component < b.Component
-		case a.Kind != b.Kind:
-			return a.Kind < b.Kind
-		case a.Comm != b.Comm:
-			return a.Comm < b.Comm
 		}
-		return a.Rank < b.Rank
+		return suspectBefore(a, b)
 	})
 	return out
+}
+
+// suspectBefore orders suspects by what they name: node, component, kind,
+// communicator, rank (a stable order for equal ones).
+func suspectBefore(a, b jobSuspect) bool {
+	switch {
+	case a.Node != b.Node:
+		return a.Node < b.Node
+	case a.Component != b.Component:
+		return a.Component < b.Component
+	case a.Kind != b.Kind:
+		return a.Kind < b.Kind
+	case a.Comm != b.Comm:
+		return a.Comm < b.Comm
+	}
+	return a.Rank < b.Rank
 }
 
 func liveSuspect(s *ginv1.Suspect) jobSuspect {

@@ -221,20 +221,7 @@ func (w *jobWatcher) poll(ctx context.Context) (done bool, err error) {
 			gone = append(gone, s)
 		}
 	}
-	sort.Slice(gone, func(i, j int) bool {
-		a, b := gone[i], gone[j]
-		switch {
-		case a.Node != b.Node:
-			return a.Node < b.Node
-		case a.Component != b.Component:
-			return a.Component < b.Component
-		case a.Kind != b.Kind:
-			return a.Kind < b.Kind
-		case a.Comm != b.Comm:
-			return a.Comm < b.Comm
-		}
-		return a.Rank < b.Rank
-	})
+	sort.Slice(gone, func(i, j int) bool { return suspectBefore(gone[i], gone[j]) })
 	for _, s := range gone {
 		if err := w.emit(jobWatchEvent{Event: "cleared", RanksReporting: n, Suspect: s},
 			fmt.Sprintf("- %s %s %s", cell(s.Kind), cell(s.Node), cell(s.Component))); err != nil {

@@ -215,9 +215,7 @@ func NICOf(inv func() *ginv1.NodeInventory) func(int32) string {
 // internal/redirect; a follower forwards to the leader).
 type Masters struct {
 	addrs []string
-	opts  []grpc.DialOption
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	conns *redirect.Pool
 }
 
 // NewMasters dials lazily.
@@ -225,28 +223,14 @@ func NewMasters(addrs []string, opts ...grpc.DialOption) (*Masters, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("no masters")
 	}
-	return &Masters{addrs: addrs, opts: opts, conns: map[string]*grpc.ClientConn{}}, nil
-}
-
-func (m *Masters) conn(addr string) (*grpc.ClientConn, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.conns[addr]; ok {
-		return c, nil
-	}
-	c, err := grpc.NewClient(addr, m.opts...)
-	if err != nil {
-		return nil, err
-	}
-	m.conns[addr] = c
-	return c, nil
+	return &Masters{addrs: addrs, conns: redirect.NewPool(opts...)}, nil
 }
 
 // ReportRanks implements Sender.
 func (m *Masters) ReportRanks(ctx context.Context, req *ginv1.ReportRanksRequest) (*ginv1.ReportRanksResponse, error) {
 	var resp *ginv1.ReportRanksResponse
 	_, err := redirect.Do(ctx, m.addrs, redirect.Options{ShareDeadline: true}, func(actx context.Context, addr string) error {
-		c, err := m.conn(addr)
+		c, err := m.conns.Conn(addr)
 		if err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
@@ -261,12 +245,4 @@ func (m *Masters) ReportRanks(ctx context.Context, req *ginv1.ReportRanksRequest
 }
 
 // Close closes the connections.
-func (m *Masters) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var errs []error
-	for _, c := range m.conns {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
-}
+func (m *Masters) Close() error { return m.conns.Close() }

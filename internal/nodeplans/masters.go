@@ -21,10 +21,9 @@ import (
 // leader it names first) or no answer. Connections are opened once and
 // kept: an agent asks for at most one plan per job.
 type Masters struct {
-	mu    sync.Mutex // one fetch at a time; guards conns
+	mu    sync.Mutex // one fetch at a time
 	addrs []string
-	conns map[string]*grpc.ClientConn
-	opts  []grpc.DialOption
+	conns *redirect.Pool
 }
 
 // NewMasters prepares the connections (grpc.NewClient does not dial).
@@ -33,31 +32,11 @@ func NewMasters(addrs []string, opts ...grpc.DialOption) (*Masters, error) {
 		return nil, errors.New("no masters")
 	}
 	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(planread.MaxBytes+4096)))
-	return &Masters{addrs: addrs, conns: map[string]*grpc.ClientConn{}, opts: opts}, nil
+	return &Masters{addrs: addrs, conns: redirect.NewPool(opts...)}, nil
 }
 
 // Close closes the connections.
-func (m *Masters) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var errs []error
-	for _, c := range m.conns {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
-}
-
-func (m *Masters) conn(addr string) (*grpc.ClientConn, error) {
-	if c, ok := m.conns[addr]; ok {
-		return c, nil
-	}
-	c, err := grpc.NewClient(addr, m.opts...)
-	if err != nil {
-		return nil, err
-	}
-	m.conns[addr] = c
-	return c, nil
-}
+func (m *Masters) Close() error { return m.conns.Close() }
 
 // FetchPlan implements Fetcher; fetches for different jobs take turns. The
 // walk over the masters is the one failover walk (internal/redirect): each
@@ -69,7 +48,7 @@ func (m *Masters) FetchPlan(ctx context.Context, r plansock.Request) (*ginv1.Pla
 	req := &ginv1.GetOrCreatePlanRequest{JobId: r.JobID, Nodes: r.Nodes, GpusPerNode: r.GPUsPerNode}
 	var plan *ginv1.Plan
 	_, err := redirect.Do(ctx, m.addrs, redirect.Options{ShareDeadline: true}, func(actx context.Context, addr string) error {
-		c, err := m.conn(addr)
+		c, err := m.conns.Conn(addr)
 		if err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}

@@ -4,8 +4,9 @@
  *
  *   profharness --lib PATH [--ranks R=16] [--nodes N=8] [--iters K | --duration-ms D]
  *               [--period-us P=2000] [--steps S=4] [--net-us U=250] [--bytes B=8388608]
- *               [--socket-dir DIR] [--job ID=harness] [--seed X=1] [--fault SPEC]...
- *               [--footprint] [--bench N]
+ *               [--socket-dir DIR | --socket PATH] [--job ID=harness | --job -] [--seed X=1]
+ *               [--fault SPEC]... [--shm PATH [--first-rank K=0] [--local-ranks M=R-K]]
+ *               [--node-name NAME] [--footprint] [--bench N]
  *
  *   --fault slow:RANK:ITER:FACTOR   from ITER, RANK's network send time × FACTOR
  *   --fault straggle:RANK:ITER:MS   from ITER, RANK's compute phase + MS ms
@@ -25,14 +26,48 @@
  * shared memory (futex waits with a timeout, no busy spin) and are
  * abandoned when the shared stop flag is set.
  *
+ * One job from several harness processes (e.g. one srun task per node):
+ *   --shm PATH         the shared region is the file PATH mapped MAP_SHARED
+ *                      instead of an anonymous mapping; every process of the
+ *                      job names the same PATH (same machine: one kernel).
+ *                      Whoever creates it (O_CREAT|O_EXCL) sizes it, sets it
+ *                      up (the run's length, --iters/--duration-ms, is its
+ *                      creator's) and publishes a magic word (release); the
+ *                      others wait up to 30 s for that word and for the
+ *                      geometry (--ranks, --nodes, --steps) to match theirs,
+ *                      else exit 4 with a message, as for a region of a job
+ *                      that already ended. Nobody removes PATH: the caller
+ *                      does, and gives each job a fresh path (a file left by
+ *                      a killed run is not told from a live one).
+ *   --first-rank K --local-ranks M
+ *                      this process forks ranks K..K+M-1 only (default 0 and
+ *                      R-K; fewer than R need --shm); the barriers still
+ *                      count all R. A rank's FAULT line comes from the
+ *                      process that runs it. The stop flag (SIGTERM to any
+ *                      process, a rank that died, the end of --iters or
+ *                      --duration-ms) ends every process's ranks; a process
+ *                      whose ranks ended well exits 0.
+ *   --socket PATH      every rank of this process uses
+ *                      NCCL_GIN_AGENT_SOCKET=PATH (not DIR/nodeNNN.sock).
+ *   --node-name NAME   what this process prints as its ranks' node (FAULT
+ *                      node=NAME, the log lines' prefix); nothing else.
+ *   --job - (or "")    NCCL_GIN_JOB_ID is left as the environment has it:
+ *                      unset, the plugin takes SLURM_JOB_ID.
+ * E.g. under srun -N4 --ntasks-per-node=1, 16 ranks on 4 nodes:
+ *   bash -c 'exec profharness --lib L --ranks 16 --nodes 4 --shm /shared/job.shm \
+ *     --first-rank $((SLURM_PROCID*4)) --local-ranks 4 --job - \
+ *     --socket /run/gin/$SLURMD_NODENAME.sock --node-name $SLURMD_NODENAME'
+ *
  * SIGTERM/SIGINT: stop flag, stopped ranks SIGKILLed, children reaped,
  * exit 0. Exit: 0 ok, 1 a rank died or did not end, 2 init failed,
- * 3 load failed, 4 usage. --footprint and --bench run in one process.
- * Build: cc -O2 -Wall -pthread -rdynamic -o profharness profharness.c -ldl
+ * 3 load failed, 4 usage (or --shm not usable). --footprint and --bench
+ * run in one process.
+ * Build: cc -O2 -Wall -Wextra -pthread -rdynamic -o profharness profharness.c -ldl
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -44,6 +79,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -65,8 +101,8 @@ typedef struct {
 } fault_t;
 
 /* ---- options ---- */
-static const char *o_lib, *o_sockdir, *o_job = "harness";
-static int o_ranks = 16, o_nodes = 8, o_steps = 4, o_footprint;
+static const char *o_lib, *o_sockdir, *o_job = "harness", *o_shm, *o_socket, *o_node_name;
+static int o_ranks = 16, o_nodes = 8, o_steps = 4, o_footprint, o_first_rank = 0, o_local_ranks = -1;
 static long o_iters = -1, o_duration_ms = -1, o_period_us = 2000, o_net_us = 250, o_bench = -1;
 static uint64_t o_bytes = 8388608, o_seed = 1;
 static fault_t o_faults[MAX_FAULTS];
@@ -75,6 +111,13 @@ static int o_nfaults;
 static gin_profiler_t *P;
 static const char *P_sym;
 static int g_rank = -1, g_rpn = 1;
+
+/* node_label is what is printed as rank r's node: --node-name, else nodeNNN. */
+static const char *node_label(int r, char *buf, size_t n) {
+  if (o_node_name != NULL) return o_node_name;
+  snprintf(buf, n, "node%03d", r / g_rpn + 1);
+  return buf;
+}
 
 /* ---- output: one write per line (ranks share stdout and stderr) ---- */
 static void outf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -104,12 +147,14 @@ static void harness_log(int level, unsigned long flags, const char *file, int li
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   int r = g_rank < 0 ? 0 : g_rank;
+  char nb[32];
+  const char *node = node_label(r, nb, sizeof nb);
   const char *lv = level == 2 ? "WARN" : level == 3 ? "INFO" : level == 1 ? "VERSION" : "TRACE";
   if (level == 2)
-    outf(2, "node%03d:%d:%ld [%d] NCCL %s %s:%d %s [flags=0x%lx]\n", r / g_rpn + 1, (int)getpid(), (long)syscall(SYS_gettid), r,
+    outf(2, "%s:%d:%ld [%d] NCCL %s %s:%d %s [flags=0x%lx]\n", node, (int)getpid(), (long)syscall(SYS_gettid), r,
          lv, file ? file : "?", line, msg, flags);
   else
-    outf(2, "node%03d:%d:%ld [%d] NCCL %s %s\n", r / g_rpn + 1, (int)getpid(), (long)syscall(SYS_gettid), r, lv, msg);
+    outf(2, "%s:%d:%ld [%d] NCCL %s %s\n", node, (int)getpid(), (long)syscall(SYS_gettid), r, lv, msg);
 }
 
 /* ---- time, sleep, PRNG ---- */
@@ -142,7 +187,12 @@ static uint64_t splitmix(uint64_t *x) {
 static double rng_unit(void) { return (double)(splitmix(&rng_state) >> 11) / 9007199254740992.0; }
 
 /* ---- shared memory: stop flag, the barrier, step flags ---- */
+#define SHM_MAGIC 0x31687370686e6967ULL /* "ginphsh1" */
 typedef struct {
+  /* --shm: SHM_MAGIC once the creator has set up everything below
+   * (release); the geometry the others check theirs against. */
+  _Atomic uint64_t magic;
+  int32_t ranks, nodes, steps, pad;
   _Atomic int stop;   /* abandon everything (the harness's parent sets it) */
   _Atomic int finish; /* set by barrier B's last arrival: this was the last iteration */
   uint64_t deadline;  /* monotonic ns, 0: none */
@@ -213,14 +263,16 @@ static void ev_state(void *h, int state, size_t trans) {
 /* rank_env sets what a launcher and NCCL_GIN_* would give rank r. */
 static void rank_env(int r) {
   char v[64], path[4096];
-  if (o_sockdir != NULL) {
+  if (o_socket != NULL) {
+    setenv("NCCL_GIN_AGENT_SOCKET", o_socket, 1);
+  } else if (o_sockdir != NULL) {
     snprintf(path, sizeof path, "%s/node%03d.sock", o_sockdir, r / g_rpn + 1);
     setenv("NCCL_GIN_AGENT_SOCKET", path, 1);
   }
   snprintf(v, sizeof v, "%d", r % g_rpn);
   setenv("SLURM_LOCALID", v, 1);
   setenv("CUDA_VISIBLE_DEVICES", v, 1);
-  setenv("NCCL_GIN_JOB_ID", o_job, 1);
+  if (o_job != NULL) setenv("NCCL_GIN_JOB_ID", o_job, 1); /* NULL: --job - (the launcher's) */
 }
 
 static int rank_init(int r) {
@@ -237,8 +289,9 @@ static int rank_init(int r) {
 }
 
 static void print_fault(const fault_t *f, long i) {
-  outf(1, "FAULT kind=%s rank=%d node=node%03d gpu=%d iter=%ld at_ns=%llu\n", fault_names[f->kind], f->rank,
-       f->rank / g_rpn + 1, f->rank % g_rpn, i, (unsigned long long)real_ns());
+  char nb[32];
+  outf(1, "FAULT kind=%s rank=%d node=%s gpu=%d iter=%ld at_ns=%llu\n", fault_names[f->kind], f->rank,
+       node_label(f->rank, nb, sizeof nb), f->rank % g_rpn, i, (unsigned long long)real_ns());
 }
 
 /* rank_main is rank r's process: init, the iterations, finalize. */
@@ -456,7 +509,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: profharness --lib PATH [--ranks R=16] [--nodes N=8] [--iters K | --duration-ms D]\n"
           "         [--period-us P=2000] [--steps S=4] [--net-us U=250] [--bytes B=8388608]\n"
-          "         [--socket-dir DIR] [--job ID=harness] [--seed X=1] [--fault SPEC]... [--footprint] [--bench N]\n"
+          "         [--socket-dir DIR | --socket PATH] [--job ID=harness | --job -] [--seed X=1] [--fault SPEC]...\n"
+          "         [--shm PATH [--first-rank K=0] [--local-ranks M=R-K]] [--node-name NAME] [--footprint] [--bench N]\n"
           "  SPEC: slow:RANK:ITER:FACTOR | straggle:RANK:ITER:MS | hang:RANK:ITER | stop:RANK:ITER\n");
 }
 
@@ -490,12 +544,13 @@ static int parse_fault(const char *spec, fault_t *f) {
   return 0;
 }
 
-/* stop_all abandons the run: flag, wake waiters, SIGKILL stopped ranks,
- * reap for up to 5 s. Returns the number of ranks that did not end. */
+/* stop_all abandons the run (every task's ranks, with --shm): flag, wake
+ * waiters, SIGKILL this process's stopped ranks, reap them for up to 5 s.
+ * ch[i] is rank o_first_rank + i. Returns the number that did not end. */
 static int stop_all(child_t *ch, int n) {
   atomic_store(&S->stop, 1);
   futex_wake(&S->bgen);
-  for (int r = 0; r < n; r++) futex_wake(&S->sent[r]);
+  for (int r = 0; r < o_ranks; r++) futex_wake(&S->sent[r]);
   for (int r = 0; r < n; r++)
     if (!ch[r].reaped && ch[r].stopped) {
       kill(ch[r].pid, SIGKILL);
@@ -527,8 +582,8 @@ static int stop_all(child_t *ch, int n) {
   int stuck = 0;
   for (int r = 0; r < n; r++)
     if (!ch[r].reaped) {
-      outf(2, "profharness: rank %d (pid %d) did not end within 5 s of the stop; killed\n", r, (int)ch[r].pid);
-      outf(1, "STUCK rank=%d pid=%d\n", r, (int)ch[r].pid);
+      outf(2, "profharness: rank %d (pid %d) did not end within 5 s of the stop; killed\n", o_first_rank + r, (int)ch[r].pid);
+      outf(1, "STUCK rank=%d pid=%d\n", o_first_rank + r, (int)ch[r].pid);
       kill(ch[r].pid, SIGKILL);
       kill(ch[r].pid, SIGCONT);
       waitpid(ch[r].pid, NULL, 0);
@@ -555,18 +610,107 @@ static int abnormal(child_t *c, int r) {
   return 1;
 }
 
-static int run_job(void) {
-  const int R = o_ranks;
-  size_t sz = sizeof(shm_t) + sizeof(_Atomic uint32_t) * (size_t)R;
-  S = (shm_t *)mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (S == MAP_FAILED) {
-    perror("profharness: mmap");
-    return 4;
+/* shm_open_region maps --shm PATH (see the header comment): the task that
+ * creates the file (O_EXCL) sizes it, sets it up and publishes SHM_MAGIC;
+ * the others wait up to 30 s for it and check its geometry against
+ * theirs. NULL (after a message) when the region cannot be used. */
+#define SHM_JOIN_NS 30000000000ULL
+static shm_t *shm_open_region(const char *path, size_t sz, int *created) {
+  *created = 0;
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    if (ftruncate(fd, (off_t)sz) != 0) {
+      outf(2, "profharness: --shm %s: ftruncate: %s\n", path, strerror(errno));
+      close(fd);
+      return NULL;
+    }
+    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+      outf(2, "profharness: --shm %s: mmap: %s\n", path, strerror(errno));
+      return NULL;
+    }
+    *created = 1;
+    return (shm_t *)m; /* zero-filled: the caller sets it up and publishes */
   }
-  S->iters = o_iters >= 0 ? o_iters : (o_duration_ms >= 0 ? LONG_MAX : 100);
-  uint64_t t0 = mono_ns();
-  S->deadline = o_duration_ms >= 0 ? t0 + (uint64_t)o_duration_ms * 1000000ULL : 0;
-  if (S->deadline == 0 && o_duration_ms == 0) S->deadline = 1;
+  if (errno != EEXIST) {
+    outf(2, "profharness: --shm %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  const uint64_t until = mono_ns() + SHM_JOIN_NS;
+  fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    outf(2, "profharness: --shm %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  /* Its creator sizes it right after creating it: wait for a size, then
+   * for the magic word (the region set up), then compare. */
+  struct stat st;
+  for (;;) {
+    if (fstat(fd, &st) != 0) {
+      outf(2, "profharness: --shm %s: fstat: %s\n", path, strerror(errno));
+      close(fd);
+      return NULL;
+    }
+    if ((size_t)st.st_size >= sizeof(shm_t)) break;
+    if (mono_ns() >= until) {
+      outf(2, "profharness: --shm %s: still %lld bytes after 30 s (its creator died? remove the file)\n", path, (long long)st.st_size);
+      close(fd);
+      return NULL;
+    }
+    sleep_ns(1000000);
+  }
+  size_t have = (size_t)st.st_size;
+  shm_t *m = (shm_t *)mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) {
+    outf(2, "profharness: --shm %s: mmap: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  while (atomic_load_explicit(&m->magic, memory_order_acquire) != SHM_MAGIC) {
+    if (mono_ns() >= until) {
+      outf(2, "profharness: --shm %s: not set up by its creator within 30 s (not a harness region, or its creator died; remove the file)\n", path);
+      munmap(m, have);
+      return NULL;
+    }
+    sleep_ns(1000000);
+  }
+  if (m->ranks != o_ranks || m->nodes != o_nodes || m->steps != o_steps || have != sz) {
+    outf(2, "profharness: --shm %s: a job of %d ranks on %d nodes with %d steps (%zu bytes); this task has --ranks %d --nodes %d --steps %d\n",
+         path, m->ranks, m->nodes, m->steps, have, o_ranks, o_nodes, o_steps);
+    munmap(m, have);
+    return NULL;
+  }
+  if (atomic_load(&m->stop) || atomic_load(&m->finish)) {
+    outf(2, "profharness: --shm %s: that job has already ended (a file left from an earlier run? use a fresh path)\n", path);
+    munmap(m, have);
+    return NULL;
+  }
+  return m;
+}
+
+static int run_job(void) {
+  const int R = o_ranks, K = o_first_rank, M = o_local_ranks;
+  size_t sz = sizeof(shm_t) + sizeof(_Atomic uint32_t) * (size_t)R;
+  int created = 1;
+  if (o_shm != NULL) {
+    S = shm_open_region(o_shm, sz, &created);
+    if (S == NULL) return 4;
+  } else {
+    S = (shm_t *)mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (S == MAP_FAILED) {
+      perror("profharness: mmap");
+      return 4;
+    }
+  }
+  if (created) {
+    S->ranks = R, S->nodes = o_nodes, S->steps = o_steps;
+    S->iters = o_iters >= 0 ? o_iters : (o_duration_ms >= 0 ? LONG_MAX : 100);
+    uint64_t t0 = mono_ns();
+    S->deadline = o_duration_ms >= 0 ? t0 + (uint64_t)o_duration_ms * 1000000ULL : 0;
+    if (S->deadline == 0 && o_duration_ms == 0) S->deadline = 1;
+    atomic_store_explicit(&S->magic, SHM_MAGIC, memory_order_release);
+  }
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -575,13 +719,13 @@ static int run_job(void) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
 
-  child_t *ch = (child_t *)calloc((size_t)R, sizeof *ch);
+  child_t *ch = (child_t *)calloc((size_t)M, sizeof *ch);
   if (ch == NULL) return 4;
   pid_t parent = getpid();
   fflush(stdout);
   fflush(stderr);
   int forked = 0;
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < M; r++) {
     pid_t p = fork();
     if (p < 0) {
       perror("profharness: fork");
@@ -592,14 +736,14 @@ static int run_job(void) {
       signal(SIGINT, SIG_IGN);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);
-      int rc = rank_main(r);
+      int rc = rank_main(K + r);
       fflush(stdout);
       _exit(rc);
     }
     ch[r].pid = p;
     forked++;
   }
-  int exit_rc = 0, stopping = forked < R;
+  int exit_rc = 0, stopping = forked < M;
   uint64_t grace = S->deadline ? S->deadline + 2000000000ULL : 0;
   for (;;) {
     int live = 0;
@@ -611,22 +755,23 @@ static int run_job(void) {
         if (WIFSTOPPED(st)) ch[r].stopped = 1;
         else {
           ch[r].reaped = 1, ch[r].status = st;
-          if (abnormal(&ch[r], r)) exit_rc = 1, stopping = 1;
+          if (abnormal(&ch[r], K + r)) exit_rc = 1, stopping = 1;
           continue;
         }
       }
       live++;
     }
     if (live == 0) break;
-    if (g_signalled || stopping || (grace && mono_ns() >= grace)) {
+    /* S->stop: another task stopped the job (--shm). */
+    if (g_signalled || stopping || atomic_load(&S->stop) || (grace && mono_ns() >= grace)) {
       if (stop_all(ch, forked) > 0) exit_rc = 1;
       for (int r = 0; r < forked; r++)
-        if (abnormal(&ch[r], r)) exit_rc = 1;
+        if (abnormal(&ch[r], K + r)) exit_rc = 1;
       break;
     }
     sleep_ns(10000000);
   }
-  if (forked < R) exit_rc = 1;
+  if (forked < M) exit_rc = 1;
   free(ch);
   munmap(S, sz);
   return exit_rc;
@@ -672,8 +817,18 @@ int main(int argc, char **argv) {
       NUM(0, 100000000L) o_bench = n;
     } else if (strcmp(a, "--socket-dir") == 0) {
       NEED_VALUE o_sockdir = v;
+    } else if (strcmp(a, "--socket") == 0) {
+      NEED_VALUE o_socket = v;
+    } else if (strcmp(a, "--node-name") == 0) {
+      NEED_VALUE o_node_name = v;
+    } else if (strcmp(a, "--shm") == 0) {
+      NEED_VALUE o_shm = v;
+    } else if (strcmp(a, "--first-rank") == 0) {
+      NUM(0, MAX_RANKS - 1) o_first_rank = (int)n;
+    } else if (strcmp(a, "--local-ranks") == 0) {
+      NUM(1, MAX_RANKS) o_local_ranks = (int)n;
     } else if (strcmp(a, "--job") == 0) {
-      NEED_VALUE o_job = v;
+      NEED_VALUE o_job = (*v == 0 || strcmp(v, "-") == 0) ? NULL : v;
     } else if (strcmp(a, "--fault") == 0) {
       NEED_VALUE if (o_nfaults >= MAX_FAULTS || parse_fault(v, &o_faults[o_nfaults]) != 0) {
         fprintf(stderr, "profharness: --fault %s: want slow:RANK:ITER:FACTOR, straggle:RANK:ITER:MS, hang:RANK:ITER or stop:RANK:ITER (at most %d)\n",
@@ -709,6 +864,23 @@ int main(int argc, char **argv) {
       fprintf(stderr, "profharness: a fault names rank %d of %d\n", o_faults[k].rank, o_ranks);
       return 4;
     }
+  if (o_local_ranks < 0) o_local_ranks = o_ranks - o_first_rank;
+  if (o_local_ranks < 1 || o_first_rank + o_local_ranks > o_ranks) {
+    fprintf(stderr, "profharness: --first-rank %d --local-ranks %d: not within the %d ranks\n", o_first_rank, o_local_ranks, o_ranks);
+    return 4;
+  }
+  if (o_local_ranks < o_ranks && o_shm == NULL) {
+    fprintf(stderr, "profharness: --first-rank/--local-ranks run part of a job: the other ranks need --shm PATH to meet\n");
+    return 4;
+  }
+  if (o_socket != NULL && o_sockdir != NULL) {
+    fprintf(stderr, "profharness: --socket and --socket-dir: give one\n");
+    return 4;
+  }
+  if (o_shm != NULL && *o_shm == 0) {
+    fprintf(stderr, "profharness: --shm: an empty path\n");
+    return 4;
+  }
   g_rpn = o_ranks / o_nodes;
 
   if (o_footprint) footprint("before_dlopen");
