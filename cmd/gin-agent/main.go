@@ -44,6 +44,10 @@ const (
 	exitOK    = 0
 	exitError = 1  // the agent or the discovery failed
 	exitUsage = 64 // bad flags, values or environment (EX_USAGE of sysexits.h)
+	// exitConfig (EX_CONFIG) is TLS files that do not load, are expired or
+	// name another node: a restart reads the same files, so the unit does
+	// not restart it (it fails, and the journal says which file).
+	exitConfig = 78
 )
 
 func main() {
@@ -57,6 +61,12 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	defer stop()
 	return runContext(ctx, args, stdout, stderr, getenv)
 }
+
+// configError is a configuration the operator must fix before the agent
+// can start (exit 78).
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
 
 // usageError is a bad flag, value or environment variable (exit 64).
 type usageError struct{ err error }
@@ -91,6 +101,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		err = fmt.Errorf("%w (another gin-agent, or another program, uses that port: stop it or choose another --metrics-bind)", err)
 	}
 	fmt.Fprintf(stderr, "gin-agent: %v\n", err)
+	if _, ok := errors.AsType[configError](err); ok {
+		return exitConfig
+	}
 	return exitError
 }
 
@@ -141,8 +154,9 @@ Environment:
                           not given: a Go duration ("10s") or plain seconds ("10")
 
 Exit status: 0 on success or a clean shutdown (SIGINT/SIGTERM), 1 when
-discovery or the agent fails, 64 for bad flags, values or environment
-(2 is a Go panic, which systemd restarts).`,
+discovery or the agent fails, 64 for bad flags, values or environment,
+78 for TLS files that do not load, have expired or name another node
+(neither is restarted by the unit; 2 is a Go panic, which systemd restarts).`,
 		Example: `  gin-agent --once -o json --source auto | jq '.gpus | length'
   gin-agent --master gin-m1,gin-m2:5000,[fd00::3]:5000
   GIN_MASTER_HOST=gin-m1 gin-agent --source file:/var/lib/gin/inventory.json`,
@@ -190,10 +204,10 @@ func dialCredentials(s settings, log *slog.Logger) (grpc.DialOption, error) {
 	}
 	src, err := pki.NewSource(s.TLS, log)
 	if err != nil {
-		return nil, err
+		return nil, configError{err}
 	}
 	if id := src.Identity(); id.Role != pki.RoleAgent || id.Name != s.Agent.NodeName {
-		return nil, fmt.Errorf("--tls-cert %s is for %s; this agent needs an agent certificate for node %q (ginctl tls cert create --role agent --name %s)", s.TLS.Cert, id, s.Agent.NodeName, s.Agent.NodeName)
+		return nil, configError{fmt.Errorf("--tls-cert %s is for %s; this agent needs an agent certificate for node %q (ginctl tls cert create --role agent --name %s)", s.TLS.Cert, id, s.Agent.NodeName, s.Agent.NodeName)}
 	}
 	log.Info("mTLS to the masters", "identity", src.Identity().String())
 	return grpc.WithTransportCredentials(pki.ClientCredentialsFrom(src)), nil

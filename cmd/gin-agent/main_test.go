@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/buildinfo"
+	"github.com/gin-topology/gin/internal/pki"
 	"github.com/gin-topology/gin/internal/testkit"
 )
 
@@ -345,4 +347,50 @@ func TestOnceYAML(t *testing.T) {
 			t.Errorf("-o yaml lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// TestBadTLSFilesExit78: TLS files that cannot serve (missing, another
+// node's certificate, expired) are a configuration error the unit does
+// not restart (RestartPreventExitStatus=64 78), not a failure it retries.
+func TestBadTLSFilesExit78(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, otherKey, err := ca.IssueToDir(mkdir(t, dir, "other"), pki.CertRequest{Identity: pki.Identity{Role: pki.RoleAgent, Name: "node999"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, oldKey, err := ca.IssueToDir(mkdir(t, dir, "old"), pki.CertRequest{Identity: pki.Identity{Role: pki.RoleAgent, Name: "gpu-node-17"}, Days: 1}, time.Now().Add(-72*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, pki.CAFile)
+	for _, tc := range []struct {
+		name       string
+		cert, key  string
+		wantStderr string
+	}{
+		{"missing files", filepath.Join(dir, "nope.pem"), filepath.Join(dir, "nope-key.pem"), "nope.pem"},
+		{"another node's certificate", other, otherKey, `this agent needs an agent certificate for node "gpu-node-17"`},
+		{"expired certificate", old, oldKey, "expired on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runArgs(t, nil, "--source", testInventory, "--node-name", "gpu-node-17", "--master", "127.0.0.1:1",
+				"--metrics-bind", "", "--plan-socket", "", "--tls-ca", caFile, "--tls-cert", tc.cert, "--tls-key", tc.key)
+			if code != exitConfig || !strings.Contains(stderr, tc.wantStderr) {
+				t.Fatalf("exit %d, want %d; stderr %q, want %q", code, exitConfig, stderr, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, parent, name string) string {
+	t.Helper()
+	d := filepath.Join(parent, name)
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -168,6 +168,8 @@ func unavailable(msg string) string {
 		return "cannot reach a master: nothing listens at " + addrs(msg) + " (is gin-master running? set --master or GIN_MASTER_HOST)"
 	case dialerr.NoSuchHost:
 		return "cannot reach a master: unknown host in " + addrs(msg) + " (check --master or GIN_MASTER_HOST)"
+	case dialerr.Expired:
+		return "the TLS handshake with " + addrs(msg) + " failed: a certificate has expired or is not valid yet (the master's, or --tls-cert's: ginctl tls cert create issues a new one; check both hosts' clocks; docs/TROUBLESHOOTING.md)"
 	case dialerr.WrongCA:
 		return "the TLS handshake with " + addrs(msg) + " failed: the certificates are of another CA (the master's is not signed by --tls-ca, or the master does not know the CA of --tls-cert); give the cluster's ca.pem and a certificate it signed (docs/SECURITY.md)"
 	}

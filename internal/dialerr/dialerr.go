@@ -28,6 +28,10 @@ const (
 	// the master's is not signed by the client's --tls-ca, or the master
 	// does not know the CA of the client's certificate.
 	WrongCA
+	// Expired: the TLS handshake failed on a certificate outside its
+	// validity dates: the master's (the client's own check) or the
+	// client's (the master's alert).
+	Expired
 )
 
 var (
@@ -38,6 +42,7 @@ var (
 	notTLS      = regexp.MustCompile(`first record does not look like a TLS handshake`)
 	// Go's crypto/tls words for both sides: the client's own check of the
 	// master's chain, and the master's alert about the client's.
+	expired  = regexp.MustCompile(`certificate has expired or is not yet valid|tls: expired certificate`)
 	wrongCA  = regexp.MustCompile(`certificate signed by unknown authority|tls: unknown certificate authority`)
 	httpPort = regexp.MustCompile(`frame header looked like an HTTP/1\.1 header|server preface|malformed HTTP`)
 )
@@ -48,6 +53,8 @@ var (
 // preface.
 func Classify(msg string) Cause {
 	switch {
+	case expired.MatchString(msg):
+		return Expired
 	case wrongCA.MatchString(msg):
 		return WrongCA
 	case tlsRequired.MatchString(msg):
@@ -78,6 +85,8 @@ func (c Cause) String() string {
 		return "NoSuchHost"
 	case WrongCA:
 		return "WrongCA"
+	case Expired:
+		return "Expired"
 	}
 	return "Other"
 }

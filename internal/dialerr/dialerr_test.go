@@ -2,8 +2,14 @@ package dialerr
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -89,5 +95,43 @@ func TestClassifyWrongCAAlert(t *testing.T) {
 	msg := `rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: remote error: tls: unknown certificate authority"`
 	if got := Classify(msg); got != WrongCA {
 		t.Fatalf("Classify(%q) = %v, want WrongCA", msg, got)
+	}
+}
+
+// TestClassifyExpired: a master whose certificate has expired is told
+// from one of another CA, from grpc-go's own words.
+func TestClassifyExpired(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "m1"}, DNSNames: []string{"m1.test"},
+		NotBefore: now.Add(-72 * time.Hour), NotAfter: now.Add(-24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13})))
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, ServerName: "m1.test", MinVersion: tls.VersionTLS13})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = ginv1.NewPlanServiceClient(conn).GetOrCreatePlan(ctx, &ginv1.GetOrCreatePlanRequest{JobId: "1"})
+	if got := Classify(err.Error()); got != Expired {
+		t.Fatalf("Classify(%q) = %v, want Expired", err, got)
 	}
 }

@@ -416,6 +416,15 @@ func TestNewSourceErrors(t *testing.T) {
 	other := newPKI(t)
 	good := p.issue(t, Identity{RoleAgent, "n1"})
 	foreign := other.issue(t, Identity{RoleAgent, "n1"})
+	at := func(when time.Time) Files {
+		dir := t.TempDir()
+		c, k, err := p.ca.IssueToDir(dir, CertRequest{Identity: Identity{RoleAgent, "n1"}, Days: 1}, when)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Files{CA: good.CA, Cert: c, Key: k}
+	}
+	expired, future := at(time.Now().Add(-48*time.Hour)), at(time.Now().Add(48*time.Hour))
 	tests := []struct {
 		name    string
 		files   Files
@@ -424,6 +433,8 @@ func TestNewSourceErrors(t *testing.T) {
 		{name: "missing key flag", files: Files{CA: good.CA, Cert: good.Cert}, wantErr: "--tls-key"},
 		{name: "missing file", files: Files{CA: good.CA, Cert: good.Cert, Key: good.Key + ".nope"}, wantErr: "no such file"},
 		{name: "cert of another CA", files: Files{CA: good.CA, Cert: foreign.Cert, Key: foreign.Key}, wantErr: "not signed by"},
+		{name: "expired cert", files: expired, wantErr: "expired on"},
+		{name: "cert not valid yet", files: future, wantErr: "is not valid before"},
 		{name: "key of another cert", files: Files{CA: good.CA, Cert: good.Cert, Key: foreign.Key}, wantErr: "private key does not match"},
 		{name: "CA file is a key", files: Files{CA: good.Key, Cert: good.Cert, Key: good.Key}, wantErr: "no CERTIFICATE"},
 	}

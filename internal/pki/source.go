@@ -207,7 +207,7 @@ func (s *Source) reloadLocked() error {
 		}
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		return fmt.Errorf("--tls-cert %s is not signed by --tls-ca %s: %w", s.files.Cert, s.files.CA, err)
+		return verifyErr(s.files, leaf, err)
 	}
 	s.pool, s.pair, s.ident = pool, &pair, id
 	return nil
@@ -237,3 +237,27 @@ func (s *Source) Generation() uint64 {
 	s.maybeReloadLocked()
 	return s.gen
 }
+
+// verifyErr says why the certificate does not verify against the CA: an
+// expired (or not yet valid) certificate is named as such, with its dates
+// and the command that renews it, not as a certificate of another CA.
+func verifyErr(f Files, leaf *x509.Certificate, err error) error {
+	var inv x509.CertificateInvalidError
+	if errors.As(err, &inv) && inv.Reason == x509.Expired {
+		now := time.Now()
+		if now.After(leaf.NotAfter) {
+			return fmt.Errorf("--tls-cert %s expired on %s (%s ago): issue a new one (ginctl tls cert create; docs/SECURITY.md): %w",
+				f.Cert, leaf.NotAfter.UTC().Format(time.RFC3339), now.Sub(leaf.NotAfter).Round(time.Minute), ErrCertExpired)
+		}
+		if now.Before(leaf.NotBefore) {
+			return fmt.Errorf("--tls-cert %s is not valid before %s (this host's clock says %s: is it right?): %w",
+				f.Cert, leaf.NotBefore.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), ErrCertExpired)
+		}
+		// The leaf is in its dates: the CA or an intermediate expired.
+		return fmt.Errorf("--tls-cert %s: its CA --tls-ca %s (or a certificate between them) has expired: %w", f.Cert, f.CA, ErrCertExpired)
+	}
+	return fmt.Errorf("--tls-cert %s is not signed by --tls-ca %s: %w", f.Cert, f.CA, err)
+}
+
+// ErrCertExpired marks a certificate outside its validity dates.
+var ErrCertExpired = errors.New("certificate outside its validity period")
