@@ -90,6 +90,9 @@ Roles: master (NAME = its --node-id; the certificate also names localhost,
 			if err != nil {
 				return usagef("--role: %v", err)
 			}
+			if days < 1 || days > pki.MaxDays {
+				return usagef("--days %d: want 1..%d", days, pki.MaxDays)
+			}
 			req := pki.CertRequest{Identity: pki.Identity{Role: r, Name: name}, DNS: dns, Days: days}
 			if err := req.Identity.Validate(); err != nil {
 				return usagef("--role/--name: %v", err)

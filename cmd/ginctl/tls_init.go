@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/pki"
 )
 
@@ -30,14 +31,15 @@ func (a *app) tlsInitCmd() *cobra.Command {
 		Short: "Create the CA and the given certificates in DIR unless they exist (idempotent)",
 		Long: `Create DIR/ca.pem and DIR/ca-key.pem unless both exist, then each --cert
 ROLE[/NAME][=HOST,...] unless its pair exists (names as ginctl tls cert create
-writes them). HOSTs are DNS names or IP addresses the holder serves as (masters;
+writes them); NAME may be a hostlist (agent/node[001-500]: one certificate per
+node). HOSTs are DNS names or IP addresses the holder serves as (masters;
 localhost, 127.0.0.1 and ::1 are always added to master certificates). Nothing is
 overwritten: a CA is kept and so is every certificate it issued, so running it
 again changes nothing. A kept certificate that the CA did not issue, or that
 names another identity, is an error naming the file; so is one file of a pair
 without the other.`,
 		Example: `  ginctl tls init --dir /etc/gin --cert master/m1=m1.example.org,10.0.0.11 \
-    --cert agent/node001 --cert admin --cert scheduler --cert reader`,
+    --cert 'agent/node[001-500]' --cert admin --cert scheduler --cert reader`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
@@ -51,12 +53,14 @@ without the other.`,
 			}
 			reqs := make([]pki.CertRequest, 0, len(specs))
 			for _, s := range specs {
-				req, err := parseCertSpec(s)
+				rs, err := parseCertSpecs(s, maxInitCerts-len(reqs))
 				if err != nil {
 					return usagef("--cert %q: %v", s, err)
 				}
-				req.Days = days
-				reqs = append(reqs, req)
+				for _, req := range rs {
+					req.Days = days
+					reqs = append(reqs, req)
+				}
 			}
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return fmt.Errorf("--dir: %w", err)
@@ -101,6 +105,39 @@ type tlsInitResult struct {
 	Key      string `json:"key"`
 	Identity string `json:"identity"`
 	Created  bool   `json:"created"`
+}
+
+// parseCertSpecs reads ROLE[/NAMES][=HOST,...], NAMES a hostlist
+// (agent/node[001-500], as every other command takes nodes), into at most
+// limit requests. HOSTs belong to one holder: a hostlist of several names
+// takes none.
+func parseCertSpecs(s string, limit int) ([]pki.CertRequest, error) {
+	id, hosts, hasHosts := strings.Cut(s, "=")
+	roleS, names, hasName := strings.Cut(id, "/")
+	if !hasName || !strings.ContainsAny(names, "[,") {
+		req, err := parseCertSpec(s)
+		return []pki.CertRequest{req}, err
+	}
+	expanded, err := hostlist.ExpandAtMost(names, max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("NAME: %w (at most %d certificates in one tls init)", err, maxInitCerts)
+	}
+	if hasHosts && len(expanded) > 1 {
+		return nil, fmt.Errorf("%d names with =%s: HOSTs belong to one certificate; give one --cert each", len(expanded), hosts)
+	}
+	out := make([]pki.CertRequest, 0, len(expanded))
+	for _, n := range expanded {
+		spec := roleS + "/" + n
+		if hasHosts {
+			spec += "=" + hosts
+		}
+		req, err := parseCertSpec(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, req)
+	}
+	return out, nil
 }
 
 // parseCertSpec reads ROLE[/NAME][=HOST,...] into a request.

@@ -184,6 +184,9 @@ func TestTLSInit(t *testing.T) {
 		{"empty host", []string{"--cert", "master/m2=m2,"}, exitUsage, "empty HOST"},
 		{"control character", []string{"--cert", "agent/a\x1bb"}, exitUsage, "character"},
 		{"bad days", []string{"--days", "0"}, exitUsage, "want 1..3650"},
+		{"bad hostlist", []string{"--cert", "agent/node[1-"}, exitUsage, "NAME"},
+		{"hosts with many names", []string{"--cert", "master/m[1-3]=m.example.org"}, exitUsage, "HOSTs belong to one certificate"},
+		{"too many names", []string{"--cert", "agent/n[1-10001]"}, exitUsage, "at most 10000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,5 +208,24 @@ func TestTLSInit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(half, "ca-key.pem")); err == nil {
 		t.Fatal("init with half a CA made a new key")
+	}
+}
+
+// TestTLSInitHostlist: `--cert 'agent/node[001-003]'` is one certificate
+// per node, as every other command takes node lists; `tls cert create
+// --days 0` is refused, not silently a year.
+func TestTLSInitHostlist(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := ctlOffline(t, "tls", "init", "--dir", dir, "--cert", "agent/node[001-003]", "--cert", "admin")
+	if code != 0 {
+		t.Fatalf("tls init: %d %s", code, errs)
+	}
+	for _, n := range []string{"node001", "node002", "node003"} {
+		if !strings.Contains(out, "agent-"+n+".pem") || !strings.Contains(out, "spiffe://gin/agent/"+n) {
+			t.Errorf("no certificate for %s:\n%s", n, out)
+		}
+	}
+	if _, errs, code := ctlOffline(t, "tls", "cert", "create", "--dir", dir, "--role", "reader", "--days", "0"); code != exitUsage || !strings.Contains(errs, "--days 0: want 1..3650") {
+		t.Fatalf("--days 0: %d %q", code, errs)
 	}
 }
