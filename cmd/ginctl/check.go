@@ -8,6 +8,7 @@ import (
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/health"
+	"github.com/gin-topology/gin/internal/hostlist"
 )
 
 func (a *app) withCheck(ctx context.Context, fn func(context.Context, ginv1.CheckServiceClient) error) error {
@@ -25,6 +26,7 @@ func (a *app) check(ctx context.Context, nodes string) (resp *ginv1.CheckRespons
 
 func (a *app) checkCmd() *cobra.Command {
 	var nodes string
+	var exitZero bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Show each node's health verdict (pass, warn, fail) and why",
@@ -37,7 +39,14 @@ remapping, clock throttling, the MNNVL fabric. Cluster rules: a driver, VBIOS
 or NIC firmware that differs from the majority of nodes of the same system
 model, a NIC slower than its peers on the same leaf switch. The thresholds are
 the masters' (gin-master --health-threshold; docs/HEALTH.md).
--o json prints the CheckResponse: one verdict per node, sorted by name.`,
+-o json prints the CheckResponse: one verdict per node, sorted by name.
+
+Exit status, for scripts: 0 when no node fails (pass or warn); 1 when any
+node's verdict is fail, after everything is printed (table or -o json), and
+the failing nodes named on stderr; 0 all the same with --exit-zero. 1 also
+when the masters cannot answer, 2 for a usage error.`,
+		Example: `  ginctl check --nodes 'node[001-004]' || echo "a node fails"
+  ginctl check -o json --exit-zero | jq '.nodes[] | select(.verdict == "fail") | .node'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			resp, err := a.check(cmd.Context(), nodes)
@@ -45,13 +54,38 @@ the masters' (gin-master --health-threshold; docs/HEALTH.md).
 				return err
 			}
 			if a.output == "json" {
-				return a.printJSON(resp)
+				err = a.printJSON(resp)
+			} else {
+				err = a.printVerdicts(resp)
 			}
-			return a.printVerdicts(resp)
+			if err != nil || exitZero {
+				return err
+			}
+			return verdictsFail(resp)
 		},
 	}
 	cmd.Flags().StringVar(&nodes, "nodes", "", "only these nodes (Slurm hostlist: node[001-004,010])")
+	cmd.Flags().BoolVar(&exitZero, "exit-zero", false, "exit 0 even when a node fails (default: exit 1)")
 	return cmd
+}
+
+// exitZeroHint ends the error of a command that printed a fail: the flag
+// that keeps its exit status 0.
+const exitZeroHint = "(--exit-zero exits 0 on failures)"
+
+// verdictsFail is the error (exit 1) of a check answer where a node fails,
+// naming them; nil when none does.
+func verdictsFail(resp *ginv1.CheckResponse) error {
+	var failed []string
+	for _, n := range resp.GetNodes() {
+		if n.GetVerdict() == ginv1.Verdict_VERDICT_FAIL {
+			failed = append(failed, n.GetNode())
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d node(s) fail their health check: %s %s", len(failed), len(resp.GetNodes()), hostlist.Compress(failed), exitZeroHint)
 }
 
 // printVerdicts writes one row per finding (one per passing node), then

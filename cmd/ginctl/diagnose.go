@@ -19,6 +19,7 @@ const maxDiagnoseNodes = 1024
 
 func (a *app) diagnoseCmd() *cobra.Command {
 	var file, job, nodes string
+	var exitZero bool
 	cmd := &cobra.Command{
 		Use:   "diagnose --nccl-log FILE [--job ID | --nodes LIST]",
 		Short: "Explain an NCCL log (NCCL_DEBUG=INFO) against GIN's topology",
@@ -33,7 +34,13 @@ device found" on a node whose ports are active, P2P via SHM where NVLink
 exists, NCCL_P2P_LEVEL/NCCL_P2P_DISABLE and NCCL_NVLS_ENABLE on NVLink nodes,
 NCCL_IB_GID_INDEX on RoCE, channels through a NIC farther than the GPU's
 nearest, ranks on different NCCL versions. -o json prints the report
-(docs/JSON.md).`,
+(docs/JSON.md).
+
+Exit status, for scripts: 0 when no finding is fail (warn and info are 0);
+1 when any finding is fail, after the whole report is printed (text or
+-o json), the failing checks named on stderr; 0 all the same with
+--exit-zero. 1 also when the masters cannot answer, 2 for a usage error (a
+missing log file).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -57,15 +64,42 @@ nearest, ranks on different NCCL versions. -o json prints the report
 			}
 			r := nccllog.Diagnose(log, topo)
 			if a.output == "json" {
-				return a.printJSON(r)
+				err = a.printJSON(r)
+			} else {
+				err = a.printDiagnosis(r)
 			}
-			return a.printDiagnosis(r)
+			if err != nil || exitZero {
+				return err
+			}
+			return findingsFail(r)
 		},
 	}
 	cmd.Flags().StringVar(&file, "nccl-log", "", "the NCCL log (- for stdin)")
 	cmd.Flags().StringVar(&job, "job", "", "compare with the nodes of this job's GIN plan")
 	cmd.Flags().StringVar(&nodes, "nodes", "", "compare with these nodes (Slurm hostlist)")
+	cmd.Flags().BoolVar(&exitZero, "exit-zero", false, "exit 0 even when a finding is fail (default: exit 1)")
 	return cmd
+}
+
+// findingsFail is the error (exit 1) of a diagnosis with a fail finding,
+// naming its checks; nil when there is none.
+func findingsFail(r *nccllog.Report) error {
+	n, seen := 0, map[string]bool{}
+	var checks []string
+	for _, f := range r.Findings {
+		if f.Severity != nccllog.SeverityFail {
+			continue
+		}
+		n++
+		if !seen[f.Check] {
+			seen[f.Check] = true
+			checks = append(checks, f.Check)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d finding(s) fail: %s %s", n, strings.Join(checks, ", "), exitZeroHint)
 }
 
 // diagnoseTopology reads the inventories to compare with: the nodes given,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/hostlist"
 	"github.com/gin-topology/gin/internal/jsonout"
 	"github.com/gin-topology/gin/internal/planread"
 	"github.com/gin-topology/gin/internal/promsd"
@@ -32,7 +33,9 @@ func (a *app) planCmd() *cobra.Command {
 		Long: `Show the job's pinned plan (the decision table the NCCL tuner plugin applies on
 every rank), creating and pinning it first when the job has none and --nodes is
 given. A plan never changes for its job: every later request, on any master,
-gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
+gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.
+With --nodes, a node of the plan whose health verdict is fail (ginctl check)
+is named on stderr; the plan is pinned all the same (exit 0).`,
 		Example: `  ginctl plan --job 4242 --nodes 'node[001-064]'
   ginctl plan --job 4242 -o json`,
 		Args: noArgs,
@@ -61,6 +64,9 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 			})
 			if err != nil {
 				return err
+			}
+			if nodes != "" {
+				a.warnFailingNodes(cmd.Context(), resp.GetPlan().GetNodes())
 			}
 			if stage != "" {
 				path, err := stagePlan(stage, resp.GetPlan())
@@ -118,6 +124,30 @@ gets the same bytes (same hash). Rows marked "NCCL" leave the choice to NCCL.`,
 	del.Flags().StringVar(&job, "job", "", "job id")
 	cmd.AddCommand(del)
 	return cmd
+}
+
+// planCheckTimeout bounds the health check of a plan's nodes (at most
+// --timeout): the plan is what was asked.
+const planCheckTimeout = 5 * time.Second
+
+// warnFailingNodes names on stderr each of nodes (a plan's) whose health
+// verdict is fail; nothing when the verdicts cannot be had.
+func (a *app) warnFailingNodes(ctx context.Context, nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, planCheckTimeout)
+	defer cancel()
+	resp, err := a.check(ctx, hostlist.Compress(nodes))
+	if err != nil {
+		a.logger().Debug("no health verdicts for the plan's nodes", "err", err)
+		return
+	}
+	for _, v := range resp.GetNodes() {
+		if v.GetVerdict() == ginv1.Verdict_VERDICT_FAIL {
+			fmt.Fprintf(a.stderr, "warning: %s fails its health check (%s): the plan uses it; ginctl check --nodes %s\n", v.GetNode(), v.GetReason(), v.GetNode())
+		}
+	}
 }
 
 // parseSize reads "8", "1K", "256M", "8G", "1T" (binary multiples, as
@@ -327,7 +357,7 @@ func (a *app) exportCmd() *cobra.Command {
   dot          Graphviz
   nccl-topo    an NCCL_TOPO_FILE for one node (--node)
   prometheus-sd  Prometheus file_sd targets: every node's gin-agent (node:--agent-port,
-               job gin-agent) and every master (its host:--master-port, job gin-master);
+               job gin-agent) and every master (the /metrics address it registered, or its host:--master-port, job gin-master);
                with --out the file is replaced atomically (run it from cron)
   kueue        a Kueue Topology (kueue.x-k8s.io/v1beta2) whose levels are the Node
                labels gin-master --kube-labels keeps, outermost first (--kueue-name)
@@ -377,7 +407,7 @@ func (a *app) exportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&kueueName, "kueue-name", "gin", "kueue: the Topology's name (a ResourceFlavor's topologyName)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	cmd.Flags().IntVar(&agentPort, "agent-port", promsd.DefaultAgentPort, "prometheus-sd: the agents' --metrics-bind port")
-	cmd.Flags().IntVar(&masterPort, "master-port", promsd.DefaultMasterPort, "prometheus-sd: the masters' --http-bind port")
+	cmd.Flags().IntVar(&masterPort, "master-port", promsd.DefaultMasterPort, "prometheus-sd: the /metrics port of masters that did not register their --http-bind (older masters)")
 	return cmd
 }
 

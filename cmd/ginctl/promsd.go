@@ -32,7 +32,7 @@ func (a *app) exportPrometheusSD(ctx context.Context, out string, agentPort, mas
 		if m.GetClientAddress() == "" {
 			return fmt.Errorf("prometheus-sd: master %s has no client address in the cluster's configuration", m.GetId())
 		}
-		masters = append(masters, promsd.Master{ID: m.GetId(), ClientAddress: m.GetClientAddress()})
+		masters = append(masters, promsd.Master{ID: m.GetId(), ClientAddress: m.GetClientAddress(), HTTPAddress: m.GetHttpAddress()})
 	}
 	groups, err := promsd.Build(names, masters, agentPort, masterPort)
 	if err != nil {

@@ -16,13 +16,23 @@
 # GIN's reason (sinfo -R shows "GIN: nvlink-down GPU3/nvlink7") and fails
 # the prolog, so Slurm requeues the job onto other nodes; advisory (the
 # default) logs the failure; off skips it. GIN_HEALTH_AUTO_RESUME=1 resumes a
-# node GIN drained once it passes; otherwise an operator resumes it.
+# node GIN drained once it passes; otherwise an operator resumes it. Strict
+# means strict: no verdict (no master answers, or GIN knows no node of this
+# name) fails the prolog too, without draining the node (not its fault).
+#
+# The gate's ginctl, against masters serving mutual TLS, uses GIN_TLS_CA,
+# GIN_TLS_CERT, GIN_TLS_KEY from /etc/default/gin-slurm, else (as the epilog)
+# /etc/gin/ca.pem, /etc/gin/scheduler.pem and /etc/gin/scheduler-key.pem
+# when the certificate is there, else plaintext.
 set -u
 GIN_AGENT=${GIN_AGENT:-/usr/local/bin/gin-agent}
 GINCTL=${GINCTL:-/usr/local/bin/ginctl}
 set -a   # GIN_MASTER_HOST and GIN_TLS_* reach ginctl
 GIN_SLURM_DEFAULTS=${GIN_SLURM_DEFAULTS:-/etc/default/gin-slurm}
 [ -r "$GIN_SLURM_DEFAULTS" ] && . "$GIN_SLURM_DEFAULTS"   # GIN_PROLOG_STRICT, GIN_PLAN_SOCKET, GIN_INSPECTOR_DIR, GIN_HEALTH_GATE
+if [ -z "${GIN_TLS_CERT:-}" ] && [ -r /etc/gin/scheduler.pem ]; then
+  GIN_TLS_CA=${GIN_TLS_CA:-/etc/gin/ca.pem} GIN_TLS_CERT=/etc/gin/scheduler.pem GIN_TLS_KEY=${GIN_TLS_KEY:-/etc/gin/scheduler-key.pem}
+fi
 set +a
 SOCK=${GIN_PLAN_SOCKET:-/run/gin/agent.sock}
 STRICT=${GIN_PROLOG_STRICT:-0}

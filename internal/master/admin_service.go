@@ -41,6 +41,9 @@ type adminService struct {
 	leaderHint    func() string
 	// reach is the leader's view of another master (liveness.reach).
 	reach func(id string) (reachable bool, since time.Duration, known bool)
+	// leaderInfo asks the leader for its GetClusterInfo (a follower's
+	// answer carries the leader's view of reachability; nil: none).
+	leaderInfo func(ctx context.Context) (*ginv1.GetClusterInfoResponse, error)
 	// held: node has a live agent session here, or one a follower reports.
 	held func(node string) bool
 	// waitDenyApplied (Server.waitDenyApplied): a deny-list change at an
@@ -125,7 +128,7 @@ func (a *adminService) importFabric(ctx context.Context, f *ginv1.FabricTopology
 	return res.Index, nil
 }
 
-func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
+func (a *adminService) GetClusterInfo(ctx context.Context, _ *ginv1.GetClusterInfoRequest) (*ginv1.GetClusterInfoResponse, error) {
 	st := a.node.Stats()
 	lid := st.LeaderID
 	resp := &ginv1.GetClusterInfoResponse{
@@ -137,11 +140,12 @@ func (a *adminService) GetClusterInfo(_ context.Context, _ *ginv1.GetClusterInfo
 	for _, m := range st.Members {
 		mem := &ginv1.Member{Id: m.ID, Address: m.Address, Voter: m.Voter, Leader: m.ID == lid}
 		if r, ok := a.store.Server(m.ID); ok {
-			mem.ClientAddress = r.GetClientAddress()
+			mem.ClientAddress, mem.HttpAddress = r.GetClientAddress(), r.GetHttpAddress()
 		}
 		a.fillReach(mem)
 		resp.Members = append(resp.Members, mem)
 	}
+	a.leaderReach(ctx, resp)
 	return resp, nil
 }
 

@@ -182,7 +182,7 @@ func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	resp, err := ginv1.NewAdminServiceClient(conn).Join(cctx, &ginv1.JoinRequest{
-		ServerId: s.cfg.ID, RaftAddress: s.node.Addr(), ClientAddress: s.cfg.Advertise, ClusterId: cid,
+		ServerId: s.cfg.ID, RaftAddress: s.node.Addr(), ClientAddress: s.cfg.Advertise, ClusterId: cid, HttpAddress: s.httpAdvertise(),
 	})
 	if err != nil {
 		return false, fmt.Errorf("join via %s: %w", addr, err)
@@ -195,12 +195,12 @@ func (s *Server) joinVia(ctx context.Context, addr string) (bool, error) {
 // address (the leader applies it; a follower asks the leader through Join,
 // which is idempotent for an existing voter).
 func (s *Server) registerSelf(ctx context.Context) (bool, error) {
-	if r, ok := s.store.Server(s.cfg.ID); ok && r.GetClientAddress() == s.cfg.Advertise && r.GetRaftAddress() == s.node.Addr() {
+	if r, ok := s.store.Server(s.cfg.ID); ok && r.GetClientAddress() == s.cfg.Advertise && r.GetRaftAddress() == s.node.Addr() && r.GetHttpAddress() == s.httpAdvertise() {
 		return true, nil
 	}
 	if s.node.IsLeader() {
 		_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
-			ServerId: s.cfg.ID, ClientAddress: s.cfg.Advertise, RaftAddress: s.node.Addr(),
+			ServerId: s.cfg.ID, ClientAddress: s.cfg.Advertise, RaftAddress: s.node.Addr(), HttpAddress: s.httpAdvertise(),
 		}}})
 		return err == nil, err
 	}
@@ -234,6 +234,8 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		return nil, toStatus(invalidf("raft_address", "must be 1..256 bytes"))
 	case len(req.GetClientAddress()) > 256:
 		return nil, toStatus(invalidf("client_address", "longer than 256 bytes"))
+	case len(req.GetHttpAddress()) > 256:
+		return nil, toStatus(invalidf("http_address", "longer than 256 bytes"))
 	}
 	if id, ok := authz.Identity(ctx); ok && id.Name != req.GetServerId() {
 		// With TLS on only masters reach Join (the table); one joins as
@@ -258,7 +260,7 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		return nil, toStatus(err)
 	}
 	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
-		ServerId: req.GetServerId(), ClientAddress: req.GetClientAddress(), RaftAddress: req.GetRaftAddress(),
+		ServerId: req.GetServerId(), ClientAddress: req.GetClientAddress(), RaftAddress: req.GetRaftAddress(), HttpAddress: req.GetHttpAddress(),
 	}}})
 	if err != nil {
 		return nil, toStatus(err)

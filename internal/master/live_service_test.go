@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/discovery/sim"
 	"github.com/gin-topology/gin/internal/pki"
 )
 
@@ -31,7 +32,7 @@ func liveWindows(i, slow int) map[string][]*ginv1.RankWindow {
 		}
 		net := uint64(250_000 * 1200)
 		w := &ginv1.RankWindow{Job: "77", CommId: 9, Nranks: 4, Nnodes: 2, Rank: uint32(r), GpuIndex: int32(r % 2),
-			Nic: fmt.Sprintf("mlx5_%d", r%2), Pid: uint32(100 + r),
+			Nic: []string{"mlx5_0", "mlx5_3"}[r%2], Pid: uint32(100 + r), // rails 0 and 1 of a DGX H100
 			StartUnixNano: t0.UnixNano(), EndUnixNano: t0.Add(time.Second).UnixNano(),
 			CollectivesStarted: uint64(300 * (i + 1)), CollectivesDone: uint64(300 * (i + 1)),
 			Collectives: []*ginv1.CollectiveWindow{{Collective: "all_reduce", Log2Bytes: 23, Count: 300, SumNs: 300_000_000, MaxNs: 2_000_000}},
@@ -47,6 +48,13 @@ func liveWindows(i, slow int) map[string][]*ginv1.RankWindow {
 func TestLiveReportAndVerdict(t *testing.T) {
 	s, conn := startServer(t, time.Minute)
 	registerNodes(t, s, "dgx-h100", "node001", "node002")
+	fab, _, err := sim.BuildFabric(sim.DefaultFabricSpec(), "test", []sim.FabricNode{{Name: "node001", Profile: "dgx-h100", Index: 0}, {Name: "node002", Profile: "dgx-h100", Index: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ginv1.NewAdminServiceClient(conn).ImportFabric(context.Background(), &ginv1.ImportFabricRequest{Fabric: fab}); err != nil {
+		t.Fatal(err)
+	}
 	lc := ginv1.NewLiveServiceClient(conn)
 	ctx := context.Background()
 	if _, err := lc.GetJobLive(ctx, &ginv1.GetJobLiveRequest{JobId: "77"}); status.Code(err) != codes.NotFound ||
@@ -70,12 +78,13 @@ func TestLiveReportAndVerdict(t *testing.T) {
 		t.Fatalf("ranks %d, suspects %v", len(live.GetRanks()), live.GetSuspects())
 	}
 	sp := live.GetSuspects()[0]
-	if sp.GetKind() != "slow-link" || sp.GetNode() != "node001" || sp.GetComponent() != "mlx5_1" || !sp.GetConfirmed() {
-		t.Fatalf("suspect %v, want a confirmed slow-link at node001 mlx5_1", sp)
+	if sp.GetKind() != "slow-link" || sp.GetNode() != "node001" || sp.GetComponent() != "mlx5_3" || !sp.GetConfirmed() {
+		t.Fatalf("suspect %v, want a confirmed slow-link at node001 mlx5_3", sp)
 	}
-	// The dev fabric cables every compute NIC to a leaf switch: the
-	// suspect names it.
-	if sp.GetSwitchPort() == "" {
+	// The simulated fabric cables every compute NIC to a leaf switch:
+	// the suspect names it.
+	t.Logf("%s %s: %s", sp.GetNode(), sp.GetComponent(), sp.GetSwitchPort())
+	if !strings.Contains(sp.GetSwitchPort(), "leaf") {
 		t.Errorf("suspect names no switch: %v", sp)
 	}
 

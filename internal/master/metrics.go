@@ -194,7 +194,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	// The read-only web view (/ui/), answered from this replica like gRPC
 	// reads, behind the gate of a TLS cluster (httpserve.go).
 	ui := http.NewServeMux()
-	webui.Register(ui, webBackend{s.topology, s.admin, s.plans, s.calib, checks}, s.log)
+	webui.Register(ui, webView{webBackend{s.topology, s.admin, s.plans, s.calib, checks}, newWebLive(s)}, s.log)
 	gate := newUIGate(s)
 	reg.MustRegister(gate)
 	mux.Handle("/ui", gate.wrap(ui))

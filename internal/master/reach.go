@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"time"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -24,7 +25,7 @@ func (l *liveness) reach(id string) (reachable bool, since time.Duration, known 
 }
 
 // fillReach sets m's reachability as the leader sees it. It is the
-// leader's to say: a follower's answer leaves both fields unset.
+// leader's to say: a follower copies the leader's (leaderReach).
 func (a *adminService) fillReach(m *ginv1.Member) {
 	if !a.node.IsLeader() {
 		return
@@ -37,5 +38,40 @@ func (a *adminService) fillReach(m *ginv1.Member) {
 	m.Reachable = new(ok)
 	if known {
 		m.LastContactMs = new(uint64(since.Milliseconds()))
+	}
+}
+
+// leaderReachWait bounds a follower's question to the leader: its answer
+// without the leader's view is still an answer.
+const leaderReachWait = time.Second
+
+// leaderReach fills a follower's answer with the leader's view of each
+// master's reachability (the leader is the one that hears from every
+// master); without a leader to ask, the follower says only that it is up
+// itself and when it last heard from the leader.
+func (a *adminService) leaderReach(ctx context.Context, resp *ginv1.GetClusterInfoResponse) {
+	if a.node.IsLeader() {
+		return
+	}
+	var view map[string]*ginv1.Member
+	if a.leaderInfo != nil && resp.GetLeaderId() != "" {
+		ctx, cancel := context.WithTimeout(ctx, leaderReachWait)
+		li, err := a.leaderInfo(ctx)
+		cancel()
+		if err == nil && li.GetServerId() == resp.GetLeaderId() {
+			view = make(map[string]*ginv1.Member, len(li.GetMembers()))
+			for _, m := range li.GetMembers() {
+				view[m.GetId()] = m
+			}
+		}
+	}
+	for _, m := range resp.GetMembers() {
+		if l, ok := view[m.GetId()]; ok && l.Reachable != nil {
+			m.Reachable, m.LastContactMs = l.Reachable, l.LastContactMs
+			continue
+		}
+		if m.GetId() == a.id {
+			m.Reachable, m.LastContactMs = new(true), new(uint64(0))
+		}
 	}
 }

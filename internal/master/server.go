@@ -157,7 +157,14 @@ func New(cfg Config) (*Server, error) {
 	s.admin = &adminService{id: cfg.ID, advertise: cfg.Advertise, tls: cfg.TLS, store: store, node: node,
 		apply: s.apply, leading: s.leading, outdated: s.outdated, leaderHint: s.leaderHint, reach: s.live.reach,
 		held:            func(n string) bool { return s.sessions.has(n) || s.live.reportedHeld(n) },
-		waitDenyApplied: s.waitDenyApplied, log: log}
+		waitDenyApplied: s.waitDenyApplied, log: log,
+		leaderInfo: func(ctx context.Context) (*ginv1.GetClusterInfoResponse, error) {
+			conn, err := s.link.conn()
+			if err != nil {
+				return nil, err
+			}
+			return ginv1.NewAdminServiceClient(conn).GetClusterInfo(ctx, &ginv1.GetClusterInfoRequest{})
+		}}
 	s.plans = newPlanService(store, s.apply, s.read, s.leading, cfg.MaxPlans, log)
 	s.calib = newCalibrationService(store, s.apply, s.read, log)
 	s.liveJobs = newLiveService(store, s.leading, cfg.Live, time.Now, log)
@@ -391,6 +398,21 @@ func (s *Server) leading() error {
 		return nil
 	}
 	return s.notLeaderErr()
+}
+
+// httpAdvertise is the /metrics address other hosts reach: the host of
+// the client address (what clients dial) and the bound HTTP port; "" when
+// HTTP is off.
+func (s *Server) httpAdvertise() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(s.cfg.Advertise)
+	_, port, perr := net.SplitHostPort(s.httpLis.Addr().String())
+	if err != nil || perr != nil || host == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // HTTPAddr is the bound /metrics address ("" when disabled).

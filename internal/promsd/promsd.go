@@ -34,6 +34,10 @@ type Master struct {
 	// ClientAddress is its gRPC host:port; the host is reused with the
 	// metrics port.
 	ClientAddress string
+	// HTTPAddress is the host:port of its /metrics as it registered it;
+	// when set it is the target ("" for a master that did not say: the
+	// client address's host and the default port).
+	HTTPAddress string
 }
 
 // Build returns the groups for nodes (their agents at node:agentPort, the
@@ -50,6 +54,13 @@ func Build(nodes []string, masters []Master, agentPort, masterPort int) ([]Group
 	}
 	out := make([]Group, 0, len(nodes)+len(masters))
 	for _, m := range masters {
+		if h, p, err := net.SplitHostPort(m.HTTPAddress); err == nil && h != "" && p != "" {
+			out = append(out, Group{
+				Targets: []string{m.HTTPAddress},
+				Labels:  map[string]string{"job": MasterJob, "gin_server": m.ID},
+			})
+			continue
+		}
 		host, _, err := net.SplitHostPort(m.ClientAddress)
 		if err != nil || host == "" {
 			return nil, fmt.Errorf("promsd: master %s: client address %q has no host", m.ID, m.ClientAddress)

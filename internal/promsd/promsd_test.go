@@ -30,6 +30,15 @@ func TestBuild(t *testing.T) {
 				{Targets: []string{"[fd00::2]:5002"}, Labels: map[string]string{"job": "gin-master", "gin_server": "m2"}},
 			},
 		},
+		{
+			name:    "a master's registered --http-bind wins over the default port",
+			masters: []Master{{ID: "m1", ClientAddress: "10.0.0.1:5000", HTTPAddress: "10.0.0.1:9090"}, {ID: "m2", ClientAddress: "10.0.0.2:5000"}},
+			ap:      9410, mp: 5002,
+			want: []Group{
+				{Targets: []string{"10.0.0.1:9090"}, Labels: map[string]string{"job": "gin-master", "gin_server": "m1"}},
+				{Targets: []string{"10.0.0.2:5002"}, Labels: map[string]string{"job": "gin-master", "gin_server": "m2"}},
+			},
+		},
 		{name: "empty cluster", ap: 9410, mp: 5002, want: []Group{}},
 		{name: "bad agent port", ap: 0, mp: 5002, wantErr: "agent port 0"},
 		{name: "bad master port", ap: 9410, mp: 70000, wantErr: "master port 70000"},

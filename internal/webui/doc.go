@@ -2,8 +2,10 @@
 // the fabric drawn (internal/webui/draw, server-rendered SVG), the
 // cluster's nodes with their state, the Raft members and the pinned plans
 // with their reasons; a node's page (/ui/node) draws its NVLinks, `topo -m`,
-// HCA ports and PCIe tree, a job's (/ui/job) its nodes on the fabric and its
-// plan as charts, and /ui/estimate the scaling of the placement classes.
+// HCA ports and PCIe tree, a job's (/ui/job) while it runs its ranks and
+// suspects (the leader's live state, Backend.JobLive), its nodes on the
+// fabric with the suspects marked and its plan as charts, and /ui/estimate
+// the scaling of the placement classes.
 // Pages, templates, styles and script are embedded (no CDN, a strict
 // Content-Security-Policy: no inline script or style); its JSON API under
 // /ui/api/ answers from the same read paths as gRPC (any replica, so it

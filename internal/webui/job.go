@@ -24,8 +24,10 @@ const (
 	maxMeasuredMarks    = 2000
 )
 
-// jobPage is /ui/job?id=J: the job's nodes on the fabric and its plan as
-// charts.
+// jobPage is /ui/job?id=J: while the job runs, its ranks and suspects
+// (the leader's live state); its nodes on the fabric, the suspects marked;
+// and its plan as charts. A job with no plan pinned is drawn when it is
+// live; one neither pinned nor live is not found.
 func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id := q.Get("id")
@@ -45,49 +47,78 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	i := slices.IndexFunc(plans, func(p *ginv1.Plan) bool { return p.GetJobId() == id })
-	if i < 0 {
-		http.Error(w, fmt.Sprintf("no plan pinned for job %q", id), http.StatusNotFound)
+	var plan *ginv1.Plan
+	if i := slices.IndexFunc(plans, func(p *ginv1.Plan) bool { return p.GetJobId() == id }); i >= 0 {
+		plan = plans[i]
+	}
+	// The live state is the leader's: unavailable (an election, the
+	// leader not answering) is said on the page, not a failure of it.
+	var live *liveSection
+	var marked map[string]string
+	var liveNodes []string
+	resp, liveErr := h.b.JobLive(ctx, id)
+	switch {
+	case liveErr != nil:
+		live = liveUnavailable(liveErr)
+	case resp != nil:
+		live, marked, liveNodes = liveOf(resp)
+	}
+	if plan == nil && resp == nil {
+		msg := fmt.Sprintf("no plan pinned for job %q, and no rank of it is reporting", id)
+		if liveErr != nil {
+			msg = fmt.Sprintf("no plan pinned for job %q (%s)", id, live.Err)
+		}
+		http.Error(w, msg, http.StatusNotFound)
 		return
 	}
-	plan := plans[i]
 	sc, err := h.scene(ctx)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	highlight := make(map[string]bool, len(plan.GetNodes()))
+	highlight := make(map[string]bool, len(plan.GetNodes())+len(liveNodes))
 	for _, n := range plan.GetNodes() {
 		highlight[n] = true
 	}
-	fab, err := fabricSVG(sc, expanded, all, highlight, q)
+	for _, n := range liveNodes {
+		highlight[n] = true
+	}
+	fab, err := fabricSVG(sc, expanded, all, highlight, marked, q)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	ms, err := h.b.Measurements(ctx)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	charts, note := planCharts(sc, plan, ms)
 	var out []template.HTML
-	for _, c := range charts {
-		var b bytes.Buffer
-		if err := draw.DrawChart(&b, c); err != nil {
+	var note, summary string
+	if plan != nil {
+		ms, err := h.b.Measurements(ctx)
+		if err != nil {
 			h.fail(w, err)
 			return
 		}
-		out = append(out, svgHTML(b.Bytes()))
+		var charts []draw.Chart
+		charts, note = planCharts(sc, plan, ms)
+		for _, c := range charts {
+			var b bytes.Buffer
+			if err := draw.DrawChart(&b, c); err != nil {
+				h.fail(w, err)
+				return
+			}
+			out = append(out, svgHTML(b.Bytes()))
+		}
+		summary = fmt.Sprintf("job %s: %d nodes (%s), %s GPUs per node, %d rules, model %s, hash %.12s", id, len(plan.GetNodes()),
+			short(strings.Join(plan.GetNodes(), ", "), 200), gpusWord(plan.GetGpusPerNode()), len(plan.GetRules()), orDash(plan.GetModelVersion()), plan.GetContentHash())
+	} else {
+		summary = fmt.Sprintf("job %s: no plan pinned; its ranks run on %d nodes (%s)", id, len(liveNodes), short(strings.Join(liveNodes, ", "), 200))
 	}
-	summary := fmt.Sprintf("job %s: %d nodes (%s), %s GPUs per node, %d rules, model %s, hash %.12s", id, len(plan.GetNodes()),
-		short(strings.Join(plan.GetNodes(), ", "), 200), gpusWord(plan.GetGpusPerNode()), len(plan.GetRules()), orDash(plan.GetModelVersion()), plan.GetContentHash())
 	h.render(w, "job.html", struct {
 		pageHead
 		Summary, Job, Note string
+		Live               *liveSection
+		Planned            bool
 		Fabric             template.HTML
 		Charts             []template.HTML
-	}{pageHead{"Job " + id, false}, summary, id, note, svgHTML(fab), out})
+	}{pageHead{"Job " + id, false}, summary, id, note, live, plan != nil, svgHTML(fab), out})
 }
 
 func gpusWord(n uint32) string {

@@ -150,8 +150,9 @@ func expandSet(q url.Values) (map[string]bool, bool, error) {
 }
 
 // fabricSVG draws the fabric with links relative to page (with its query
-// kept: a job page expands within itself).
-func fabricSVG(sc scene, expanded map[string]bool, all bool, highlight map[string]bool, base url.Values) ([]byte, error) {
+// kept: a job page expands within itself), highlight's nodes ringed and
+// marked's drawn as suspects (draw.FabricInput).
+func fabricSVG(sc scene, expanded map[string]bool, all bool, highlight map[string]bool, marked map[string]string, base url.Values) ([]byte, error) {
 	href := func(group string) string {
 		q := url.Values{}
 		for k, v := range base {
@@ -172,7 +173,7 @@ func fabricSVG(sc scene, expanded map[string]bool, all bool, highlight map[strin
 	var b bytes.Buffer
 	err := draw.Fabric(&b, draw.FabricInput{
 		Nodes: sc.nodes, Graph: sc.g, Fabric: sc.fabric, Verdicts: sc.verdicts,
-		Expanded: expanded, ExpandAll: all, Highlight: highlight,
+		Expanded: expanded, ExpandAll: all, Highlight: highlight, Marked: marked,
 		NodeHref:   func(n string) string { return "node?name=" + url.QueryEscape(n) },
 		ExpandHref: href,
 	})
@@ -198,7 +199,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	svg, err := fabricSVG(sc, expanded, all, nil, r.URL.Query())
+	svg, err := fabricSVG(sc, expanded, all, nil, nil, r.URL.Query())
 	if err != nil {
 		h.fail(w, err)
 		return

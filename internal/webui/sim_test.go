@@ -30,6 +30,7 @@ type simBackend struct {
 	plans  []*ginv1.Plan
 	ms     []*ginv1.Measurement
 	busy   map[string]bool
+	live   map[string]*ginv1.GetJobLiveResponse
 }
 
 // newSimBackend simulates n nodes of profile in a fat tree of spec; fault
@@ -118,6 +119,10 @@ func (b *simBackend) Topology(context.Context) (*graph.Graph, *ginv1.FabricTopol
 }
 
 func (b *simBackend) Measurements(context.Context) ([]*ginv1.Measurement, error) { return b.ms, nil }
+
+func (b *simBackend) JobLive(_ context.Context, job string) (*ginv1.GetJobLiveResponse, error) {
+	return b.live[job], nil
+}
 
 // measure stores a ring/simple all_reduce measurement of nodes' shape, as
 // CalibrationService would (its key from calib.KeyOf).

@@ -37,6 +37,12 @@ type Backend interface {
 	Measurements(context.Context) ([]*ginv1.Measurement, error)
 	// Estimate answers as PlanService's Estimate (the estimate page).
 	Estimate(context.Context, *ginv1.EstimateRequest) (*ginv1.EstimateResponse, error)
+	// JobLive returns a running job's ranks and suspects as LiveService's
+	// GetJobLive answers (the leader's: a follower asks it), or nil, nil
+	// when the job is not live (no rank reported within the live
+	// horizon). An error (no leader known, the leader not answering) is
+	// shown on the job page as "live state unavailable".
+	JobLive(ctx context.Context, job string) (*ginv1.GetJobLiveResponse, error)
 }
 
 // MaxPlans bounds the plans one /ui/api/plans answer carries (the first by

@@ -23,6 +23,10 @@ type fakeBackend struct {
 	asks     []string
 	follower bool       // GetClusterInfo answers as a follower: no reachability
 	mu       sync.Mutex // a browser asks concurrently
+	// live are the running jobs JobLive answers (the others are not
+	// live); liveErr fails JobLive.
+	live    map[string]*ginv1.GetJobLiveResponse
+	liveErr error
 }
 
 func (f *fakeBackend) ask(what string) {
@@ -99,6 +103,14 @@ func (f *fakeBackend) Estimate(_ context.Context, r *ginv1.EstimateRequest) (*gi
 	return &ginv1.EstimateResponse{}, f.err
 }
 
+func (f *fakeBackend) JobLive(_ context.Context, job string) (*ginv1.GetJobLiveResponse, error) {
+	f.ask("JobLive " + job)
+	if f.liveErr != nil {
+		return nil, f.liveErr
+	}
+	return f.live[job], nil
+}
+
 func TestHandlers(t *testing.T) {
 	tests := []struct {
 		name, method, path string
@@ -128,8 +140,8 @@ func TestHandlers(t *testing.T) {
 		{"expand is bounded", "GET", "/ui/?expand=a%0Ab", nil, 400, "not a leaf switch", ""},
 		{"node page", "GET", "/ui/node?name=n1", nil, 200, "Node n1", "GetNode n1,GetMatrix n1,PinnedPlans,Topology"},
 		{"node page: a hostlist is not a name", "GET", "/ui/node?name=n[1-2]", nil, 400, "node name", ""},
-		{"job page", "GET", "/ui/job?id=j0003", nil, 200, "Job j0003", "PinnedPlans,ListNodes,Topology,Measurements"},
-		{"job page: unknown job", "GET", "/ui/job?id=nope", nil, 404, "no plan pinned", "PinnedPlans"},
+		{"job page", "GET", "/ui/job?id=j0003", nil, 200, "Job j0003", "PinnedPlans,JobLive j0003,ListNodes,Topology,Measurements"},
+		{"job page: unknown job", "GET", "/ui/job?id=nope", nil, 404, "no plan pinned", "PinnedPlans,JobLive nope"},
 		{"job page: bad id", "GET", "/ui/job?id=%3Cb%3E", nil, 400, "job id", ""},
 		{"estimate sweep", "GET", "/ui/estimate?gpus=5", nil, 200, "up to 5 GPUs", "Estimate 1,Estimate 2,Estimate 4,Estimate 5"},
 		{"estimate bounded", "GET", "/ui/estimate?gpus=70000", nil, 400, "gpus", ""},

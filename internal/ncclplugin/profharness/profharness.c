@@ -198,8 +198,12 @@ typedef struct {
   uint64_t deadline;  /* monotonic ns, 0: none */
   long iters;
   _Atomic uint32_t bcount, bgen;
-  _Atomic uint32_t sent[]; /* per rank: steps it has sent */
+  _Atomic uint32_t joined; /* ranks the job's processes have claimed */
+  /* per rank: steps it has sent ([0, R)), then 1 once a process runs it
+   * ([R, 2R), CLAIM) */
+  _Atomic uint32_t sent[];
 } shm_t;
+#define CLAIM(r) (&S->sent[o_ranks + (r)])
 
 static shm_t *S;
 
@@ -691,7 +695,7 @@ static shm_t *shm_open_region(const char *path, size_t sz, int *created) {
 
 static int run_job(void) {
   const int R = o_ranks, K = o_first_rank, M = o_local_ranks;
-  size_t sz = sizeof(shm_t) + sizeof(_Atomic uint32_t) * (size_t)R;
+  size_t sz = sizeof(shm_t) + sizeof(_Atomic uint32_t) * 2 * (size_t)R;
   int created = 1;
   if (o_shm != NULL) {
     S = shm_open_region(o_shm, sz, &created);
@@ -711,6 +715,16 @@ static int run_job(void) {
     if (S->deadline == 0 && o_duration_ms == 0) S->deadline = 1;
     atomic_store_explicit(&S->magic, SHM_MAGIC, memory_order_release);
   }
+  for (int r = K; r < K + M; r++)
+    if (atomic_exchange(CLAIM(r), 1) != 0) {
+      outf(2, "profharness: rank %d is already run by another process of the job (--first-rank/--local-ranks overlap)\n", r);
+      for (int q = K; q < r; q++) atomic_store(CLAIM(q), 0);
+      return 4;
+    }
+  atomic_fetch_add(&S->joined, (uint32_t)M);
+  /* --shm: every rank must be claimed within 30 s of this task's start,
+   * or the ranks here would wait at the first barrier for ever. */
+  uint64_t join_by = o_shm != NULL ? mono_ns() + SHM_JOIN_NS : 0;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -762,6 +776,12 @@ static int run_job(void) {
       live++;
     }
     if (live == 0) break;
+    if (join_by && atomic_load(&S->joined) >= (uint32_t)R) join_by = 0;
+    if (join_by && mono_ns() >= join_by && !stopping) {
+      outf(2, "profharness: --shm %s: %u of the %d ranks joined within 30 s (a process of the job did not start?); stopping the job\n", o_shm,
+           (unsigned)atomic_load(&S->joined), R);
+      exit_rc = 1, stopping = 1;
+    }
     /* S->stop: another task stopped the job (--shm). */
     if (g_signalled || stopping || atomic_load(&S->stop) || (grace && mono_ns() >= grace)) {
       if (stop_all(ch, forked) > 0) exit_rc = 1;

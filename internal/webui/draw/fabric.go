@@ -31,6 +31,7 @@ const (
 	bigTilesUpTo       = 128 // nodes: up to this many, tiles carry their names
 	maxDomainLabelRune = 24
 	maxFaultLinks      = 6
+	maxMarkRunes       = 200 // a suspect's label, in its title
 )
 
 // FabricInput is what the fabric picture is drawn from.
@@ -50,6 +51,11 @@ type FabricInput struct {
 	ExpandAll bool
 	// Highlight marks nodes (a job's).
 	Highlight map[string]bool
+	// Marked are nodes drawn as suspects (a running job's, the live
+	// state), each with a short label ("slow-link mlx5_3") in its title and
+	// data-suspect: a red ring around the tile, whatever its colour. A
+	// marked node is drawn in a collapsed group as a highlighted one is.
+	Marked map[string]string
 	// NodeHref and ExpandHref make the links (relative URLs); ExpandHref
 	// with "" is the link that collapses everything again.
 	NodeHref   func(node string) string
@@ -91,9 +97,12 @@ type fnode struct {
 	verdict Verdict
 	badLink []string // data-link names of its cables not up
 	job     bool
+	mark    string // a suspect's label (FabricInput.Marked); "" none
 }
 
-func (n *fnode) notable() bool { return n.level != lvPass || n.job || len(n.badLink) > 0 }
+func (n *fnode) notable() bool {
+	return n.level != lvPass || n.job || n.mark != "" || len(n.badLink) > 0
+}
 
 // fabricModel is the picture's content, before layout.
 type fabricModel struct {
@@ -209,7 +218,8 @@ func buildFabric(in FabricInput) *fabricModel {
 	lookups := 0
 	for _, s := range in.Nodes {
 		v, known := in.Verdicts.Verdict(s.GetName())
-		n := &fnode{s: s, verdict: v, level: levelOf(s, v, known), job: in.Highlight[s.GetName()]}
+		n := &fnode{s: s, verdict: v, level: levelOf(s, v, known), job: in.Highlight[s.GetName()],
+			mark: short(in.Marked[s.GetName()], maxMarkRunes)}
 		n.badLink = badCable[s.GetName()]
 		if in.Graph != nil && s.GetComputePortsUp() < s.GetComputePortsTotal() && lookups < maxLinkLookups {
 			lookups++
@@ -586,9 +596,16 @@ func Fabric(w io.Writer, in FabricInput) error {
 	// Legend.
 	y += 4
 	x := fMargin
-	for _, l := range []struct{ cls, word string }{{"n pass", "pass"}, {"n warn", "warn"}, {"n fail", "fail"}, {"n down", "down"},
-		{"n draining", "draining"}, {"n unknown", "no verdict"}, {"n pass job", "job's node"}} {
+	legend := []struct{ cls, word string }{{"n pass", "pass"}, {"n warn", "warn"}, {"n fail", "fail"}, {"n down", "down"},
+		{"n draining", "draining"}, {"n unknown", "no verdict"}, {"n pass job", "job's node"}}
+	if len(in.Marked) > 0 {
+		legend = append(legend, struct{ cls, word string }{"n pass job suspect", "suspect"})
+	}
+	for _, l := range legend {
 		body.rect(x, y-10, 12, 12, "", "class", l.cls)
+		if strings.HasSuffix(l.cls, " suspect") {
+			body.rect(x-2, y-12, 16, 16, "", "class", "sus")
+		}
 		body.text(l.word, "x", itoa(x+16), "y", itoa(y), "class", "lg")
 		x += 16 + 8*len(l.word) + 12
 	}
@@ -714,6 +731,9 @@ func (m *fabricModel) drawNode(w *svg, n *fnode, x, y int, t tile) {
 	if n.job {
 		cls += " job"
 	}
+	if n.mark != "" {
+		cls += " suspect"
+	}
 	tip := name + ": " + stateWord(n.s.GetState())
 	if n.verdict.Level != LevelUnknown {
 		tip += ", verdict " + n.verdict.Level.String()
@@ -724,10 +744,17 @@ func (m *fabricModel) drawNode(w *svg, n *fnode, x, y int, t tile) {
 	if n.s.GetNvlinkDomain() != "" {
 		tip += "; NVLink domain " + n.s.GetNvlinkDomain()
 	}
+	if n.mark != "" {
+		tip = "suspect: " + n.mark + "; " + tip
+	}
 	w.open("a", "href", m.in.NodeHref(name))
-	w.rect(x, y, t.w, t.h, tip, "class", cls, "data-node", name, "data-state", levelWord[n.level])
+	w.rect(x, y, t.w, t.h, tip, "class", cls, "data-node", name, "data-state", levelWord[n.level], "data-suspect", n.mark)
 	if t.w > 20 {
 		w.text(short(name, 8), "x", itoa(x+t.w/2), "y", itoa(y+t.h/2+4), "class", "nl")
+	}
+	if n.mark != "" {
+		// Outside the tile, so that it shows on a red one too.
+		w.rect(x-2, y-2, t.w+4, t.h+4, "", "class", "sus")
 	}
 	w.close("a")
 	marks := min(len(n.badLink), 4) // four marks fill the tile's width

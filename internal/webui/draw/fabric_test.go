@@ -190,3 +190,48 @@ func TestFabricWithoutScan(t *testing.T) {
 		t.Fatal("names are not escaped")
 	}
 }
+
+// A running job's suspects are drawn apart from its other nodes: a class,
+// a red ring outside the tile, the label in the title and data-suspect,
+// and a legend entry only when there are any; a collapsed group still
+// draws a marked node.
+func TestFabricMarked(t *testing.T) {
+	c := simCluster(t, "dgx-h100", 4, sim.DefaultFabricSpec(), devFaults, nil)
+	in := FabricInput{Nodes: c.nodes, Graph: c.g, Fabric: c.fabric,
+		Highlight: map[string]bool{"node001": true, "node002": true},
+		Marked:    map[string]string{"node002": "slow-link mlx5_3 <b>"}}
+	got := drawFabric(t, in)
+	if e := elementOf(got, "data-node", "node002"); !strings.Contains(e, `class="n warn job suspect"`) ||
+		!strings.Contains(e, `data-suspect="slow-link mlx5_3 &lt;b&gt;"`) {
+		t.Errorf("marked node002 drawn as %s", e)
+	}
+	if e := elementOf(got, "data-node", "node001"); !strings.Contains(e, `class="n pass job"`) || strings.Contains(e, "data-suspect") {
+		t.Errorf("highlighted node001 drawn as %s, want a job's node, not a suspect", e)
+	}
+	if !bytes.Contains(got, []byte("<title>suspect: slow-link mlx5_3 &lt;b&gt;; node002: up")) {
+		t.Error("the suspect's label is not in its title")
+	}
+	if n := bytes.Count(got, []byte(`class="sus"`)); n != 2 {
+		t.Errorf("%d suspect rings, want node002's and the legend's", n)
+	}
+	if !bytes.Contains(got, []byte(">suspect</text>")) {
+		t.Error("no legend entry for suspects")
+	}
+	if bytes.Contains(got, []byte("<b>")) {
+		t.Error("label not escaped")
+	}
+	// Drawn the same twice (map order does not leak into the picture).
+	if again := drawFabric(t, in); !bytes.Equal(got, again) {
+		t.Error("the picture differs between two draws")
+	}
+	in.Marked = nil
+	if got := drawFabric(t, in); bytes.Contains(got, []byte(`class="sus"`)) || bytes.Contains(got, []byte(">suspect<")) {
+		t.Error("suspect ring or legend drawn without suspects")
+	}
+
+	big := simCluster(t, "dgx-h100", CollapseAbove+8, sim.FabricSpec{LeafGroups: 4, Spines: 2, Oversubscription: 1}, nil, nil)
+	got = drawFabric(t, FabricInput{Nodes: big.nodes, Graph: big.g, Fabric: big.fabric, Marked: map[string]string{"node300": "straggler gpu3"}})
+	if dn := dataNodes(got); len(dn) != 1 || dn["node300"] != 1 {
+		t.Fatalf("collapsed fabric draws %v, want the marked node300 only", dn)
+	}
+}

@@ -538,7 +538,9 @@ type JoinRequest struct {
 	// Client (gRPC) address of the joining server.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	// The cluster id the joining server already belongs to, "" for a new one.
-	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// host:port of the joining server's HTTP listener (/metrics), "" none.
+	HttpAddress   string `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -597,6 +599,13 @@ func (x *JoinRequest) GetClientAddress() string {
 func (x *JoinRequest) GetClusterId() string {
 	if x != nil {
 		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
 	}
 	return ""
 }
@@ -1029,6 +1038,9 @@ type Member struct {
 	// leader itself); unset when not the leader's answer or never heard
 	// from since it was elected.
 	LastContactMs *uint64 `protobuf:"varint,7,opt,name=last_contact_ms,json=lastContactMs,proto3,oneof" json:"last_contact_ms,omitempty"`
+	// host:port of its HTTP listener (/metrics, the web view) as it
+	// registered it; "" when it serves none or did not say.
+	HttpAddress   string `protobuf:"bytes,8,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1110,6 +1122,13 @@ func (x *Member) GetLastContactMs() uint64 {
 		return *x.LastContactMs
 	}
 	return 0
+}
+
+func (x *Member) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
+	}
+	return ""
 }
 
 // GetClusterInfoResponse is the Raft cluster's state as one server sees it.
@@ -1283,13 +1302,14 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\x11DeleteNodeRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\"*\n" +
 	"\x12DeleteNodeResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\x93\x01\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xb6\x01\n" +
 	"\vJoinRequest\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x04 \x01(\tR\tclusterId\"C\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12!\n" +
+	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\"C\n" +
 	"\fJoinResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x14\n" +
@@ -1311,7 +1331,7 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\x05links\x18\x03 \x01(\rR\x05links\x12#\n" +
 	"\rcompute_ports\x18\x04 \x01(\rR\fcomputePorts\x12#\n" +
 	"\rmatched_ports\x18\x05 \x01(\rR\fmatchedPorts\"\x17\n" +
-	"\x15GetClusterInfoRequest\"\xf9\x01\n" +
+	"\x15GetClusterInfoRequest\"\x9c\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
@@ -1319,7 +1339,8 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\x05voter\x18\x04 \x01(\bR\x05voter\x12%\n" +
 	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\x12!\n" +
 	"\treachable\x18\x06 \x01(\bH\x00R\treachable\x88\x01\x01\x12+\n" +
-	"\x0flast_contact_ms\x18\a \x01(\x04H\x01R\rlastContactMs\x88\x01\x01B\f\n" +
+	"\x0flast_contact_ms\x18\a \x01(\x04H\x01R\rlastContactMs\x88\x01\x01\x12!\n" +
+	"\fhttp_address\x18\b \x01(\tR\vhttpAddressB\f\n" +
 	"\n" +
 	"_reachableB\x12\n" +
 	"\x10_last_contact_ms\"\xa4\x03\n" +

@@ -595,6 +595,9 @@ type RegisterServer struct {
 	ServerId      string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
 	ClientAddress string                 `protobuf:"bytes,2,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	RaftAddress   string                 `protobuf:"bytes,3,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// host:port of its HTTP listener (/metrics, /healthz, the web view);
+	// "" when it serves none (or registered before masters said).
+	HttpAddress   string `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -646,6 +649,13 @@ func (x *RegisterServer) GetClientAddress() string {
 func (x *RegisterServer) GetRaftAddress() string {
 	if x != nil {
 		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *RegisterServer) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
 	}
 	return ""
 }
@@ -1306,11 +1316,12 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\vNodeBinding\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
 	"\rca_key_sha256\x18\x02 \x01(\tR\vcaKeySha256\x12\x16\n" +
-	"\x06serial\x18\x03 \x01(\tR\x06serial\"w\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\"\x9a\x01\n" +
 	"\x0eRegisterServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
 	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
-	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\"\x86\x01\n" +
+	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\x12!\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\x86\x01\n" +
 	"\vAdmitServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
