@@ -30,6 +30,11 @@ func BenchmarkLeaderSecond(b *testing.B) {
 			r := (n%nodesPerJob)*perNode + l
 			w := proto.CloneOf(ws[r])
 			w.Job = fmt.Sprintf("job%d", job)
+			// As the harness's windows: ~40 sampled arrivals a second
+			// (435 B a window there), not the simulator's 8.
+			for k := uint64(len(w.Arrivals)); k < 40; k++ {
+				w.Arrivals = append(w.Arrivals, &ginv1.Arrival{Seq: 4 * (100 + k), StartUnixNano: w.GetStartUnixNano() + int64(k)*25_000_000})
+			}
 			req.Windows = append(req.Windows, w)
 		}
 		bs, err := proto.Marshal(req)

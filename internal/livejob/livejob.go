@@ -274,10 +274,15 @@ func (d *Detector) Evaluate(now time.Time) {
 	for _, j := range d.jobs {
 		found := map[suspectKey]*ginv1.Suspect{}
 		for _, c := range j.comms {
-			for _, s := range d.slowLinks(c) {
+			// Each rank's recent windows are summed once per evaluation.
+			stats := make(map[uint32]rankStats, len(c.ranks))
+			for id, r := range c.ranks {
+				stats[id] = d.stats(r, false)
+			}
+			for _, s := range d.slowLinks(c, stats) {
 				found[suspectKey{KindSlowLink, c.id, s.GetRank()}] = s
 			}
-			for _, s := range d.stragglers(c) {
+			for _, s := range d.stragglers(c, stats) {
 				found[suspectKey{KindStraggler, c.id, s.GetRank()}] = s
 			}
 			for _, s := range d.hangs(c, now) {
@@ -377,7 +382,7 @@ func (d *Detector) Job(id string, now time.Time) (*ginv1.GetJobLiveResponse, boo
 		for _, id := range ids {
 			r := c.ranks[id]
 			w := r.latest()
-			st := d.stats(r)
+			st := d.stats(r, false)
 			lr := &ginv1.LiveRank{
 				CommId: c.id, Rank: id, Node: r.node, GpuIndex: w.GetGpuIndex(), Nic: w.GetNic(),
 				LastReport: timestamppb.New(r.last), CollectivesDone: w.GetCollectivesDone(),
@@ -412,8 +417,13 @@ type flow struct {
 	netNs        float64
 }
 
-func (d *Detector) stats(r *rank) rankStats {
-	st := rankStats{recv: map[uint32]flow{}, arrivals: map[uint64]int64{}}
+// stats sums r's recent windows; arrivals (only a straggler's evidence
+// needs them) when asked.
+func (d *Detector) stats(r *rank, arrivals bool) rankStats {
+	st := rankStats{recv: map[uint32]flow{}}
+	if arrivals {
+		st.arrivals = map[uint64]int64{}
+	}
 	ws := r.windows
 	if len(ws) > d.cfg.Recent {
 		ws = ws[len(ws)-d.cfg.Recent:]
@@ -440,8 +450,10 @@ func (d *Detector) stats(r *rank) rankStats {
 			f.netNs += float64(p.GetWaitNs()[0])
 			st.recv[p.GetPeer()] = f
 		}
-		for _, a := range w.GetArrivals() {
-			st.arrivals[a.GetSeq()] = a.GetStartUnixNano()
+		if arrivals {
+			for _, a := range w.GetArrivals() {
+				st.arrivals[a.GetSeq()] = a.GetStartUnixNano()
+			}
 		}
 	}
 	return st
@@ -484,7 +496,7 @@ func base(kind string, c *comm, id uint32, r *rank) *ginv1.Suspect {
 
 // slowLinks: senders slow per byte against the median sender, confirmed by
 // what the ranks receiving from them saw.
-func (d *Detector) slowLinks(c *comm) []*ginv1.Suspect {
+func (d *Detector) slowLinks(c *comm, stats map[uint32]rankStats) []*ginv1.Suspect {
 	type sender struct {
 		id   uint32
 		r    *rank
@@ -493,10 +505,8 @@ func (d *Detector) slowLinks(c *comm) []*ginv1.Suspect {
 	}
 	var senders []sender
 	var rates, recvRates []float64
-	stats := make(map[uint32]rankStats, len(c.ranks))
 	for id, r := range c.ranks {
-		st := d.stats(r)
-		stats[id] = st
+		st := stats[id]
 		if st.sendSteps >= d.cfg.MinSteps && st.sendBytes >= d.cfg.MinBytes {
 			rate := st.sendNetNs / float64(st.sendBytes)
 			senders = append(senders, sender{id, r, rate, st})
@@ -557,7 +567,7 @@ func (d *Detector) slowLinks(c *comm) []*ginv1.Suspect {
 
 // stragglers: ranks whose collectives are short because every peer waits
 // for them.
-func (d *Detector) stragglers(c *comm) []*ginv1.Suspect {
+func (d *Detector) stragglers(c *comm, stats map[uint32]rankStats) []*ginv1.Suspect {
 	type cand struct {
 		id   uint32
 		r    *rank
@@ -567,7 +577,7 @@ func (d *Detector) stragglers(c *comm) []*ginv1.Suspect {
 	var all []cand
 	var means []float64
 	for id, r := range c.ranks {
-		st := d.stats(r)
+		st := stats[id]
 		if st.colls < d.cfg.MinColls {
 			continue
 		}
@@ -591,7 +601,14 @@ func (d *Detector) stragglers(c *comm) []*ginv1.Suspect {
 		return nil
 	}
 	// Arrival: how late each rank starts the sampled collectives, against
-	// the median start of each; and the period between samples.
+	// the median start of each; and the period between samples (read only
+	// now that there is a straggler to explain).
+	for i := range all {
+		all[i].st = d.stats(all[i].r, true)
+	}
+	for i := range hits {
+		hits[i].st = d.stats(hits[i].r, true)
+	}
 	starts := map[uint64][]float64{}
 	for _, a := range all {
 		for seq, t := range a.st.arrivals {
