@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -273,15 +275,26 @@ func collName(c ginv1.Collective) string {
 	return strings.ToLower(strings.TrimPrefix(c.String(), "COLLECTIVE_"))
 }
 
+// humanBytes writes a size in the largest binary unit it is a whole
+// number of, below 10,000 of them ("32 MiB", "1536 KiB"); any other size
+// (nccl-tests' sizes are multiples of the element count, e.g. 33,553,920
+// B) in the largest unit it reaches, to three significant digits, marked
+// "≈" ("≈32.0 MiB", "≈16.0 GiB").
 func humanBytes(b uint64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	i := 0
-	v := float64(b)
-	for v >= 1024 && i < len(units)-1 && b%(uint64(1)<<(10*(i+1))) == 0 {
-		v /= 1024
+	for i < len(units)-1 && b >= 1<<(10*(i+1)) && b%(1<<(10*(i+1))) == 0 {
 		i++
 	}
-	return fmt.Sprintf("%g %s", v, units[i])
+	if b < 1024 || (i > 0 && b>>(10*i) < 10000) {
+		return fmt.Sprintf("%d %s", b>>(10*i), units[i])
+	}
+	j := 0
+	for j < len(units)-1 && b >= 1<<(10*(j+1)) {
+		j++
+	}
+	v := float64(b) / float64(uint64(1)<<(10*j))
+	return "≈" + strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(v)))), 64) + " " + units[j]
 }
 
 func (a *app) calibrateListCmd() *cobra.Command {
