@@ -147,7 +147,20 @@ func (d decision) same(o decision) bool {
 // adjacent buckets with the same decision.
 func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, error) {
 	var rules []*ginv1.PlanRule
-	var prev decision
+	var prev, last decision
+	// ends says what holds at both ends of a rule whose buckets gave
+	// different reasons (the margins move with the size): the reason of
+	// its smallest bucket alone would be true only there.
+	ends := func() {
+		if len(rules) == 0 {
+			return
+		}
+		r := rules[len(rules)-1]
+		if r.MaxLog2Bytes == r.MinLog2Bytes || last.reason == r.Reason {
+			return
+		}
+		r.Reason = fmt.Sprintf("at %s: %s; at %s: %s", humanSize(1<<r.MinLog2Bytes), r.Reason, humanSize(1<<r.MaxLog2Bytes), last.reason)
+	}
 	margin := modelMargin(c, coll, ev)
 	for b := 0; b <= planread.MaxLog2Bytes; b++ {
 		bytes := uint64(1) << b
@@ -164,9 +177,11 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 		}
 		if len(rules) > 0 && d.same(prev) {
 			rules[len(rules)-1].MaxLog2Bytes = uint32(b)
+			last = d
 			continue
 		}
-		prev = d
+		ends()
+		prev, last = d, d
 		rules = append(rules, &ginv1.PlanRule{
 			Collective: coll, NRanks: uint32(c.shape.NRanks), NNodes: uint32(c.shape.NNodes),
 			MinLog2Bytes: uint32(b), MaxLog2Bytes: uint32(b),
@@ -174,6 +189,7 @@ func rulesFor(c comm, coll ginv1.Collective, ev Evidence) ([]*ginv1.PlanRule, er
 			PredictedUs: round3(d.us), Reason: d.reason, Choices: d.choices,
 		})
 	}
+	ends()
 	return rules, nil
 }
 
@@ -381,6 +397,8 @@ func cellLabel(c *calib.Cell) string {
 
 func humanSize(b uint64) string {
 	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%d TiB", b>>40)
 	case b >= 1<<30:
 		return fmt.Sprintf("%d GiB", b>>30)
 	case b >= 1<<20:
