@@ -31,17 +31,17 @@ func (a *app) calibrateCmd() *cobra.Command {
 measurement for the placement's shape (GPU model, NVLink domain, GPUs and NICs per
 node, NIC rate, node count, fabric tiers): see docs/CALIBRATION.md.`,
 	}
-	cmd.AddCommand(a.calibrateImportCmd(), a.calibrateListCmd(), a.calibrateShowCmd(), a.calibrateDeleteCmd())
+	cmd.AddCommand(a.calibrateImportCmd(), a.calibrateListCmd(), a.calibrateShowCmd(), a.calibrateDeleteCmd(), a.calibrateCompareCmd())
 	return cmd
 }
 
 func (a *app) calibrateImportCmd() *cobra.Command {
-	var file, inspectorPath, nodes, algo, proto, job, ncclVersion string
+	var file, inspectorPath, tunerCSV, nodes, algo, proto, job, ncclVersion string
 	var gpn int
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "import (--nccl-tests FILE --nodes LIST | --nccl-inspector PATH [--nodes LIST] [--job ID])",
-		Short: "Store the runs of an nccl-tests log, or a job's NCCL Inspector dump, keyed by the nodes' shape",
+		Use:   "import (--nccl-tests FILE --nodes LIST | --tuner-csv FILE --nodes LIST | --nccl-inspector PATH [--nodes LIST] [--job ID])",
+		Short: "Store the runs of an nccl-tests log, a tuner measurement CSV or a job's NCCL Inspector dump, keyed by the nodes' shape",
 		Long: `Parse nccl-tests output (a file, or - for standard input: a terminal capture, a
 Slurm or mpirun log, several tests in one file) and store each run of a collective
 NCCL's tuner sees (all_reduce, all_gather, reduce_scatter, broadcast, reduce) through
@@ -49,6 +49,14 @@ Raft. --nodes names the GIN nodes it ran on, in rank order. The forced algorithm
 protocol come from --algo/--proto, else from the log's "NCCL_ALGO/NCCL_PROTO set by
 environment" lines, else the run measured NCCL's default choice. A log that does
 not parse changes nothing and the error names the line.
+
+--tuner-csv FILE reads the measurement CSV of NCCL's example tuner's
+optimize_config.py (plugins/tuner/example/scripts: collective, size_bytes,
+algorithm, protocol, channels, nodes, ranks, pipeOps, regBuff, cost_metric,
+bandwidth_gbps, latency_us): one measurement per collective, algorithm, protocol,
+nodes and ranks, its times from latency_us, on --nodes (rows whose nodes or ranks
+differ from --nodes and --gpus-per-node are refused, or with --force stored
+flagged); --nccl-version says which NCCL measured it (the file does not).
 
 --nccl-inspector PATH reads what NCCL's Inspector profiler plugin wrote for a job (a
 file or a directory of them, JSON or verbose JSON): each communicator's collectives by
@@ -59,17 +67,30 @@ where it forced one, else NCCL's choice.
 The log's ranks must have run where --nodes says: the same host names, GPUs of the
 nodes' model, no more ranks per host than the node's GPUs. A log that differs is
 refused with the line and the difference; --force stores it anyway, flagged in its
-source.`,
+source.
+
+An import that is 10% or more slower, at some size, than a stored measurement of
+the same shape, collective and cell at an older NCCL version says so on standard
+error (ginctl calibrate compare names every size).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if inspectorPath != "" {
 				if file != "" || algo != "" || proto != "" {
 					return usageError{fmt.Errorf("--nccl-inspector takes neither --nccl-tests, --algo nor --proto")}
 				}
+				if tunerCSV != "" {
+					return usageError{fmt.Errorf("--nccl-inspector and --tuner-csv are two imports: give one")}
+				}
 				return a.importInspector(cmd.Context(), inspectorPath, nodes, job, ncclVersion, force)
 			}
+			if tunerCSV != "" {
+				if file != "" || algo != "" || proto != "" || job != "" {
+					return usageError{fmt.Errorf("--tuner-csv takes neither --nccl-tests, --algo, --proto nor --job (the file names each row's algorithm and protocol)")}
+				}
+				return a.importTunerCSV(cmd.Context(), tunerCSV, nodes, gpn, ncclVersion, force)
+			}
 			if file == "" || nodes == "" {
-				return usageError{fmt.Errorf("--nccl-tests FILE and --nodes LIST (or --nccl-inspector PATH) are required")}
+				return usageError{fmt.Errorf("--nccl-tests FILE and --nodes LIST (or --tuner-csv FILE and --nodes LIST, or --nccl-inspector PATH) are required")}
 			}
 			names, err := hostlist.Expand(nodes)
 			if err != nil {
@@ -128,18 +149,19 @@ source.`,
 			for _, note := range skipped {
 				fmt.Fprintf(a.stderr, "ginctl: skipped %s\n", note)
 			}
-			return a.printImported(out)
+			return a.finishImport(cmd.Context(), out)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&file, "nccl-tests", "", "nccl-tests output to import (- for standard input)")
 	f.StringVar(&nodes, "nodes", "", "the nodes it ran on, in rank order (Slurm hostlist)")
-	f.IntVar(&gpn, "gpus-per-node", 0, "GPUs per node (default: from the log's rank lines)")
+	f.IntVar(&gpn, "gpus-per-node", 0, "GPUs per node (default: from the log's rank lines, or the CSV's ranks / nodes)")
 	f.StringVar(&algo, "algo", "", "the algorithm NCCL_ALGO forced (ring, tree, nvls, nvlstree, ...)")
 	f.StringVar(&proto, "proto", "", "the protocol NCCL_PROTO forced (LL, LL128, Simple)")
+	f.StringVar(&tunerCSV, "tuner-csv", "", "a measurement CSV of NCCL's example tuner (optimize_config.py's input) to import (- for standard input)")
 	f.StringVar(&inspectorPath, "nccl-inspector", "", "an NCCL Inspector dump to import: a file or a directory (NCCL_INSPECTOR_DUMP_DIR)")
 	f.StringVar(&job, "job", "", "with --nccl-inspector: the job whose pinned plan says what ran")
-	f.StringVar(&ncclVersion, "nccl-version", "", "with --nccl-inspector: the NCCL version the job ran (the dump does not say)")
+	f.StringVar(&ncclVersion, "nccl-version", "", "with --nccl-inspector or --tuner-csv: the NCCL version that ran (the file does not say)")
 	f.BoolVar(&force, "force", false, "store a log whose hosts, GPU models or GPU counts differ from --nodes, flagged")
 	return cmd
 }

@@ -52,8 +52,12 @@ func (a *app) flagDifferences(req *ginv1.ImportMeasurementRequest, diffs []strin
 		return nil
 	}
 	if !force {
-		return fmt.Errorf("%s: the log did not run where --nodes says (--force stores it anyway, flagged):\n  %s",
-			req.GetSource(), strings.Join(diffs, "\n  "))
+		what := "the log"
+		if strings.HasPrefix(req.GetSource(), tunerSourcePrefix) {
+			what = "the file's rows"
+		}
+		return fmt.Errorf("%s: %s did not run where --nodes says (--force stores it anyway, flagged):\n  %s",
+			req.GetSource(), what, strings.Join(diffs, "\n  "))
 	}
 	for _, d := range diffs {
 		fmt.Fprintf(a.stderr, "ginctl: --force: %s: %s\n", req.GetSource(), d)
@@ -230,7 +234,7 @@ func (a *app) importInspector(ctx context.Context, path, nodes, job, ncclVersion
 	}
 	fmt.Fprintf(a.stderr, "ginctl: %s: %d collective records of %d communicator(s) from %d file(s), %d p2p skipped\n",
 		baseName(path), agg.Records, len(comms), agg.Files, agg.Skipped)
-	return a.printImported(out)
+	return a.finishImport(ctx, out)
 }
 
 // printImported prints what calibrate import stored: the answers as JSON,

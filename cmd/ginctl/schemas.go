@@ -41,6 +41,7 @@ func jsonOutputs() []jsonOutput {
 		{"calibrate list", "ginctl-calibrate-list", (*ginv1.ListMeasurementsResponse)(nil), false},
 		{"calibrate show", "ginctl-calibrate-show", (*ginv1.GetMeasurementResponse)(nil), false},
 		{"calibrate delete", "ginctl-calibrate-delete", (*ginv1.DeleteMeasurementResponse)(nil), false},
+		{"calibrate compare", "ginctl-calibrate-compare", compareReport{}, false},
 		{"job report", "ginctl-job-report", jobReport{}, false},
 		{"job watch", "ginctl-job-watch", jobWatchEvent{}, true},
 		{"tls ca create", "ginctl-tls-ca-create", tlsCreated{}, false},

@@ -394,8 +394,11 @@ func Describe(m *ginv1.Measurement) string {
 		v = ", NCCL " + m.GetShape().GetNcclVersion()
 	}
 	what := "nccl-tests"
-	if strings.HasPrefix(m.GetSource(), "nccl-inspector:") {
+	switch {
+	case strings.HasPrefix(m.GetSource(), "nccl-inspector:"):
 		what = "production, NCCL Inspector"
+	case strings.HasPrefix(m.GetSource(), "tuner-csv:"):
+		what = "tuner measurement CSV"
 	}
 	return fmt.Sprintf("measurement %s (%s on %s%s)", m.GetId(), what, on, v)
 }
