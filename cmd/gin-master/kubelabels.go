@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/kubelabels"
@@ -26,8 +32,8 @@ type kubeOptions struct {
 }
 
 func (k *kubeOptions) flags(f *pflag.FlagSet) {
-	f.BoolVar(&k.enabled, "kube-labels", false, "while this master leads, keep GIN's labels ("+nodelabels.Prefix+"leaf, spine, block, nvlink-domain, health) on every Kubernetes Node named like a GIN node (docs/kubernetes.md); in-cluster credentials unless --kubeconfig")
-	f.StringVar(&k.kubeconfig, "kubeconfig", "", "with --kube-labels: kubeconfig file of the API server and GIN's identity (default: the pod's service account)")
+	f.BoolVar(&k.enabled, "kube-labels", false, "while this master leads, keep GIN's labels ("+nodelabels.Prefix+"leaf, spine, block, nvlink-domain, health) on every Kubernetes Node named like a GIN node (docs/kubernetes.md); credentials from --kubeconfig, else $KUBECONFIG, else the pod's service account")
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "with --kube-labels: kubeconfig file of the API server and GIN's identity (default: $KUBECONFIG as kubectl reads it, a list of files merged; when unset, the pod's service account)")
 	f.BoolVar(&k.topograph, "kube-topograph-labels", false, "with --kube-labels: also write topograph's keys ("+nodelabels.TopographTier0+", tier-1, tier-2, "+nodelabels.TopographDomain+")")
 	f.BoolVar(&k.taint, "kube-taint-fail", false, "with --kube-labels: taint Nodes whose health verdict is fail ("+nodelabels.TaintKey+"="+nodelabels.TaintValue+":"+nodelabels.TaintEffect+") and untaint them when they pass")
 	f.Float32Var(&k.qps, "kube-qps", kubelabels.DefaultQPS, "with --kube-labels: requests per second to the API server at most")
@@ -60,7 +66,7 @@ func (k *kubeOptions) tasks(log *slog.Logger) ([]master.LeaderTask, []prometheus
 	if !k.enabled {
 		return nil, nil, nil
 	}
-	cfg, err := kubelabels.Config(k.kubeconfig)
+	cfg, from, err := k.restConfig()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
 	}
@@ -69,11 +75,69 @@ func (k *kubeOptions) tasks(log *slog.Logger) ([]master.LeaderTask, []prometheus
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
 	}
-	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "prefix", nodelabels.Prefix)
+	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "credentials", from, "prefix", nodelabels.Prefix)
 	run := func(ctx context.Context, st *state.Store, verdicts master.Verdicts) {
 		l.Run(ctx, st, checkHealth(verdicts))
 	}
 	return []master.LeaderTask{{Name: "kube-labels", Run: run}}, l.Collectors(), nil
+}
+
+// restConfig is the API server and identity --kube-labels uses, chosen as
+// kubectl and client-go's tools choose (without kubectl's last resort,
+// ~/.kube/config, which a service would pick up by accident):
+//  1. --kubeconfig FILE;
+//  2. else $KUBECONFIG, a list of files (filepath.ListSeparator, ':'),
+//     merged as kubectl merges them (the first file to set a value wins;
+//     missing files are skipped, but not all of them);
+//  3. else the pod's service account (in-cluster configuration).
+//
+// from says which one, for the start-up log line.
+func (k *kubeOptions) restConfig() (cfg *rest.Config, from string, err error) {
+	if k.kubeconfig != "" {
+		cfg, err := kubelabels.Config(k.kubeconfig)
+		return cfg, "--kubeconfig " + k.kubeconfig, err
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		cfg, err := kubeconfigEnv(env)
+		if err != nil {
+			return nil, "", fmt.Errorf("$%s=%s: %w", clientcmd.RecommendedConfigPathEnvVar, env, err)
+		}
+		return cfg, "$" + clientcmd.RecommendedConfigPathEnvVar + " " + env, nil
+	}
+	cfg, err = rest.InClusterConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("no --kubeconfig, no $%s, and no in-cluster configuration (outside a pod give --kubeconfig or set $%[1]s): %w",
+			clientcmd.RecommendedConfigPathEnvVar, err)
+	}
+	return cfg, "in-cluster service account", nil
+}
+
+// kubeconfigEnv loads the kubeconfig files of a $KUBECONFIG value and merges
+// them (clientcmd's precedence rules, as kubectl). Unlike kubectl it fails
+// when none of the files exists, rather than fall back to another source.
+func kubeconfigEnv(env string) (*rest.Config, error) {
+	var paths, missing []string
+	for _, p := range filepath.SplitList(env) {
+		if p == "" {
+			continue
+		}
+		paths = append(paths, p)
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, errors.New("names no file")
+	}
+	if len(missing) == len(paths) {
+		return nil, fmt.Errorf("no such file: %s", strings.Join(missing, ", "))
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, err
+	}
+	return clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
 // checkHealth is the master's node verdicts (internal/health, what ginctl

@@ -444,16 +444,36 @@ type resultWithGen struct {
 	Changed           bool
 }
 
-func (s *Server) setNodeState(ctx context.Context, node string, st ginv1.NodeState, reason string) error {
+// setNodeStates commits node state changes as one Raft entry (liveness
+// batches them) and returns its index: a SetNodeStates, or for a lone
+// change the SetNodeState every version knows (a master older than
+// SetNodeStates skips it and stops serving until upgraded). An error
+// wrapping state.ErrUnknownNode is an entry applied without those nodes
+// (deleted since they were queued); any other, an entry that did not
+// commit or whose outcome is unknown.
+func (s *Server) setNodeStates(ctx context.Context, changes []stateChange) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{
-		NodeName: node, State: st, Reason: reason, At: timestamppb.Now(),
-	}}})
-	if err != nil {
-		return fmt.Errorf("set %s %s: %w", node, st, err)
+	at := timestamppb.Now()
+	cmds := make([]*statev1.SetNodeState, len(changes))
+	for i, c := range changes {
+		cmds[i] = &statev1.SetNodeState{NodeName: c.node, State: c.state, Reason: c.reason, At: at}
 	}
-	return nil
+	cmd := &statev1.Command{Command: &statev1.Command_SetNodeStates{SetNodeStates: &statev1.SetNodeStates{Changes: cmds}}}
+	if len(cmds) == 1 {
+		cmd = &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: cmds[0]}}
+	}
+	res, err := s.apply(ctx, cmd)
+	switch {
+	case err == nil:
+	case errors.Is(err, state.ErrUnknownNode):
+		return res.Index, err
+	case len(changes) == 1:
+		return 0, fmt.Errorf("set %s %s: %w", changes[0].node, changes[0].state, err)
+	default:
+		return 0, fmt.Errorf("set the state of %d nodes: %w", len(changes), err)
+	}
+	return res.Index, nil
 }
 
 // recvHello waits at most d for a session's first message. On timeout the

@@ -14,9 +14,10 @@ import (
 // liveness decides node state in the leader's memory. Heartbeats stay with
 // the master that holds the agent's session: the leader's own sessions call
 // seen, every follower reports its sessions (node, time since last heard
-// from) every half interval (report). A node becomes DOWN through one Raft
-// entry after `missed` intervals without a sign of life, and UP again
-// through one entry after upAfter signs of life (damping). Every election
+// from) every half interval (report). A node becomes DOWN after `missed`
+// intervals without a sign of life, and UP again after upAfter signs of
+// life (damping); each change is queued and committed with the others
+// queued meanwhile, many nodes to one Raft entry (liveness_batch.go). Every election
 // re-arms all timers with a grace period, so a new leader does not mark the
 // whole cluster down before agents have reattached: a node not heard from
 // since the election gets reattachGrace on top of the missed intervals.
@@ -37,18 +38,29 @@ type liveness struct {
 	interval time.Duration
 	missed   int
 	store    *state.Store
-	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error
 	log      *slog.Logger
 	now      func() time.Time
+	// wake tells the flusher that a change was queued; retry, that a
+	// check ran (a failed commit is tried again then). Both hold one.
+	wake, retry chan struct{}
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	armedAt  time.Time
-	pending  map[string]bool // a state change is being proposed
-	// next is a change asked for while another was being proposed for the
-	// same node: proposed once that one is done, so a node's latest
-	// transition is never dropped (e.g. UP asked while DOWN commits).
-	next map[string]stateChange
+	// setStates commits changes as one Raft entry and returns its index
+	// (read under mu, so a test may wrap it); an error wrapping
+	// state.ErrUnknownNode is an entry applied without those nodes.
+	setStates func(ctx context.Context, changes []stateChange) (uint64, error)
+	// maxBatch is the most changes one entry carries (maxBatch).
+	maxBatch int
+	// queue holds, per node, the latest change asked for and not yet
+	// handed to Raft (latest wins); seq orders it. inFlight is the state
+	// each node of the entry being committed is given; flushing is set
+	// while one is (the flusher's, or a test's flush).
+	queue    map[string]queuedChange
+	seq      uint64
+	inFlight map[string]ginv1.NodeState
+	flushing bool
 	// beatsSinceDown counts signs of life from a node recorded DOWN: it comes
 	// back UP only after upAfter of them (damping: one stray heartbeat from a
 	// flapping node does not flip it).
@@ -97,12 +109,6 @@ type relayedVia struct {
 	reports int
 }
 
-// stateChange is one node state transition to propose.
-type stateChange struct {
-	state  ginv1.NodeState
-	reason string
-}
-
 // upAfter is how many signs of life bring a DOWN node back UP.
 const upAfter = 2
 
@@ -114,10 +120,14 @@ func reattachGrace(interval time.Duration) time.Duration {
 	return max(4*interval, 10*time.Second)
 }
 
+// newLiveness is a leader's liveness; setStates commits a batch of node
+// state changes as one Raft entry (Server.setNodeStates).
 func newLiveness(interval time.Duration, missed int, store *state.Store, log *slog.Logger,
-	setState func(ctx context.Context, node string, st ginv1.NodeState, reason string) error) *liveness {
-	return &liveness{interval: interval, missed: missed, store: store, setState: setState, log: log, now: time.Now,
-		lastSeen: map[string]time.Time{}, pending: map[string]bool{}, next: map[string]stateChange{}, beatsSinceDown: map[string]int{},
+	setStates func(ctx context.Context, changes []stateChange) (uint64, error)) *liveness {
+	return &liveness{interval: interval, missed: missed, store: store, setStates: setStates, log: log, now: time.Now,
+		wake: make(chan struct{}, 1), retry: make(chan struct{}, 1), maxBatch: maxBatch,
+		queue: map[string]queuedChange{}, inFlight: map[string]ginv1.NodeState{},
+		lastSeen: map[string]time.Time{}, beatsSinceDown: map[string]int{},
 		reporters: map[string]*reporter{}, holder: map[string]string{}, contacted: map[string]time.Time{}, relayed: map[string]relayedVia{}, relayedBy: map[string]map[string]bool{}}
 }
 
@@ -133,18 +143,21 @@ func (l *liveness) rearm() {
 	l.relayedBy = map[string]map[string]bool{}
 	l.armedAt = l.now()
 	l.active = true
+	clear(l.queue) // a former term's, were any left
 }
 
-// deactivate stops proposing (called when this server stops leading).
+// deactivate stops proposing (called when this server stops leading): the
+// changes still queued are dropped (the next leader decides afresh).
 func (l *liveness) deactivate() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.active = false
+	clear(l.queue)
 }
 
 // seen records a sign of life and, when the node is recorded DOWN, brings it
 // back UP.
-func (l *liveness) seen(ctx context.Context, node string) {
+func (l *liveness) seen(_ context.Context, node string) {
 	down := l.recordedDown(node)
 	l.mu.Lock()
 	if !l.active {
@@ -161,7 +174,7 @@ func (l *liveness) seen(ctx context.Context, node string) {
 	}
 	l.mu.Unlock()
 	if down && n >= upAfter {
-		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received)", n))
+		l.propose(stateChange{node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received)", n)})
 	}
 }
 
@@ -172,39 +185,8 @@ func (l *liveness) recordedDown(node string) bool {
 	return ok && h.State() == ginv1.NodeState_NODE_STATE_DOWN
 }
 
-// propose commits a node state change. One proposal per node is in flight
-// at a time; a change asked for meanwhile is kept (the latest one) and
-// proposed right after, unless it asks for the state just proposed.
-func (l *liveness) propose(ctx context.Context, node string, st ginv1.NodeState, reason string) {
-	l.mu.Lock()
-	if l.pending[node] {
-		l.next[node] = stateChange{state: st, reason: reason}
-		l.mu.Unlock()
-		return
-	}
-	l.pending[node] = true
-	l.mu.Unlock()
-	for {
-		if err := l.setState(ctx, node, st, reason); err != nil {
-			l.log.Warn("node state change not committed", "node", node, "state", st, "err", err)
-		} else {
-			l.log.Info("node state changed", "node", node, "state", st, "reason", reason)
-		}
-		l.mu.Lock()
-		nx, ok := l.next[node]
-		delete(l.next, node)
-		if !ok || nx.state == st {
-			delete(l.pending, node)
-			l.mu.Unlock()
-			return
-		}
-		l.mu.Unlock()
-		st, reason = nx.state, nx.reason
-	}
-}
-
 // check marks DOWN every UP node not heard from within missed intervals.
-func (l *liveness) check(ctx context.Context) {
+func (l *liveness) check(_ context.Context) {
 	limit := time.Duration(l.missed) * l.interval
 	now := l.now()
 	view := l.store.View()
@@ -236,17 +218,27 @@ func (l *liveness) check(ctx context.Context) {
 			down = append(down, name)
 		}
 	}
-	l.mu.Unlock()
-	for _, n := range down {
-		l.mu.Lock()
+	reason := fmt.Sprintf("missed %d heartbeats (%s)", l.missed, limit)
+	changes := make([]stateChange, len(down))
+	for i, n := range down {
 		delete(l.beatsSinceDown, n)
-		l.mu.Unlock()
-		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_DOWN, fmt.Sprintf("missed %d heartbeats (%s)", l.missed, limit))
+		changes[i] = stateChange{n, ginv1.NodeState_NODE_STATE_DOWN, reason}
 	}
+	l.mu.Unlock()
+	// All at once: a leaf switch's nodes go in one entry.
+	l.propose(changes...)
 }
 
-// run checks every half interval until ctx ends (a leader-only loop).
+// run checks every half interval until ctx ends (a leader-only loop), and
+// runs the flusher that commits the changes queued (stopped with it).
 func (l *liveness) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.flushLoop(ctx)
+	}()
+	defer wg.Wait()
 	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
 	for {
@@ -255,6 +247,7 @@ func (l *liveness) run(ctx context.Context) {
 			return
 		case <-t.C:
 			l.check(ctx)
+			kick(l.retry)
 			if l.afterCheck != nil {
 				l.afterCheck()
 			}
@@ -370,7 +363,7 @@ type sessionReport struct {
 // A report that shows a node heard from again is a sign of life (a DOWN
 // node comes back UP after upAfter of them); a node that left its session
 // to move elsewhere counts as heard from when it left.
-func (l *liveness) report(ctx context.Context, from string, rep sessionReport) bool {
+func (l *liveness) report(_ context.Context, from string, rep sessionReport) bool {
 	now := l.now()
 	view := l.store.View()
 	var up []string
@@ -432,9 +425,11 @@ func (l *liveness) report(ctx context.Context, from string, rep sessionReport) b
 		}
 	}
 	l.mu.Unlock()
-	for _, n := range up {
-		l.propose(ctx, n, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, through %s)", counts[n], from))
+	changes := make([]stateChange, len(up))
+	for i, n := range up {
+		changes[i] = stateChange{n, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, through %s)", counts[n], from)}
 	}
+	l.propose(changes...)
 	return true
 }
 
@@ -470,7 +465,7 @@ func (l *liveness) heardAt(n string, at time.Time, down bool) int {
 // elected long ago would mark it DOWN at its next check. Until then the
 // node is also that master's: if it goes silent first, the node gets the
 // reattach grace, as its listed nodes do.
-func (l *liveness) committed(ctx context.Context, node, via string) {
+func (l *liveness) committed(_ context.Context, node, via string) {
 	down := l.recordedDown(node)
 	l.mu.Lock()
 	if !l.active {
@@ -489,7 +484,7 @@ func (l *liveness) committed(ctx context.Context, node, via string) {
 	}
 	l.mu.Unlock()
 	if c > 0 {
-		l.propose(ctx, node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, the last a committed write)", c))
+		l.propose(stateChange{node, ginv1.NodeState_NODE_STATE_UP, fmt.Sprintf("heartbeats resumed (%d received, the last a committed write)", c)})
 	}
 }
 

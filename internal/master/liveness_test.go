@@ -38,14 +38,14 @@ func TestLivenessGraceAfterElection(t *testing.T) {
 			var mu sync.Mutex
 			var downs []string
 			l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
-				func(_ context.Context, node string, s ginv1.NodeState, _ string) error {
+				perNode(func(_ context.Context, node string, s ginv1.NodeState, _ string) error {
 					mu.Lock()
 					defer mu.Unlock()
 					if s == ginv1.NodeState_NODE_STATE_DOWN {
 						downs = append(downs, node)
 					}
 					return nil
-				})
+				}))
 			l.now = func() time.Time { return now }
 			l.rearm() // elected at t0
 			if tc.seenAt >= 0 {
@@ -54,55 +54,13 @@ func TestLivenessGraceAfterElection(t *testing.T) {
 			}
 			now = t0.Add(tc.at)
 			l.check(context.Background())
+			flushed(l)
 			mu.Lock()
 			defer mu.Unlock()
 			if got := len(downs) == 1; got != tc.wantDown {
 				t.Fatalf("marked down = %v (%v), want %v", got, downs, tc.wantDown)
 			}
 		})
-	}
-}
-
-// A transition asked for while another is being committed for the same
-// node is proposed right after it, not dropped: a node whose heartbeats
-// resume while its DOWN entry is still in flight comes back UP.
-func TestLivenessKeepsATransitionAskedForWhileOneIsInFlight(t *testing.T) {
-	st := state.New(nil)
-	release := make(chan struct{})
-	calls := make(chan ginv1.NodeState, 4)
-	l := newLiveness(time.Second, 3, st, slog.New(slog.DiscardHandler),
-		func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
-			calls <- s
-			if s == ginv1.NodeState_NODE_STATE_DOWN {
-				<-release // the DOWN entry is still being committed
-			}
-			return nil
-		})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_DOWN, "missed heartbeats")
-	}()
-	if got := <-calls; got != ginv1.NodeState_NODE_STATE_DOWN {
-		t.Fatalf("first proposal %v, want DOWN", got)
-	}
-	// Meanwhile: UP twice (the second replaces the first), returning at once.
-	l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed (2 received)")
-	l.propose(context.Background(), "ws01", ginv1.NodeState_NODE_STATE_UP, "heartbeats resumed (3 received)")
-	close(release)
-	<-done
-	close(calls)
-	var after []ginv1.NodeState
-	for s := range calls {
-		after = append(after, s)
-	}
-	if len(after) != 1 || after[0] != ginv1.NodeState_NODE_STATE_UP {
-		t.Fatalf("proposed after DOWN: %v, want one UP", after)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending["ws01"] || len(l.next) != 0 {
-		t.Fatalf("bookkeeping left: pending %v, next %v", l.pending, l.next)
 	}
 }
 
@@ -144,6 +102,7 @@ func TestLivenessFromReports(t *testing.T) {
 			}
 			now = t0.Add(tc.at)
 			l.check(context.Background())
+			flushed(l)
 			if got := len(*downs) == 1; got != tc.wantDown {
 				t.Fatalf("marked down = %v (%v), want %v", got, *downs, tc.wantDown)
 			}
@@ -164,12 +123,12 @@ func TestLivenessReportsBringANodeBackUp(t *testing.T) {
 	now := t0
 	var ups int
 	l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
-		func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
+		perNode(func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
 			if s == ginv1.NodeState_NODE_STATE_UP {
 				ups++
 			}
 			return nil
-		})
+		}))
 	l.now = func() time.Time { return now }
 	l.rearm()
 	steps := []struct {
@@ -184,6 +143,7 @@ func TestLivenessReportsBringANodeBackUp(t *testing.T) {
 	for _, s := range steps {
 		now = t0.Add(s.at)
 		l.report(context.Background(), "m2", sessionReport{full: true, nodes: []string{"ws01"}, agesMs: []uint32{s.ageMs}})
+		flushed(l)
 		if ups != s.wantUps {
 			t.Fatalf("at %s: %d UP proposals, want %d", s.at, ups, s.wantUps)
 		}
@@ -277,6 +237,7 @@ func TestLivenessCommittedWriteIsASignOfLife(t *testing.T) {
 			for _, e := range tc.events {
 				now = t0.Add(e.at)
 				l.check(context.Background()) // the leader checks all along
+				flushed(l)
 				switch {
 				case e.commit:
 					if _, err := st.PutInventory(1, &statev1.PutInventory{Inventory: inv, ContentHash: "h"}); err != nil {
@@ -296,6 +257,7 @@ func TestLivenessCommittedWriteIsASignOfLife(t *testing.T) {
 			}
 			now = t0.Add(tc.at)
 			l.check(context.Background())
+			flushed(l)
 			if got := len(*downs) == 1; got != tc.wantDown {
 				t.Fatalf("marked down = %v (%v), want %v", got, *downs, tc.wantDown)
 			}
@@ -329,12 +291,12 @@ func TestLivenessCommittedWritesBringANodeBackUp(t *testing.T) {
 			now := t0
 			ups := 0
 			l := newLiveness(interval, 3, st, slog.New(slog.DiscardHandler),
-				func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
+				perNode(func(_ context.Context, _ string, s ginv1.NodeState, _ string) error {
 					if s == ginv1.NodeState_NODE_STATE_UP {
 						ups++
 					}
 					return nil
-				})
+				}))
 			l.now = func() time.Time { return now }
 			if tc.leading {
 				l.rearm()
@@ -342,6 +304,7 @@ func TestLivenessCommittedWritesBringANodeBackUp(t *testing.T) {
 			for _, at := range tc.commits {
 				now = t0.Add(at)
 				l.committed(context.Background(), "ws01", "m2")
+				flushed(l)
 			}
 			if ups != tc.wantUps {
 				t.Fatalf("%d UP proposals, want %d", ups, tc.wantUps)

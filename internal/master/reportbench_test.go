@@ -135,7 +135,7 @@ func BenchmarkLeaderAppliesReport(b *testing.B) {
 			b.Run(fmt.Sprintf("sessions=%d/%s", n, mode), func(b *testing.B) {
 				now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 				l := newLiveness(5*time.Second, 3, state.New(nil), slog.New(slog.DiscardHandler),
-					func(context.Context, string, ginv1.NodeState, string) error { return nil })
+					perNode(func(context.Context, string, ginv1.NodeState, string) error { return nil }))
 				l.now = func() time.Time { return now }
 				l.rearm()
 				fresh := freshWithin(5*time.Second, 3)

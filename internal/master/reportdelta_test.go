@@ -159,6 +159,7 @@ func TestLivenessFromDeltaReports(t *testing.T) {
 			}
 			now = t0.Add(time.Duration(tc.checkMs) * time.Millisecond)
 			l.check(context.Background())
+			flushed(l)
 			if got := len(*downs) == 1; got != tc.wantDown {
 				t.Fatalf("marked down = %v (%v), want %v", got, *downs, tc.wantDown)
 			}
@@ -170,7 +171,7 @@ func TestLivenessFromDeltaReports(t *testing.T) {
 // full report that follows is applied.
 func TestNewLeaderAsksForAFullReport(t *testing.T) {
 	st := storeWithWs01(t)
-	l := newLiveness(time.Second, 3, st, slog.New(slog.DiscardHandler), func(context.Context, string, ginv1.NodeState, string) error { return nil })
+	l := newLiveness(time.Second, 3, st, slog.New(slog.DiscardHandler), perNode(func(context.Context, string, ginv1.NodeState, string) error { return nil }))
 	l.rearm()
 	fresh := freshWithin(time.Second, 3)
 	if l.report(context.Background(), "m2", sessionReport{seq: 5, base: 4, freshWithin: fresh}) {
@@ -348,15 +349,16 @@ func containsField(err error, field string) bool {
 }
 
 // downRecorder is a leader's liveness over st, re-armed, on the clock *now
-// (the test moves it), recording the nodes it marks DOWN in order.
+// (the test moves it), recording the nodes it marks DOWN in order (once
+// flushed has committed what it queued).
 func downRecorder(interval time.Duration, missed int, st *state.Store, now *time.Time) (*liveness, *[]string) {
 	var downs []string
-	l := newLiveness(interval, missed, st, slog.New(slog.DiscardHandler), func(_ context.Context, n string, s ginv1.NodeState, _ string) error {
+	l := newLiveness(interval, missed, st, slog.New(slog.DiscardHandler), perNode(func(_ context.Context, n string, s ginv1.NodeState, _ string) error {
 		if s == ginv1.NodeState_NODE_STATE_DOWN {
 			downs = append(downs, n)
 		}
 		return nil
-	})
+	}))
 	l.now = func() time.Time { return *now }
 	l.rearm()
 	return l, &downs

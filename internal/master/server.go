@@ -105,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 		agentLog:  ratelog.New(cfg.AgentLogRate, cfg.AgentLogBurst, cfg.AgentLogClock.Now),
 		rejectLog: ratelog.New(rejectLogRate, rejectLogBurst, cfg.AgentLogClock.Now), admission: newAdmission(cfg.MaxHandshakes, cfg.HandshakeQueue, cfg.HandshakeRate, cfg.MaxHandshakes, cfg.HandshakeClock)}
 	s.link = newLeaderLink(s.leaderHint, s.dialCredentials(), time.Now())
-	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeState)
+	s.live = newLiveness(cfg.HeartbeatInterval, cfg.MissedHeartbeats, store, log, s.setNodeStates)
 	s.live.afterCheck = func() { s.refreshScanner(); s.dups.check(s) }
 	s.live.writing = s.sessions.writing
 	s.live.now = cfg.LivenessClock.Now

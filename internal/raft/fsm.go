@@ -80,6 +80,8 @@ func (f *FSM) applyCommand(index uint64, cmd *statev1.Command) (state.Result, er
 		return f.store.PutInventory(index, c.PutInventory)
 	case *statev1.Command_SetNodeState:
 		return f.store.SetNodeState(index, c.SetNodeState)
+	case *statev1.Command_SetNodeStates:
+		return f.store.SetNodeStates(index, c.SetNodeStates)
 	case *statev1.Command_ImportFabric:
 		return f.store.ImportFabric(index, c.ImportFabric)
 	case *statev1.Command_PutPlan:

@@ -29,6 +29,14 @@ func put(name string, gen uint64, hash string) *statev1.Command {
 	return &statev1.Command{Command: &statev1.Command_PutInventory{PutInventory: &statev1.PutInventory{Inventory: inv(name, gen), ContentHash: hash}}}
 }
 
+func sns(node string, st ginv1.NodeState) *statev1.SetNodeState {
+	return &statev1.SetNodeState{NodeName: node, State: st}
+}
+
+func states(changes ...*statev1.SetNodeState) *statev1.Command {
+	return &statev1.Command{Command: &statev1.Command_SetNodeStates{SetNodeStates: &statev1.SetNodeStates{Changes: changes}}}
+}
+
 func entry(t *testing.T, index uint64, cmd *statev1.Command) *hraft.Log {
 	t.Helper()
 	b, err := proto.Marshal(cmd)
@@ -53,6 +61,9 @@ func TestFSMApplyIsIdempotentAndOrdered(t *testing.T) {
 		{"down", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "n1", State: ginv1.NodeState_NODE_STATE_DOWN}}}, nil, true},
 		{"down again", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "n1", State: ginv1.NodeState_NODE_STATE_DOWN}}}, nil, false},
 		{"state of unknown node", &statev1.Command{Command: &statev1.Command_SetNodeState{SetNodeState: &statev1.SetNodeState{NodeName: "zz", State: ginv1.NodeState_NODE_STATE_DOWN}}}, state.ErrUnknownNode, false},
+		{"states: up, an unknown node skipped", states(sns("n1", ginv1.NodeState_NODE_STATE_UP), sns("zz", ginv1.NodeState_NODE_STATE_DOWN)), state.ErrUnknownNode, true},
+		{"states: down", states(sns("n1", ginv1.NodeState_NODE_STATE_DOWN)), nil, true},
+		{"states: down again", states(sns("n1", ginv1.NodeState_NODE_STATE_DOWN)), nil, false},
 		{"unknown command (newer version)", &statev1.Command{}, ErrUnknownCommand, false},
 	}
 	store := state.New(nil)

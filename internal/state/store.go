@@ -347,6 +347,41 @@ func (s *Store) SetNodeState(index uint64, cmd *statev1.SetNodeState) (Result, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bump(index)
+	return s.setNodeState(index, cmd)
+}
+
+// SetNodeStates applies many SetNodeState in one entry, in order, each
+// exactly as SetNodeState does at the same index. A change naming a node
+// the state does not hold (deleted since the leader queued it) is skipped
+// and does not stop the others: the entry is applied, and its error, which
+// wraps ErrUnknownNode, names the skipped nodes. Changed: any change did.
+func (s *Store) SetNodeStates(index uint64, cmd *statev1.SetNodeStates) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bump(index)
+	res := Result{Index: index}
+	var unknown []string
+	for _, c := range cmd.GetChanges() {
+		r, err := s.setNodeState(index, c)
+		if err != nil {
+			unknown = append(unknown, c.GetNodeName())
+			continue
+		}
+		res.Changed = res.Changed || r.Changed
+	}
+	if len(unknown) == 0 {
+		return res, nil
+	}
+	const named = 8
+	list := fmt.Sprintf("%q", unknown[:min(len(unknown), named)])
+	if len(unknown) > named {
+		list += fmt.Sprintf(" and %d more", len(unknown)-named)
+	}
+	return res, fmt.Errorf("%w: %d of %d changes skipped: %s", ErrUnknownNode, len(unknown), len(cmd.GetChanges()), list)
+}
+
+// setNodeState is SetNodeState once s.mu is held and the index bumped.
+func (s *Store) setNodeState(index uint64, cmd *statev1.SetNodeState) (Result, error) {
 	prev, ok := s.nodes[cmd.GetNodeName()]
 	if !ok {
 		return Result{Index: index}, fmt.Errorf("%w: %q", ErrUnknownNode, cmd.GetNodeName())

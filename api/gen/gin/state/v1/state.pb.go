@@ -25,8 +25,12 @@ const (
 
 // Command is one entry of the Raft log. Every command is idempotent: applying
 // it twice leaves the state as applying it once. A command whose case this
-// binary does not know (written by a newer version) is skipped with a warning,
-// so that a rolling upgrade can proceed.
+// binary does not know (written by a newer version) is skipped and counted
+// (gin_master_raft_skipped_entries), so that a rolling upgrade can proceed:
+// that master keeps replicating and voting but does not serve (UNAVAILABLE,
+// NOT_SERVING, and it hands leadership off) until it runs the newer version,
+// which applies the log again on restart (internal/raft/doc.go). So masters
+// are upgraded before anything proposes a new case.
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Command:
@@ -44,6 +48,7 @@ type Command struct {
 	//	*Command_AllowCertificate
 	//	*Command_DeleteNode
 	//	*Command_AdmitServer
+	//	*Command_SetNodeStates
 	Command       isCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -203,6 +208,15 @@ func (x *Command) GetAdmitServer() *AdmitServer {
 	return nil
 }
 
+func (x *Command) GetSetNodeStates() *SetNodeStates {
+	if x != nil {
+		if x, ok := x.Command.(*Command_SetNodeStates); ok {
+			return x.SetNodeStates
+		}
+	}
+	return nil
+}
+
 type isCommand_Command interface {
 	isCommand_Command()
 }
@@ -259,6 +273,12 @@ type Command_AdmitServer struct {
 	AdmitServer *AdmitServer `protobuf:"bytes,25,opt,name=admit_server,json=admitServer,proto3,oneof"`
 }
 
+type Command_SetNodeStates struct {
+	// Since the liveness batching (scale issue, third step); a master older
+	// than it skips the entry as above.
+	SetNodeStates *SetNodeStates `protobuf:"bytes,26,opt,name=set_node_states,json=setNodeStates,proto3,oneof"`
+}
+
 func (*Command_PutInventory) isCommand_Command() {}
 
 func (*Command_SetNodeState) isCommand_Command() {}
@@ -284,6 +304,8 @@ func (*Command_AllowCertificate) isCommand_Command() {}
 func (*Command_DeleteNode) isCommand_Command() {}
 
 func (*Command_AdmitServer) isCommand_Command() {}
+
+func (*Command_SetNodeStates) isCommand_Command() {}
 
 // PutMeasurement stores a calibration measurement, replacing the one with the
 // same id (the id is derived from the key, so replaying it changes nothing).
@@ -952,7 +974,9 @@ func (x *PutInventory) GetBinding() *NodeBinding {
 	return nil
 }
 
-// SetNodeState changes a node's liveness state.
+// SetNodeState changes a node's liveness state; a no-op when unchanged. A
+// node the state does not hold (deleted since the change was decided) is
+// refused (unknown node) and nothing changes.
 type SetNodeState struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
@@ -1021,6 +1045,60 @@ func (x *SetNodeState) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// SetNodeStates is many SetNodeState in one entry: the leader's liveness
+// commits every change it has queued at once (a leaf switch that fails takes
+// hundreds of nodes down together), at most 512 an entry. Each change is
+// applied in order exactly as a SetNodeState entry of the same index would
+// be (the same no-op when unchanged, the same watch event, all at this
+// entry's index). A change naming a node the state does not hold is skipped
+// and the others are applied: the entry's result names the skipped nodes as
+// unknown, and the entry counts as applied. A master older than this
+// command skips the whole entry as an unknown command (see Command), so the
+// leader writes a lone change as a SetNodeState, which every version knows.
+type SetNodeStates struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changes       []*SetNodeState        `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeStates) Reset() {
+	*x = SetNodeStates{}
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeStates) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeStates) ProtoMessage() {}
+
+func (x *SetNodeStates) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeStates.ProtoReflect.Descriptor instead.
+func (*SetNodeStates) Descriptor() ([]byte, []int) {
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SetNodeStates) GetChanges() []*SetNodeState {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
 // ImportFabric replaces the fabric topology.
 type ImportFabric struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1031,7 +1109,7 @@ type ImportFabric struct {
 
 func (x *ImportFabric) Reset() {
 	*x = ImportFabric{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1121,7 @@ func (x *ImportFabric) String() string {
 func (*ImportFabric) ProtoMessage() {}
 
 func (x *ImportFabric) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[14]
+	mi := &file_gin_state_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1134,7 @@ func (x *ImportFabric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportFabric.ProtoReflect.Descriptor instead.
 func (*ImportFabric) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImportFabric) GetFabric() *v1.FabricTopology {
@@ -1083,7 +1161,7 @@ type NodeRecord struct {
 
 func (x *NodeRecord) Reset() {
 	*x = NodeRecord{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[15]
+	mi := &file_gin_state_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1173,7 @@ func (x *NodeRecord) String() string {
 func (*NodeRecord) ProtoMessage() {}
 
 func (x *NodeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[15]
+	mi := &file_gin_state_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1186,7 @@ func (x *NodeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
 func (*NodeRecord) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeRecord) GetInventory() *v1.NodeInventory {
@@ -1181,7 +1259,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_gin_state_v1_state_proto_msgTypes[16]
+	mi := &file_gin_state_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1271,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_gin_state_v1_state_proto_msgTypes[16]
+	mi := &file_gin_state_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1284,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_gin_state_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Snapshot) GetFormatVersion() uint32 {
@@ -1283,7 +1361,7 @@ var File_gin_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x12gin/v1/admin.proto\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x95\a\n" +
+	"\x18gin/state/v1/state.proto\x12\fgin.state.v1\x1a\x12gin/v1/admin.proto\x1a\x18gin/v1/calibration.proto\x1a\x13gin/v1/fabric.proto\x1a\x16gin/v1/inventory.proto\x1a\x11gin/v1/plan.proto\x1a\x15gin/v1/topology.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\a\n" +
 	"\aCommand\x12A\n" +
 	"\rput_inventory\x18\x01 \x01(\v2\x1a.gin.state.v1.PutInventoryH\x00R\fputInventory\x12B\n" +
 	"\x0eset_node_state\x18\x02 \x01(\v2\x1a.gin.state.v1.SetNodeStateH\x00R\fsetNodeState\x12A\n" +
@@ -1299,7 +1377,8 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\x11allow_certificate\x18\x17 \x01(\v2\x1e.gin.state.v1.AllowCertificateH\x00R\x10allowCertificate\x12;\n" +
 	"\vdelete_node\x18\x18 \x01(\v2\x18.gin.state.v1.DeleteNodeH\x00R\n" +
 	"deleteNode\x12>\n" +
-	"\fadmit_server\x18\x19 \x01(\v2\x19.gin.state.v1.AdmitServerH\x00R\vadmitServerB\t\n" +
+	"\fadmit_server\x18\x19 \x01(\v2\x19.gin.state.v1.AdmitServerH\x00R\vadmitServer\x12E\n" +
+	"\x0fset_node_states\x18\x1a \x01(\v2\x1b.gin.state.v1.SetNodeStatesH\x00R\rsetNodeStatesB\t\n" +
 	"\acommandJ\x04\b\b\x10\x10\"G\n" +
 	"\x0ePutMeasurement\x125\n" +
 	"\vmeasurement\x18\x01 \x01(\v2\x13.gin.v1.MeasurementR\vmeasurement\"#\n" +
@@ -1346,7 +1425,9 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.gin.v1.NodeStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12*\n" +
-	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\">\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"E\n" +
+	"\rSetNodeStates\x124\n" +
+	"\achanges\x18\x01 \x03(\v2\x1a.gin.state.v1.SetNodeStateR\achanges\">\n" +
 	"\fImportFabric\x12.\n" +
 	"\x06fabric\x18\x01 \x01(\v2\x16.gin.v1.FabricTopologyR\x06fabric\"\xd0\x02\n" +
 	"\n" +
@@ -1385,7 +1466,7 @@ func file_gin_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_gin_state_v1_state_proto_rawDescData
 }
 
-var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_gin_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_gin_state_v1_state_proto_goTypes = []any{
 	(*Command)(nil),               // 0: gin.state.v1.Command
 	(*PutMeasurement)(nil),        // 1: gin.state.v1.PutMeasurement
@@ -1401,21 +1482,22 @@ var file_gin_state_v1_state_proto_goTypes = []any{
 	(*DeletePlan)(nil),            // 11: gin.state.v1.DeletePlan
 	(*PutInventory)(nil),          // 12: gin.state.v1.PutInventory
 	(*SetNodeState)(nil),          // 13: gin.state.v1.SetNodeState
-	(*ImportFabric)(nil),          // 14: gin.state.v1.ImportFabric
-	(*NodeRecord)(nil),            // 15: gin.state.v1.NodeRecord
-	(*Snapshot)(nil),              // 16: gin.state.v1.Snapshot
-	(*v1.Measurement)(nil),        // 17: gin.v1.Measurement
-	(*v1.DeniedCertificate)(nil),  // 18: gin.v1.DeniedCertificate
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*v1.Plan)(nil),               // 20: gin.v1.Plan
-	(*v1.NodeInventory)(nil),      // 21: gin.v1.NodeInventory
-	(v1.NodeState)(0),             // 22: gin.v1.NodeState
-	(*v1.FabricTopology)(nil),     // 23: gin.v1.FabricTopology
+	(*SetNodeStates)(nil),         // 14: gin.state.v1.SetNodeStates
+	(*ImportFabric)(nil),          // 15: gin.state.v1.ImportFabric
+	(*NodeRecord)(nil),            // 16: gin.state.v1.NodeRecord
+	(*Snapshot)(nil),              // 17: gin.state.v1.Snapshot
+	(*v1.Measurement)(nil),        // 18: gin.v1.Measurement
+	(*v1.DeniedCertificate)(nil),  // 19: gin.v1.DeniedCertificate
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*v1.Plan)(nil),               // 21: gin.v1.Plan
+	(*v1.NodeInventory)(nil),      // 22: gin.v1.NodeInventory
+	(v1.NodeState)(0),             // 23: gin.v1.NodeState
+	(*v1.FabricTopology)(nil),     // 24: gin.v1.FabricTopology
 }
 var file_gin_state_v1_state_proto_depIdxs = []int32{
 	12, // 0: gin.state.v1.Command.put_inventory:type_name -> gin.state.v1.PutInventory
 	13, // 1: gin.state.v1.Command.set_node_state:type_name -> gin.state.v1.SetNodeState
-	14, // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
+	15, // 2: gin.state.v1.Command.import_fabric:type_name -> gin.state.v1.ImportFabric
 	10, // 3: gin.state.v1.Command.put_plan:type_name -> gin.state.v1.PutPlan
 	11, // 4: gin.state.v1.Command.delete_plan:type_name -> gin.state.v1.DeletePlan
 	7,  // 5: gin.state.v1.Command.register_server:type_name -> gin.state.v1.RegisterServer
@@ -1426,32 +1508,34 @@ var file_gin_state_v1_state_proto_depIdxs = []int32{
 	4,  // 10: gin.state.v1.Command.allow_certificate:type_name -> gin.state.v1.AllowCertificate
 	5,  // 11: gin.state.v1.Command.delete_node:type_name -> gin.state.v1.DeleteNode
 	8,  // 12: gin.state.v1.Command.admit_server:type_name -> gin.state.v1.AdmitServer
-	17, // 13: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
-	18, // 14: gin.state.v1.DenyCertificate.entry:type_name -> gin.v1.DeniedCertificate
-	19, // 15: gin.state.v1.DeleteNode.at:type_name -> google.protobuf.Timestamp
-	20, // 16: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
-	21, // 17: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
-	19, // 18: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
-	6,  // 19: gin.state.v1.PutInventory.binding:type_name -> gin.state.v1.NodeBinding
-	22, // 20: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
-	19, // 21: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
-	23, // 22: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
-	21, // 23: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
-	22, // 24: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
-	19, // 25: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
-	6,  // 26: gin.state.v1.NodeRecord.binding:type_name -> gin.state.v1.NodeBinding
-	15, // 27: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
-	23, // 28: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
-	20, // 29: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
-	7,  // 30: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
-	17, // 31: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
-	18, // 32: gin.state.v1.Snapshot.denied_certificates:type_name -> gin.v1.DeniedCertificate
-	8,  // 33: gin.state.v1.Snapshot.admissions:type_name -> gin.state.v1.AdmitServer
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	14, // 13: gin.state.v1.Command.set_node_states:type_name -> gin.state.v1.SetNodeStates
+	18, // 14: gin.state.v1.PutMeasurement.measurement:type_name -> gin.v1.Measurement
+	19, // 15: gin.state.v1.DenyCertificate.entry:type_name -> gin.v1.DeniedCertificate
+	20, // 16: gin.state.v1.DeleteNode.at:type_name -> google.protobuf.Timestamp
+	21, // 17: gin.state.v1.PutPlan.plan:type_name -> gin.v1.Plan
+	22, // 18: gin.state.v1.PutInventory.inventory:type_name -> gin.v1.NodeInventory
+	20, // 19: gin.state.v1.PutInventory.at:type_name -> google.protobuf.Timestamp
+	6,  // 20: gin.state.v1.PutInventory.binding:type_name -> gin.state.v1.NodeBinding
+	23, // 21: gin.state.v1.SetNodeState.state:type_name -> gin.v1.NodeState
+	20, // 22: gin.state.v1.SetNodeState.at:type_name -> google.protobuf.Timestamp
+	13, // 23: gin.state.v1.SetNodeStates.changes:type_name -> gin.state.v1.SetNodeState
+	24, // 24: gin.state.v1.ImportFabric.fabric:type_name -> gin.v1.FabricTopology
+	22, // 25: gin.state.v1.NodeRecord.inventory:type_name -> gin.v1.NodeInventory
+	23, // 26: gin.state.v1.NodeRecord.state:type_name -> gin.v1.NodeState
+	20, // 27: gin.state.v1.NodeRecord.state_changed_at:type_name -> google.protobuf.Timestamp
+	6,  // 28: gin.state.v1.NodeRecord.binding:type_name -> gin.state.v1.NodeBinding
+	16, // 29: gin.state.v1.Snapshot.nodes:type_name -> gin.state.v1.NodeRecord
+	24, // 30: gin.state.v1.Snapshot.fabric:type_name -> gin.v1.FabricTopology
+	21, // 31: gin.state.v1.Snapshot.plans:type_name -> gin.v1.Plan
+	7,  // 32: gin.state.v1.Snapshot.servers:type_name -> gin.state.v1.RegisterServer
+	18, // 33: gin.state.v1.Snapshot.measurements:type_name -> gin.v1.Measurement
+	19, // 34: gin.state.v1.Snapshot.denied_certificates:type_name -> gin.v1.DeniedCertificate
+	8,  // 35: gin.state.v1.Snapshot.admissions:type_name -> gin.state.v1.AdmitServer
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_gin_state_v1_state_proto_init() }
@@ -1473,6 +1557,7 @@ func file_gin_state_v1_state_proto_init() {
 		(*Command_AllowCertificate)(nil),
 		(*Command_DeleteNode)(nil),
 		(*Command_AdmitServer)(nil),
+		(*Command_SetNodeStates)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1480,7 +1565,7 @@ func file_gin_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_state_v1_state_proto_rawDesc), len(file_gin_state_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
