@@ -348,6 +348,8 @@ func TestCommands(t *testing.T) {
 		// members remove takes back an admission not used.
 		{"members-add", []string{"members", "add", "m4", "--address", "127.0.0.1:7001"}, ""},
 		{"members-add-json", []string{"members", "add", "m5", "-o", "json"}, ""},
+		{"members-pending", []string{"members", "--pending"}, ""},
+		{"members-pending-json", []string{"members", "--pending", "-o", "json"}, ""},
 		{"members-remove-admitted", []string{"members", "remove", "m4"}, ""},
 	}
 	for _, tc := range cases {

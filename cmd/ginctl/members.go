@@ -11,18 +11,25 @@ import (
 )
 
 func (a *app) membersCmd() *cobra.Command {
+	var pending bool
 	cmd := &cobra.Command{
 		Use:   "members",
 		Short: "List the masters of the Raft cluster",
 		Long: `List the masters: id, Raft address, client address, leader, voter, and
 whether the leader hears from each (REACHABLE, LAST_CONTACT: how long ago its
-last session report reached the leader). Only the leader knows reachability:
-a follower's answer shows "-" there. -o json prints an array of objects.`,
+last session report reached the leader). A follower answers with the leader's
+view; "-" when no leader answered it. -o json prints an array of objects.
+
+With --pending, the masters admitted (ginctl members add) that have not joined
+yet: id, the Raft address they must join from ("any"), who admitted them.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			resp, err := a.clusterInfo(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if pending {
+				return a.printPending(resp.GetPending())
 			}
 			if a.output == "json" {
 				return a.printJSON(resp.GetMembers())
@@ -38,6 +45,7 @@ a follower's answer shows "-" there. -o json prints an array of objects.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&pending, "pending", false, "list the admitted masters that have not joined yet")
 	rm := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a master (a dead one, or one being decommissioned) from the cluster",
@@ -115,4 +123,27 @@ func lastContact(m *ginv1.Member) string {
 		return "-"
 	}
 	return (time.Duration(m.GetLastContactMs()) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+// printPending lists admissions not used up yet (members --pending).
+func (a *app) printPending(ps []*ginv1.PendingMember) error {
+	if a.output == "json" {
+		if ps == nil {
+			ps = []*ginv1.PendingMember{}
+		}
+		return a.printJSON(ps)
+	}
+	t := a.newTable("ID", "RAFT_ADDRESS", "ADMITTED_BY")
+	for _, p := range ps {
+		addr := p.GetRaftAddress()
+		if addr == "" {
+			addr = "any"
+		}
+		t.row(p.GetId(), addr, dash(p.GetAdmittedBy()))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	a.summary("%d admitted master(s) not joined yet", len(ps))
+	return nil
 }

@@ -28,6 +28,7 @@ func jsonOutputs() []jsonOutput {
 		{"watch", "ginctl-watch", (*ginv1.WatchResponse)(nil), true},
 		{"cluster", "ginctl-cluster", (*ginv1.GetClusterInfoResponse)(nil), false},
 		{"members", "ginctl-members", []*ginv1.Member(nil), false},
+		{"members --pending", "ginctl-members-pending", []*ginv1.PendingMember(nil), false},
 		{"members remove", "ginctl-members-remove", (*ginv1.RemoveServerResponse)(nil), false},
 		{"members add", "ginctl-members-add", (*ginv1.AdmitServerResponse)(nil), false},
 		{"fabric import", "ginctl-fabric-import", (*ginv1.ImportFabricResponse)(nil), false},

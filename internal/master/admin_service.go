@@ -145,6 +145,9 @@ func (a *adminService) GetClusterInfo(ctx context.Context, _ *ginv1.GetClusterIn
 		a.fillReach(mem)
 		resp.Members = append(resp.Members, mem)
 	}
+	for _, ad := range a.store.Admissions() {
+		resp.Pending = append(resp.Pending, &ginv1.PendingMember{Id: ad.GetServerId(), RaftAddress: ad.GetRaftAddress(), AdmittedBy: ad.GetAdmittedBy()})
+	}
 	a.leaderReach(ctx, resp)
 	return resp, nil
 }

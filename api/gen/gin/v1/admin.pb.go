@@ -1151,6 +1151,8 @@ type GetClusterInfoResponse struct {
 	// This server's own Raft and client addresses.
 	RaftAddress   string `protobuf:"bytes,11,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	ClientAddress string `protobuf:"bytes,12,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// Masters admitted (ginctl members add) that have not joined yet, by id.
+	Pending       []*PendingMember `protobuf:"bytes,13,rep,name=pending,proto3" json:"pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1269,6 +1271,77 @@ func (x *GetClusterInfoResponse) GetClientAddress() string {
 	return ""
 }
 
+func (x *GetClusterInfoResponse) GetPending() []*PendingMember {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
+// PendingMember is an admission not used up yet: the master may join.
+type PendingMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The Raft address it must join from; "" any.
+	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// Who admitted it (an admin's identity, "" without TLS, or "dead-server
+	// cleanup" for a master the leader removed itself).
+	AdmittedBy    string `protobuf:"bytes,3,opt,name=admitted_by,json=admittedBy,proto3" json:"admitted_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingMember) Reset() {
+	*x = PendingMember{}
+	mi := &file_gin_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingMember) ProtoMessage() {}
+
+func (x *PendingMember) ProtoReflect() protoreflect.Message {
+	mi := &file_gin_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingMember.ProtoReflect.Descriptor instead.
+func (*PendingMember) Descriptor() ([]byte, []int) {
+	return file_gin_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PendingMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PendingMember) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *PendingMember) GetAdmittedBy() string {
+	if x != nil {
+		return x.AdmittedBy
+	}
+	return ""
+}
+
 var File_gin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gin_v1_admin_proto_rawDesc = "" +
@@ -1343,7 +1416,7 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\fhttp_address\x18\b \x01(\tR\vhttpAddressB\f\n" +
 	"\n" +
 	"_reachableB\x12\n" +
-	"\x10_last_contact_ms\"\xa4\x03\n" +
+	"\x10_last_contact_ms\"\xd5\x03\n" +
 	"\x16GetClusterInfoResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12\x1d\n" +
 	"\n" +
@@ -1359,7 +1432,13 @@ const file_gin_v1_admin_proto_rawDesc = "" +
 	"\thas_state\x18\n" +
 	" \x01(\bR\bhasState\x12!\n" +
 	"\fraft_address\x18\v \x01(\tR\vraftAddress\x12%\n" +
-	"\x0eclient_address\x18\f \x01(\tR\rclientAddress2\xc9\x05\n" +
+	"\x0eclient_address\x18\f \x01(\tR\rclientAddress\x12/\n" +
+	"\apending\x18\r \x03(\v2\x15.gin.v1.PendingMemberR\apending\"c\n" +
+	"\rPendingMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
+	"\vadmitted_by\x18\x03 \x01(\tR\n" +
+	"admittedBy2\xc9\x05\n" +
 	"\fAdminService\x12I\n" +
 	"\fImportFabric\x12\x1b.gin.v1.ImportFabricRequest\x1a\x1c.gin.v1.ImportFabricResponse\x12O\n" +
 	"\x0eGetClusterInfo\x12\x1d.gin.v1.GetClusterInfoRequest\x1a\x1e.gin.v1.GetClusterInfoResponse\x121\n" +
@@ -1384,7 +1463,7 @@ func file_gin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gin_v1_admin_proto_rawDescData
 }
 
-var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_gin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_gin_v1_admin_proto_goTypes = []any{
 	(*DeniedCertificate)(nil),              // 0: gin.v1.DeniedCertificate
 	(*DenyCertificateRequest)(nil),         // 1: gin.v1.DenyCertificateRequest
@@ -1406,40 +1485,42 @@ var file_gin_v1_admin_proto_goTypes = []any{
 	(*GetClusterInfoRequest)(nil),          // 17: gin.v1.GetClusterInfoRequest
 	(*Member)(nil),                         // 18: gin.v1.Member
 	(*GetClusterInfoResponse)(nil),         // 19: gin.v1.GetClusterInfoResponse
-	(*timestamppb.Timestamp)(nil),          // 20: google.protobuf.Timestamp
-	(*FabricTopology)(nil),                 // 21: gin.v1.FabricTopology
+	(*PendingMember)(nil),                  // 20: gin.v1.PendingMember
+	(*timestamppb.Timestamp)(nil),          // 21: google.protobuf.Timestamp
+	(*FabricTopology)(nil),                 // 22: gin.v1.FabricTopology
 }
 var file_gin_v1_admin_proto_depIdxs = []int32{
-	20, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
-	20, // 1: gin.v1.DeniedCertificate.not_after:type_name -> google.protobuf.Timestamp
-	20, // 2: gin.v1.DenyCertificateRequest.not_after:type_name -> google.protobuf.Timestamp
+	21, // 0: gin.v1.DeniedCertificate.denied_at:type_name -> google.protobuf.Timestamp
+	21, // 1: gin.v1.DeniedCertificate.not_after:type_name -> google.protobuf.Timestamp
+	21, // 2: gin.v1.DenyCertificateRequest.not_after:type_name -> google.protobuf.Timestamp
 	0,  // 3: gin.v1.DenyCertificateResponse.entry:type_name -> gin.v1.DeniedCertificate
 	0,  // 4: gin.v1.ListDeniedCertificatesResponse.entries:type_name -> gin.v1.DeniedCertificate
-	21, // 5: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
+	22, // 5: gin.v1.ImportFabricRequest.fabric:type_name -> gin.v1.FabricTopology
 	18, // 6: gin.v1.GetClusterInfoResponse.members:type_name -> gin.v1.Member
-	15, // 7: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
-	17, // 8: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
-	9,  // 9: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
-	11, // 10: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
-	12, // 11: gin.v1.AdminService.AdmitServer:input_type -> gin.v1.AdmitServerRequest
-	1,  // 12: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
-	3,  // 13: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
-	5,  // 14: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
-	7,  // 15: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
-	16, // 16: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
-	19, // 17: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
-	10, // 18: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
-	14, // 19: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
-	13, // 20: gin.v1.AdminService.AdmitServer:output_type -> gin.v1.AdmitServerResponse
-	2,  // 21: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
-	4,  // 22: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
-	6,  // 23: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
-	8,  // 24: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
-	16, // [16:25] is the sub-list for method output_type
-	7,  // [7:16] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	20, // 7: gin.v1.GetClusterInfoResponse.pending:type_name -> gin.v1.PendingMember
+	15, // 8: gin.v1.AdminService.ImportFabric:input_type -> gin.v1.ImportFabricRequest
+	17, // 9: gin.v1.AdminService.GetClusterInfo:input_type -> gin.v1.GetClusterInfoRequest
+	9,  // 10: gin.v1.AdminService.Join:input_type -> gin.v1.JoinRequest
+	11, // 11: gin.v1.AdminService.RemoveServer:input_type -> gin.v1.RemoveServerRequest
+	12, // 12: gin.v1.AdminService.AdmitServer:input_type -> gin.v1.AdmitServerRequest
+	1,  // 13: gin.v1.AdminService.DenyCertificate:input_type -> gin.v1.DenyCertificateRequest
+	3,  // 14: gin.v1.AdminService.AllowCertificate:input_type -> gin.v1.AllowCertificateRequest
+	5,  // 15: gin.v1.AdminService.ListDeniedCertificates:input_type -> gin.v1.ListDeniedCertificatesRequest
+	7,  // 16: gin.v1.AdminService.DeleteNode:input_type -> gin.v1.DeleteNodeRequest
+	16, // 17: gin.v1.AdminService.ImportFabric:output_type -> gin.v1.ImportFabricResponse
+	19, // 18: gin.v1.AdminService.GetClusterInfo:output_type -> gin.v1.GetClusterInfoResponse
+	10, // 19: gin.v1.AdminService.Join:output_type -> gin.v1.JoinResponse
+	14, // 20: gin.v1.AdminService.RemoveServer:output_type -> gin.v1.RemoveServerResponse
+	13, // 21: gin.v1.AdminService.AdmitServer:output_type -> gin.v1.AdmitServerResponse
+	2,  // 22: gin.v1.AdminService.DenyCertificate:output_type -> gin.v1.DenyCertificateResponse
+	4,  // 23: gin.v1.AdminService.AllowCertificate:output_type -> gin.v1.AllowCertificateResponse
+	6,  // 24: gin.v1.AdminService.ListDeniedCertificates:output_type -> gin.v1.ListDeniedCertificatesResponse
+	8,  // 25: gin.v1.AdminService.DeleteNode:output_type -> gin.v1.DeleteNodeResponse
+	17, // [17:26] is the sub-list for method output_type
+	8,  // [8:17] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_gin_v1_admin_proto_init() }
@@ -1455,7 +1536,7 @@ func file_gin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gin_v1_admin_proto_rawDesc), len(file_gin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
