@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/render"
@@ -24,7 +29,8 @@ func (a *app) topoCmd() *cobra.Command {
 nvidia-smi topo -m prints it for one node: X, NV#, PIX, PXB, PHB, NODE, SYS inside
 a node, plus MNNVL (same multi-node NVLink clique) and NET# (over the scale-out
 network through # switches) across nodes. --bw prints the bottleneck bandwidth
-in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
+in GB/s per direction instead. At most 512 devices: narrow with --nodes. On a
+terminal narrower than the matrix, a line on stderr says how to narrow it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !matrix {
@@ -41,7 +47,15 @@ in GB/s per direction instead. At most 512 devices: narrow with --nodes.`,
 			if a.output == "json" {
 				return a.printJSON(toMatrixJSON(resp))
 			}
-			return render.TopoMatrix(a.stdout, resp, bw)
+			var b bytes.Buffer
+			if err := render.TopoMatrix(&b, resp, bw); err != nil {
+				return err
+			}
+			if hint := widthHint(widestLine(b.Bytes()), a.terminalColumns(), nodes, noNICs); hint != "" {
+				fmt.Fprintln(a.stderr, hint)
+			}
+			_, err = a.stdout.Write(b.Bytes())
+			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&matrix, "matrix", "m", false, "print the connection matrix")
@@ -169,4 +183,49 @@ func catchingUp(state string, commit, applied uint64) string {
 		return fmt.Sprintf("; catching up: %d committed entries not applied yet", commit-applied)
 	}
 	return ""
+}
+
+// widestLine is the widest line of b, in characters.
+func widestLine(b []byte) int {
+	w := 0
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		w = max(w, utf8.RuneCount(line))
+	}
+	return w
+}
+
+// terminalColumns is the width of the terminal ginctl writes to: $COLUMNS
+// when set, else the terminal's own; 0 when stdout is not a terminal (a
+// pipe or a file: the matrix is for a program or a pager then).
+func (a *app) terminalColumns() int {
+	f, ok := a.stdout.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+		return w
+	}
+	return 0
+}
+
+// widthHint says how to narrow a matrix wider than the terminal ("" when
+// it fits or there is no terminal).
+func widthHint(width, cols int, nodes string, noNICs bool) string {
+	if cols <= 0 || width <= cols {
+		return ""
+	}
+	var ways []string
+	if nodes == "" {
+		ways = append(ways, "--nodes LIST (fewer nodes)")
+	} else {
+		ways = append(ways, "a shorter --nodes list")
+	}
+	if !noNICs {
+		ways = append(ways, "--no-nics")
+	}
+	ways = append(ways, "or a pager that scrolls sideways (| less -S)")
+	return fmt.Sprintf("ginctl: the matrix is %d columns wide, the terminal %d: narrow it with %s", width, cols, strings.Join(ways, ", "))
 }
