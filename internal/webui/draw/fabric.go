@@ -491,17 +491,21 @@ func Fabric(w io.Writer, in FabricInput) error {
 			x := fMargin + (i%perRow)*(fSpineW+fSpineGap)
 			sy := y + (i/perRow)*(fSpineH+fSpineGap)
 			cls := "sw"
+			title := fmt.Sprintf("%s (%s): %d of %d cables down", sp.label, sp.guid, sp.down, sp.all)
 			switch {
-			case sp.all > 0 && sp.down == sp.all:
+			case sp.all == 0:
+				// The scan lists it with no cable: drawn apart, not on the bus.
+				cls, title = "sw nocable", fmt.Sprintf("%s (%s): no cable in the scan (carries nothing)", sp.label, sp.guid)
+			case sp.down == sp.all:
 				cls = "sw down"
 			case sp.down > 0:
 				cls = "sw deg"
 			}
 			body.open("g", "data-switch", sp.guid)
-			body.rect(x, sy, fSpineW, fSpineH, fmt.Sprintf("%s (%s): %d of %d cables down", sp.label, sp.guid, sp.down, sp.all), "class", cls)
+			body.rect(x, sy, fSpineW, fSpineH, title, "class", cls)
 			body.text(short(sp.label, 12), "x", itoa(x+fSpineW/2), "y", itoa(sy+16), "class", "swl")
 			body.close("g")
-			if i/perRow == (shown-1)/perRow {
+			if sp.all > 0 && i/perRow == (shown-1)/perRow {
 				body.line(x+fSpineW/2, sy+fSpineH, x+fSpineW/2, sy+fSpineH+10, "class", "bus")
 			}
 		}
