@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# End-to-end check of the Docker deployment (deploy/compose): builds the image,
-# starts 3 masters and 4 simulated agents under a unique compose project (with
+# End-to-end check of the Docker deployment (deploy/compose): builds the two
+# images (scripts/docker-build.sh) and checks them:
+#   0. the static image (gin:dev): its three binaries statically linked; the
+#      GPU agent image (gin-agent-gpu:dev): gin-agent dynamically linked
+#      against glibc only (ldd in the image, file), not root, its version the
+#      label's, `--once -o json --source sim:dgx-h100` an 8-GPU inventory and
+#      `--source auto` (no NVIDIA driver in the container) failing with the
+#      "no NVIDIA driver (libnvidia-ml.so.1 not found)" message, not a loader
+#      or missing-symbol error, while the static agent says it has no NVML;
+# then starts 3 masters and 4 simulated agents under a unique compose project (with
 # mutual TLS: the certs service makes the CA and certificates at up), and
 # checks with ginctl (as admin) inside the network:
 #   1. 3 voters, exactly one leader, every master agrees on it, every member's
@@ -19,7 +27,8 @@
 # `docker-compose logs` when a check fails. Exit status 0 only if all passed.
 #
 # Usage: scripts/compose-smoke.sh        (make docker-test)
-# Env:   GIN_IMAGE (default gin:dev), GIN_SMOKE_SKIP_BUILD=1 (use the image as is),
+# Env:   GIN_IMAGE (default gin:dev), GIN_AGENT_GPU_IMAGE (default
+#        gin-agent-gpu:dev), GIN_SMOKE_SKIP_BUILD=1 (use the images as they are),
 #        GIN_SMOKE_TIMEOUT (seconds per wait, default 120), GIN_SMOKE_PROJECT,
 #        GIN_SMOKE_LOGS=1 (print the logs also when every check passed).
 set -euo pipefail
@@ -30,6 +39,7 @@ log() { printf '[smoke %4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
 die() { log "FAIL: $*"; exit 1; }
 
 export GIN_IMAGE=${GIN_IMAGE:-gin:dev}
+export GIN_AGENT_GPU_IMAGE=${GIN_AGENT_GPU_IMAGE:-gin-agent-gpu:dev}
 timeout_s=${GIN_SMOKE_TIMEOUT:-120}
 poll_s=1
 file=deploy/compose/docker-compose.yml
@@ -52,6 +62,7 @@ docker info >/dev/null 2>&1 || die "the Docker daemon is not reachable"
 command -v docker-compose >/dev/null || apt_install docker-compose
 command -v python3 >/dev/null || apt_install python3
 command -v git >/dev/null || apt_install git
+command -v file >/dev/null || apt_install file
 log "$(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /'), engine $(docker version -f '{{.Server.Version}}'), project $project"
 
 compose() { docker-compose --ansi never -p "$project" -f "$file" "$@"; }
@@ -85,21 +96,88 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# --- image --------------------------------------------------------------------
+# --- images -------------------------------------------------------------------
 if [ "${GIN_SMOKE_SKIP_BUILD:-0}" = 1 ]; then
-  docker image inspect "$GIN_IMAGE" >/dev/null 2>&1 || die "GIN_SMOKE_SKIP_BUILD=1 but there is no image $GIN_IMAGE"
-  log "using the existing image $GIN_IMAGE"
+  for i in "$GIN_IMAGE" "$GIN_AGENT_GPU_IMAGE"; do
+    docker image inspect "$i" >/dev/null 2>&1 || die "GIN_SMOKE_SKIP_BUILD=1 but there is no image $i"
+  done
+  log "using the existing images $GIN_IMAGE and $GIN_AGENT_GPU_IMAGE"
 else
   b=$(date +%s)
-  log "building $GIN_IMAGE (scripts/docker-build.sh)"
-  scripts/docker-build.sh
-  log "image built in $(($(date +%s) - b))s"
+  log "building $GIN_IMAGE and $GIN_AGENT_GPU_IMAGE (scripts/docker-build.sh)"
+  GIN_DOCKER_TARGETS="gin agent-gpu" scripts/docker-build.sh
+  log "images built in $(($(date +%s) - b))s"
 fi
 want_version=$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.version"}}' "$GIN_IMAGE")
-log "image $GIN_IMAGE: $(docker image inspect -f '{{.Size}}' "$GIN_IMAGE" | awk '{printf "%.1f MB", $1/1e6}'), user $(docker image inspect -f '{{.Config.User}}' "$GIN_IMAGE"), version $want_version"
-case "$(docker image inspect -f '{{.Config.User}}' "$GIN_IMAGE")" in
-  "" | 0 | 0:* | root | root:*) die "the image runs as root" ;;
-esac
+for i in "$GIN_IMAGE" "$GIN_AGENT_GPU_IMAGE"; do
+  log "image $i: $(docker image inspect -f '{{.Size}}' "$i" | awk '{printf "%.1f MB", $1/1e6}'), user $(docker image inspect -f '{{.Config.User}}' "$i"), version $(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.version"}}' "$i")"
+  case "$(docker image inspect -f '{{.Config.User}}' "$i")" in
+    "" | 0 | 0:* | root | root:*) die "the image $i runs as root" ;;
+  esac
+done
+gpu_version=$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.version"}}' "$GIN_AGENT_GPU_IMAGE")
+[ "$gpu_version" = "$want_version" ] || die "$GIN_AGENT_GPU_IMAGE is version $gpu_version, $GIN_IMAGE $want_version (built apart?)"
+
+# copy_out IMAGE PATH DEST: a file of an image, without running it.
+copy_out() {
+  local c
+  c=$(docker create "$1") || return 1
+  docker cp "$c:$2" "$3" >/dev/null || { docker rm "$c" >/dev/null; return 1; }
+  docker rm "$c" >/dev/null
+}
+for b in gin-master gin-agent ginctl; do
+  copy_out "$GIN_IMAGE" "/usr/local/bin/$b" "$work/static-$b" || die "$GIN_IMAGE has no /usr/local/bin/$b"
+  case "$(file -b "$work/static-$b")" in
+    *"statically linked"*) ;;
+    *) die "$GIN_IMAGE: $b is not static: $(file -b "$work/static-$b")" ;;
+  esac
+done
+log "checked: $GIN_IMAGE's gin-master, gin-agent and ginctl are statically linked"
+
+gpu() { docker run --rm --network none "$GIN_AGENT_GPU_IMAGE" "$@"; }
+copy_out "$GIN_AGENT_GPU_IMAGE" /usr/local/bin/gin-agent "$work/gpu-agent" || die "$GIN_AGENT_GPU_IMAGE has no /usr/local/bin/gin-agent"
+f=$(file -b "$work/gpu-agent")
+case "$f" in *"dynamically linked"*) ;; *) die "$GIN_AGENT_GPU_IMAGE: gin-agent is not dynamically linked (no cgo?): $f" ;; esac
+# ldd in the image (its own glibc): the vDSO, libc and the loader, nothing else.
+libs=$(docker run --rm --network none --entrypoint ldd "$GIN_AGENT_GPU_IMAGE" /usr/local/bin/gin-agent 2>&1) || die "ldd gin-agent in $GIN_AGENT_GPU_IMAGE: $libs"
+extra_libs=$(printf '%s\n' "$libs" | grep -v -E '^[[:space:]]*(linux-vdso\.so\.1|libc\.so\.6 => /[^ ]+|/lib(64)?/ld-linux[^ ]*\.so\.[0-9]+) \(0x[0-9a-f]+\)$' || true)
+[ -z "$extra_libs" ] || die "$GIN_AGENT_GPU_IMAGE: gin-agent needs more than glibc: $extra_libs"
+printf '%s\n' "$libs" | grep -q 'libc\.so\.6 => /' || die "$GIN_AGENT_GPU_IMAGE: gin-agent is not linked against glibc: $libs"
+log "checked: $GIN_AGENT_GPU_IMAGE's gin-agent is dynamically linked against glibc only ($(printf '%s' "$libs" | awk '{print $1}' | tr '\n' ' '))"
+v=$(gpu --version 2>&1) || die "$GIN_AGENT_GPU_IMAGE gin-agent --version: $v"
+case "$v" in "gin-agent $want_version ("*) ;; *) die "$GIN_AGENT_GPU_IMAGE's gin-agent says '$v', want $want_version" ;; esac
+gpu --once -o json --source sim:dgx-h100 --node-name gpu-check >"$work/gpu-sim.json" 2>"$work/gpu-sim.err" ||
+  die "$GIN_AGENT_GPU_IMAGE gin-agent --once --source sim:dgx-h100: $(cat "$work/gpu-sim.err")"
+python3 - "$work/gpu-sim.json" <<'PY' || die "$GIN_AGENT_GPU_IMAGE: the simulated inventory is wrong"
+import json, sys
+inv = json.load(open(sys.argv[1]))
+gpus = inv.get("gpus", [])
+if inv.get("node_name") != "gpu-check" or len(gpus) != 8:
+    sys.exit(f"node {inv.get('node_name')!r} with {len(gpus)} GPUs, want gpu-check with 8")
+PY
+log "checked: $GIN_AGENT_GPU_IMAGE's gin-agent --once -o json --source sim:dgx-h100 reports 8 GPUs"
+# --source auto in a container without the NVIDIA runtime: go-nvml finds no
+# libnvidia-ml.so.1 and says so. On a host with RDMA devices the agent goes
+# on with them (and warns); elsewhere it fails with the discovery error.
+set +e
+gpu --once -o json --source auto >"$work/gpu-auto.json" 2>"$work/gpu-auto.err"
+rc=$?
+docker run --rm --network none --entrypoint /usr/local/bin/gin-agent "$GIN_IMAGE" --once --source auto >/dev/null 2>"$work/static-auto.err"
+static_rc=$?
+set -e
+err=$(cat "$work/gpu-auto.err")
+case "$err" in *"symbol"* | *"error while loading shared libraries"* | *"panic:"* | *"SIGSEGV"*) die "--source auto in $GIN_AGENT_GPU_IMAGE crashed (exit $rc): $err" ;; esac
+case "$err" in *"built without cgo"*) die "$GIN_AGENT_GPU_IMAGE's gin-agent says it has no NVML: $err" ;; esac
+if [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+  [ "$rc" = 0 ] || die "--source auto in $GIN_AGENT_GPU_IMAGE on a host with RDMA devices: exit $rc: $err"
+  case "$err" in *"libnvidia-ml.so.1 not found"*) ;; *) die "--source auto in $GIN_AGENT_GPU_IMAGE: no word of the missing NVIDIA driver: $err" ;; esac
+else
+  [ "$rc" = 1 ] || die "--source auto in $GIN_AGENT_GPU_IMAGE without a driver: exit $rc, want 1: $err"
+  case "$err" in *"no NVIDIA driver (libnvidia-ml.so.1 not found)"*) ;; *) die "--source auto in $GIN_AGENT_GPU_IMAGE: want the no-driver message, got: $err" ;; esac
+  [ "$static_rc" = 1 ] && grep -q 'built without cgo' "$work/static-auto.err" ||
+    die "--source auto in $GIN_IMAGE: want exit 1 and 'built without cgo', got exit $static_rc: $(cat "$work/static-auto.err")"
+fi
+log "checked: --source auto without a driver: $GIN_AGENT_GPU_IMAGE exits $rc ($(printf '%s' "$err" | tail -1 | cut -c1-120)...), the static agent says it was built without cgo"
 
 # --- up -----------------------------------------------------------------------
 b=$(date +%s)

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gin-topology/gin/internal/health"
 	"github.com/gin-topology/gin/internal/kubelabels"
@@ -33,7 +29,7 @@ type kubeOptions struct {
 
 func (k *kubeOptions) flags(f *pflag.FlagSet) {
 	f.BoolVar(&k.enabled, "kube-labels", false, "while this master leads, keep GIN's labels ("+nodelabels.Prefix+"leaf, spine, block, nvlink-domain, health) on every Kubernetes Node named like a GIN node (docs/kubernetes.md); credentials from --kubeconfig, else $KUBECONFIG, else the pod's service account")
-	f.StringVar(&k.kubeconfig, "kubeconfig", "", "with --kube-labels: kubeconfig file of the API server and GIN's identity (default: $KUBECONFIG as kubectl reads it, a list of files merged; when unset, the pod's service account)")
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "with --kube-labels: kubeconfig file of the API server and GIN's identity (default: $KUBECONFIG, its first file that exists, as kubectl; when unset, the pod's service account)")
 	f.BoolVar(&k.topograph, "kube-topograph-labels", false, "with --kube-labels: also write topograph's keys ("+nodelabels.TopographTier0+", tier-1, tier-2, "+nodelabels.TopographDomain+")")
 	f.BoolVar(&k.taint, "kube-taint-fail", false, "with --kube-labels: taint Nodes whose health verdict is fail ("+nodelabels.TaintKey+"="+nodelabels.TaintValue+":"+nodelabels.TaintEffect+") and untaint them when they pass")
 	f.Float32Var(&k.qps, "kube-qps", kubelabels.DefaultQPS, "with --kube-labels: requests per second to the API server at most")
@@ -66,78 +62,88 @@ func (k *kubeOptions) tasks(log *slog.Logger) ([]master.LeaderTask, []prometheus
 	if !k.enabled {
 		return nil, nil, nil
 	}
-	cfg, from, err := k.restConfig()
+	src, err := k.source()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
+	}
+	cfg, err := kubelabels.Config(src.file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kube-labels: %w", src.wrap(err))
 	}
 	l, err := kubelabels.New(cfg, kubelabels.Options{Topograph: k.topograph, TaintFail: k.taint, QPS: k.qps, Burst: k.burst,
 		Logger: log.With("component", "kube-labels")})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kube-labels: %w", err)
 	}
-	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "credentials", from, "prefix", nodelabels.Prefix)
+	log.Info("kube-labels: the leader keeps GIN's Node labels", "api_server", cfg.Host, "credentials", src.from, "prefix", nodelabels.Prefix)
 	run := func(ctx context.Context, st *state.Store, verdicts master.Verdicts) {
 		l.Run(ctx, st, checkHealth(verdicts))
 	}
 	return []master.LeaderTask{{Name: "kube-labels", Run: run}}, l.Collectors(), nil
 }
 
-// restConfig is the API server and identity --kube-labels uses, chosen as
-// kubectl and client-go's tools choose (without kubectl's last resort,
-// ~/.kube/config, which a service would pick up by accident):
-//  1. --kubeconfig FILE;
-//  2. else $KUBECONFIG, a list of files (filepath.ListSeparator, ':'),
-//     merged as kubectl merges them (the first file to set a value wins;
-//     missing files are skipped, but not all of them);
-//  3. else the pod's service account (in-cluster configuration).
-//
-// from says which one, for the start-up log line.
-func (k *kubeOptions) restConfig() (cfg *rest.Config, from string, err error) {
-	if k.kubeconfig != "" {
-		cfg, err := kubelabels.Config(k.kubeconfig)
-		return cfg, "--kubeconfig " + k.kubeconfig, err
-	}
-	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-		cfg, err := kubeconfigEnv(env)
-		if err != nil {
-			return nil, "", fmt.Errorf("$%s=%s: %w", clientcmd.RecommendedConfigPathEnvVar, env, err)
-		}
-		return cfg, "$" + clientcmd.RecommendedConfigPathEnvVar + " " + env, nil
-	}
-	cfg, err = rest.InClusterConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("no --kubeconfig, no $%s, and no in-cluster configuration (outside a pod give --kubeconfig or set $%[1]s): %w",
-			clientcmd.RecommendedConfigPathEnvVar, err)
-	}
-	return cfg, "in-cluster service account", nil
+// kubeconfigEnv is the variable kubectl and client-go's tools read.
+const kubeconfigEnv = "KUBECONFIG"
+
+// kubeSource is where --kube-labels takes the API server and its identity
+// from: a kubeconfig file, or the pod's service account (file "").
+type kubeSource struct {
+	file string
+	from string // for the start-up log line: "--kubeconfig F", "$KUBECONFIG F", "in-cluster service account"
+	env  string // $KUBECONFIG, when file comes from it
+	list bool   // file is the first existing one of a longer $KUBECONFIG list
 }
 
-// kubeconfigEnv loads the kubeconfig files of a $KUBECONFIG value and merges
-// them (clientcmd's precedence rules, as kubectl). Unlike kubectl it fails
-// when none of the files exists, rather than fall back to another source.
-func kubeconfigEnv(env string) (*rest.Config, error) {
-	var paths, missing []string
+// source chooses as kubectl and client-go's tools choose (without
+// kubectl's last resort, ~/.kube/config, which a service would pick up by
+// accident):
+//  1. --kubeconfig FILE;
+//  2. else $KUBECONFIG: its first file that exists (a list, separated by
+//     filepath.ListSeparator, ':'). kubectl merges the list, the first file
+//     to set a value winning, so wherever that file holds a whole context
+//     the result is the same; where it does not, the error says so. Unlike
+//     kubectl, a $KUBECONFIG none of whose files exists is an error, not a
+//     fall back to the pod's service account;
+//  3. else the pod's service account (in-cluster configuration).
+//
+// The file is parsed by internal/kubelabels (the one package that imports
+// client-go: internal/archtest).
+func (k *kubeOptions) source() (kubeSource, error) {
+	if k.kubeconfig != "" {
+		return kubeSource{file: k.kubeconfig, from: "--kubeconfig " + k.kubeconfig}, nil
+	}
+	env := os.Getenv(kubeconfigEnv)
+	if env == "" {
+		return kubeSource{from: "in-cluster service account"}, nil
+	}
+	var paths, existing []string
 	for _, p := range filepath.SplitList(env) {
 		if p == "" {
 			continue
 		}
 		paths = append(paths, p)
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			missing = append(missing, p)
+		if _, err := os.Stat(p); err == nil {
+			existing = append(existing, p)
 		}
 	}
-	if len(paths) == 0 {
-		return nil, errors.New("names no file")
+	if len(existing) == 0 {
+		return kubeSource{}, fmt.Errorf("$%s=%s: no such file", kubeconfigEnv, env)
 	}
-	if len(missing) == len(paths) {
-		return nil, fmt.Errorf("no such file: %s", strings.Join(missing, ", "))
+	return kubeSource{file: existing[0], from: "$" + kubeconfigEnv + " " + existing[0], env: env, list: len(paths) > 1}, nil
+}
+
+// wrap says which source a client configuration error comes from.
+func (s kubeSource) wrap(err error) error {
+	switch {
+	case s.file == "":
+		return fmt.Errorf("no --kubeconfig, no $%s: %w", kubeconfigEnv, err)
+	case s.list:
+		return fmt.Errorf("$%s=%s: %w (gin-master reads the first file that exists and merges no others: give --kubeconfig a whole one, e.g. from kubectl config view --flatten)",
+			kubeconfigEnv, s.env, err)
+	case s.env != "":
+		return fmt.Errorf("$%s: %w", kubeconfigEnv, err)
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, err
-	}
-	return clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	return err
 }
 
 // checkHealth is the master's node verdicts (internal/health, what ginctl
