@@ -77,7 +77,8 @@ func TestNodeRegisteredThroughAFollowerIsHeardAtItsCommit(t *testing.T) {
 		clk.Advance(s.advance)
 		leader.s.live.check(ctx)
 		if s.want == ginv1.NodeState_NODE_STATE_DOWN {
-			// The check commits DOWN itself, or its loop's check does.
+			// The check queues DOWN (or its loop's check does); the
+			// flusher commits it.
 			waitUntil(t, s.what+": "+s.node+" DOWN", func() bool { return state(s.node) == s.want })
 			continue
 		}

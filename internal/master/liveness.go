@@ -17,10 +17,11 @@ import (
 // from) every half interval (report). A node becomes DOWN after `missed`
 // intervals without a sign of life, and UP again after upAfter signs of
 // life (damping); each change is queued and committed with the others
-// queued meanwhile, many nodes to one Raft entry (liveness_batch.go). Every election
-// re-arms all timers with a grace period, so a new leader does not mark the
-// whole cluster down before agents have reattached: a node not heard from
-// since the election gets reattachGrace on top of the missed intervals.
+// queued meanwhile, many nodes to one Raft entry (liveness_batch.go).
+// Every election re-arms all timers with a grace period, so a new leader
+// does not mark the whole cluster down before agents have reattached: a
+// node not heard from since the election gets reattachGrace on top of the
+// missed intervals.
 //
 // A master's death is told apart from its agents' deaths by its reports:
 // agents that die under a live master vanish from its reports or age in
