@@ -43,8 +43,8 @@ func TestLeadershipLostStopsEveryLeaderLoop(t *testing.T) {
 	leader := leaderOf(ms)
 	// Every loop but the one-shot setup keeps running while this server leads.
 	long := int64(len(leader.s.leaderLoops()) - 1)
-	if long != 3 {
-		t.Fatalf("%d long-running leader loops with a dead-server timeout, want 3 (liveness, plan expiry, dead-server cleanup)", long)
+	if long != 4 {
+		t.Fatalf("%d long-running leader loops with a dead-server timeout, want 4 (liveness, plan expiry, live jobs, dead-server cleanup)", long)
 	}
 	running := func(m *member) func() bool {
 		return func() bool { return m.s.lead.running.Load() == long }
