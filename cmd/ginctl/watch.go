@@ -44,15 +44,19 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 			// No deadline: a watch lasts until interrupted. When the
 			// master goes away and the client moves to another, the watch
 			// resumes after the last index printed (no gap, no repeat).
+			// One index can carry many events (a batch of node state
+			// changes is one Raft entry): the watch resumes from the index
+			// before the last and skips the events of the last it printed.
 			var last uint64
+			var atLast int // events printed at index last
 			headerDone := false
 			return c.Do(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn) error {
 				tc := ginv1.NewTopologyServiceClient(conn)
-				from := since
+				from, skip := since, 0
 				switch {
 				case last > 0:
-					from = last
-					fmt.Fprintf(a.stderr, "resuming after index %d on %s\n", from, conn.Target())
+					from, skip = last-1, atLast
+					fmt.Fprintf(a.stderr, "resuming after index %d on %s\n", last, conn.Target())
 				case !cmd.Flags().Changed("since"):
 					rctx, cancel := context.WithTimeout(ctx, a.timeout)
 					resp, err := tc.ListNodes(rctx, &ginv1.ListNodesRequest{Consistency: a.consistency()})
@@ -81,8 +85,12 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 						}
 						return err
 					}
-					if ev.GetIndex() <= last {
-						continue // printed before a move to a master that lagged behind
+					idx := ev.GetIndex()
+					if idx < last || (idx == last && skip > 0) {
+						if idx == last {
+							skip--
+						}
+						continue // printed before a move to another master
 					}
 					if a.output == "json" {
 						err = a.printLine(ev)
@@ -92,7 +100,10 @@ then streams new ones. -o json prints one JSON object per line (docs/JSON.md).`,
 					if err != nil {
 						return err
 					}
-					last = max(last, ev.GetIndex())
+					if idx > last {
+						last, atLast = idx, 0
+					}
+					atLast++
 				}
 			})
 		},
