@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/state"
@@ -53,6 +54,7 @@ type stateChange struct {
 type queuedChange struct {
 	stateChange
 	seq uint64
+	at  time.Time // when it was queued (l.now)
 }
 
 // kick wakes the goroutine waiting on ch (a channel of one) without
@@ -104,7 +106,7 @@ func (l *liveness) enqueue(c stateChange) bool {
 		l.seq++
 		q.seq = l.seq
 	}
-	q.stateChange = c
+	q.stateChange, q.at = c, l.now()
 	l.queue[c.node] = q
 	return true
 }
@@ -153,6 +155,13 @@ func (l *liveness) flush(ctx context.Context) (int, error) {
 		// Deleted since, or already so (an entry whose outcome was
 		// unknown did commit): nothing to commit.
 		if h, ok := l.store.Head(n); !ok || h.State() == q.state {
+			delete(l.queue, n)
+			continue
+		}
+		// A DOWN decided before a sign of life that came while it waited
+		// (an entry in flight: the node's agent reattached meanwhile) is
+		// no longer true.
+		if ls, ok := l.lastSeen[n]; ok && q.state == ginv1.NodeState_NODE_STATE_DOWN && ls.After(q.at) {
 			delete(l.queue, n)
 			continue
 		}

@@ -523,3 +523,24 @@ func TestLivenessBatchDoesNotBlockOtherCommits(t *testing.T) {
 		t.Fatalf("record %v", rec)
 	}
 }
+
+// A DOWN that waited in the queue behind an entry in flight is dropped
+// when the node was heard from meanwhile (its agent reattached to another
+// master while the leader was busy): the queue commits what is still true.
+func TestLivenessBatchDropsADownHeardFromSince(t *testing.T) {
+	st, _ := leafStore(t, 3)
+	now := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	f := &fakeRaft{st: st, started: make(chan []stateChange, 16), gate: make(chan struct{})}
+	l, _ := batchLiveness(t, st, f, &now)
+	l.propose(stateChange{"leaf000", nodeDown, "missed 3 heartbeats"})
+	next(t, f.started)
+	l.propose(stateChange{"leaf001", nodeDown, "missed 3 heartbeats"}, stateChange{"leaf002", nodeDown, "missed 3 heartbeats"})
+	now = now.Add(100 * time.Millisecond)
+	l.seen(context.Background(), "leaf001") // reattached while the first entry was in flight
+	close(f.gate)
+	idle(t, l)
+	entries := f.committed()
+	if len(entries) != 2 || len(entries[1]) != 1 || entries[1][0].node != "leaf002" {
+		t.Fatalf("entries %v, want leaf000's, then leaf002's alone", entries)
+	}
+}
