@@ -61,7 +61,7 @@ func TestMarshal(t *testing.T) {
 			view{Extra: map[string]int{"b": 2, "a": 1}, Node: &ginv1.NodeSummary{Name: "n"}, When: changed, Untagged: 3},
 			`{"name":"","count":0,"labels":[],"extra":{"a":1,"b":2},"node":{"name":"n","state":"unspecified","state_reason":"","generation":0,"system_model":"","gpu_count":0,"gpu_model":"","nvlinks_up":0,"nvlinks_total":0,"compute_ports_up":0,"compute_ports_total":0,"nvlink_domain":"","leaf_switch":"","state_changed_at":null,"updated_index":0},"when":"2026-12-01T03:04:05Z"}`},
 		{"a slice of messages", []*ginv1.Member{{Id: "m1", Leader: true}},
-			`[{"id":"m1","address":"","leader":true,"voter":false,"client_address":"","reachable":null,"last_contact_ms":null}]`},
+			`[{"id":"m1","address":"","leader":true,"voter":false,"client_address":"","reachable":null,"last_contact_ms":null,"http_address":""}]`},
 		{"nil slice is an empty array", []*ginv1.Member(nil), `[]`},
 		{"nil message is null", (*ginv1.Member)(nil), `null`},
 	}

@@ -73,10 +73,10 @@ func (w webLive) JobLive(ctx context.Context, job string) (*ginv1.GetJobLiveResp
 	}
 	cc, err := w.leader()
 	if errors.Is(err, errNoLeader) {
-		return nil, status.Error(codes.Unavailable, "no leader known to ask (an election, or the leader's address not known here yet)")
+		return nil, errors.New("no leader known to ask (an election, or the leader's address not known here yet)")
 	}
 	if err != nil {
-		return nil, status.Error(codes.Unavailable, err.Error())
+		return nil, fmt.Errorf("the leader: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, webLiveTimeout)
 	defer cancel()
@@ -87,7 +87,7 @@ func (w webLive) JobLive(ctx context.Context, job string) (*ginv1.GetJobLiveResp
 	case codes.NotFound:
 		return nil, nil
 	}
-	return nil, status.Error(status.Code(err), fmt.Sprintf("asking the leader: %s", status.Convert(err).Message()))
+	return nil, fmt.Errorf("asking the leader: %s", status.Convert(err).Message())
 }
 
 // Topology implements webui.Backend: this replica's graph and fabric scan,
