@@ -150,6 +150,28 @@ func (c *diskFullCluster) cluster(addr string) raftView {
 	return raftView{leader: fmt.Sprint(v["leader_id"]), term: fmt.Sprint(v["term"]), commit: num("commit_index"), applied: num("applied_index")}
 }
 
+// registered reports whether the master at addr lists n members, each
+// with the client address its registration carries.
+func (c *diskFullCluster) registered(addr string, n int) bool {
+	c.t.Helper()
+	out, err := runTool(c.t, c.bin, "ginctl", "--master", addr, "--timeout", "3s", "members", "-o", "json")
+	if err != nil {
+		return false
+	}
+	var ms []struct {
+		ClientAddress string `json:"client_address"`
+	}
+	if json.Unmarshal([]byte(out), &ms) != nil || len(ms) != n {
+		return false
+	}
+	for _, m := range ms {
+		if m.ClientAddress == "" {
+			return false
+		}
+	}
+	return true
+}
+
 var dataDirFreeRE = regexp.MustCompile(`(?m)^gin_master_data_dir_(min_)?free_bytes\{server="m1"\} (\S+)$`)
 
 // TestDiskFullSingleMaster: a single master whose data dir fills refuses
@@ -373,6 +395,10 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 	if _, out, err := c.plan(c.join, 1); err != nil {
 		t.Fatalf("plan 1: %v\n%s", err, out)
 	}
+	// Every master's registration (a follower's Join, committed by the
+	// leader) is in before the fill: else that write, not the test's,
+	// would be the one that finds the data dir full.
+	waitFor(t, "every master registered", 60*time.Second, func() bool { return c.registered(c.join, 3) })
 
 	testkit.FillTmpfs(t, dirs[old], diskFullLeave)
 	if st := c.pinStatus(c.clients[old], 30); st.Code() != codes.ResourceExhausted || !apierr.IsDataDirFull(st.Err()) {
