@@ -88,7 +88,7 @@ func bindFlags(f *pflag.FlagSet, c *config) {
 	f.StringSliceVar(&c.ComputeHCAs, "compute-hcas", c.ComputeHCAs, "with --source auto: HCAs (names or node GUIDs) that carry GPU traffic")
 	f.StringSliceVar(&c.StorageHCAs, "storage-hcas", c.StorageHCAs, "with --source auto: HCAs (names or node GUIDs) for storage or management")
 	f.StringVar(&c.LLDPCommand, "lldp-command", c.LLDPCommand, "with --source auto: command printing lldpd's neighbours as JSON; empty disables")
-	f.StringVar(&c.Plans.socket, "plan-socket", c.Plans.socket, "Unix socket serving the node's plans to local processes; empty disables")
+	f.StringVar(&c.Plans.socket, "plan-socket", c.Plans.socket, "node socket: plans for local processes, profiler windows in; empty disables")
 	f.StringVar(&c.Plans.dir, "plan-dir", c.Plans.dir, "directory keeping the node's plans across restarts; empty: memory only")
 	f.BoolVar(&c.Once, "once", c.Once, "collect once, print the inventory and exit (no master needed)")
 	f.StringVarP(&c.Output, "output", "o", c.Output, "output format of --once: table, json or yaml (docs/JSON.md)")

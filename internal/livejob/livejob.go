@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
@@ -328,7 +329,7 @@ func (d *Detector) Suspects() map[string][]*ginv1.Suspect {
 func (d *Detector) suspectsLocked(j *job) []*ginv1.Suspect {
 	out := make([]*ginv1.Suspect, 0, len(j.suspects))
 	for _, st := range j.suspects {
-		s := cloneSuspect(st.s)
+		s := proto.CloneOf(st.s)
 		s.Since = timestamppb.New(st.since)
 		s.Confirmed = st.hits >= d.cfg.Confirm
 		if d.fabric != nil && s.GetNic() != "" {
@@ -346,15 +347,6 @@ func (d *Detector) suspectsLocked(j *job) []*ginv1.Suspect {
 		return out[a].GetRank() < out[b].GetRank()
 	})
 	return out
-}
-
-func cloneSuspect(s *ginv1.Suspect) *ginv1.Suspect {
-	c := &ginv1.Suspect{
-		Kind: s.GetKind(), Node: s.GetNode(), Component: s.GetComponent(), Rank: s.GetRank(),
-		GpuIndex: s.GetGpuIndex(), Nic: s.GetNic(), Slowdown: s.GetSlowdown(), CommId: s.GetCommId(),
-		Evidence: append([]string(nil), s.GetEvidence()...),
-	}
-	return c
 }
 
 // Job returns what the detector holds of one job; ok is false when none

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	statev1 "github.com/gin-topology/gin/api/gen/gin/state/v1"
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
 	"github.com/gin-topology/gin/internal/state"
+	"github.com/gin-topology/gin/internal/testkit"
 )
 
 const (
@@ -120,9 +120,9 @@ func leafStore(t testing.TB, n int) (*state.Store, []string) {
 // batchLiveness is a leader's liveness over st on the clock *now, with its
 // flusher running (as run starts it) and committing through f, and a log
 // written to the returned buffer.
-func batchLiveness(t *testing.T, st *state.Store, f *fakeRaft, now *time.Time) (*liveness, *syncBuffer) {
+func batchLiveness(t *testing.T, st *state.Store, f *fakeRaft, now *time.Time) (*liveness, *testkit.LogBuffer) {
 	t.Helper()
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	l := newLiveness(time.Second, 3, st, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), f.setStates)
 	l.now = func() time.Time { return *now }
 	l.rearm()
@@ -137,24 +137,6 @@ func batchLiveness(t *testing.T, st *state.Store, f *fakeRaft, now *time.Time) (
 		<-done
 	})
 	return l, &logs
-}
-
-// syncBuffer is a bytes.Buffer safe for the flusher's log and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) count(sub string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.b.String(), sub)
 }
 
 // next is the next entry sent on ch (fakeRaft.started), failing the test
@@ -267,10 +249,10 @@ func TestLivenessMarksALeafDownInFewEntries(t *testing.T) {
 					t.Fatalf("entry %d carries %d changes, more than %d", i, len(e), maxBatch)
 				}
 			}
-			if got := logs.count(`msg="node state changed"`); got != tc.nodes {
+			if got := logCount(logs, `msg="node state changed"`); got != tc.nodes {
 				t.Errorf("%d node state lines, want one a node (%d)", got, tc.nodes)
 			}
-			if got := logs.count(`msg="node state changes committed in one entry"`); got != tc.wantEntries {
+			if got := logCount(logs, `msg="node state changes committed in one entry"`); got != tc.wantEntries {
 				t.Errorf("%d entry lines, want %d", got, tc.wantEntries)
 			}
 		})
@@ -428,9 +410,9 @@ func TestLivenessRetriesAFailedCommit(t *testing.T) {
 			tc.during(l)
 			f.gate <- struct{}{} // the failing entry returns
 			waitUntil(t, "the failure to be logged", func() bool {
-				return logs.count(`msg="node state changes not committed; tried again at the next check"`) == 1
+				return logCount(logs, `msg="node state changes not committed; tried again at the next check"`) == 1
 			})
-			if logs.count(`changes=2`) != 1 {
+			if logCount(logs, `changes=2`) != 1 {
 				t.Errorf("the failure line does not count the 2 changes")
 			}
 			// A change queued after the failure waits for the next check.
@@ -544,3 +526,6 @@ func TestLivenessBatchDropsADownHeardFromSince(t *testing.T) {
 		t.Fatalf("entries %v, want leaf000's, then leaf002's alone", entries)
 	}
 }
+
+// logCount is how many times sub stands in the log so far.
+func logCount(b *testkit.LogBuffer, sub string) int { return strings.Count(b.String(), sub) }

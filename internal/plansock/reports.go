@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gin-topology/gin/internal/rankreport"
 )
 
 // The profiler plugin's reports share the node socket with plan requests
@@ -21,11 +23,11 @@ import (
 // bound covers reports as it covers plan requests.
 
 // ReportMagic opens a report frame; reportHeader is its header's length
-// (magic, version, two bytes, u32 body length, as rankreport.HeaderLen).
+// and MaxReportBody its body's bound (internal/rankreport's format).
 const (
-	ReportMagic   = "GINP"
-	reportHeader  = 12
-	MaxReportBody = 65536
+	ReportMagic   = rankreport.Magic
+	reportHeader  = rankreport.HeaderLen
+	MaxReportBody = rankreport.MaxBody
 	reportTimeout = 2 * time.Second
 )
 

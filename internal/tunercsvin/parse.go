@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	ginv1 "github.com/gin-topology/gin/api/gen/gin/v1"
+	"github.com/gin-topology/gin/internal/calib"
 )
 
 // Bounds on what Parse accepts.
@@ -353,36 +354,20 @@ func ParseCollective(s string) (ginv1.Collective, error) {
 
 // ParseAlgorithm reads an algorithm as the example tuner spells it (tree,
 // ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat; case and
-// underscores aside).
+// underscores aside): calib's names without the underscores.
 func ParseAlgorithm(s string) (ginv1.Algorithm, error) {
-	switch strings.ReplaceAll(strings.ToLower(s), "_", "") {
-	case "tree":
-		return ginv1.Algorithm_ALGORITHM_TREE, nil
-	case "ring":
-		return ginv1.Algorithm_ALGORITHM_RING, nil
-	case "collnetdirect":
-		return ginv1.Algorithm_ALGORITHM_COLLNET_DIRECT, nil
-	case "collnetchain":
-		return ginv1.Algorithm_ALGORITHM_COLLNET_CHAIN, nil
-	case "nvls":
-		return ginv1.Algorithm_ALGORITHM_NVLS, nil
-	case "nvlstree":
-		return ginv1.Algorithm_ALGORITHM_NVLS_TREE, nil
-	case "pat":
-		return ginv1.Algorithm_ALGORITHM_PAT, nil
+	a, err := calib.ParseAlgorithm(strings.ReplaceAll(s, "_", ""))
+	if err != nil {
+		return 0, fmt.Errorf("algorithm %q: want one of tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat", s)
 	}
-	return 0, fmt.Errorf("algorithm %q: want one of tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat", s)
+	return a, nil
 }
 
 // ParseProtocol reads a protocol (ll, ll128, simple; case aside).
 func ParseProtocol(s string) (ginv1.Protocol, error) {
-	switch strings.ToLower(s) {
-	case "ll":
-		return ginv1.Protocol_PROTOCOL_LL, nil
-	case "ll128":
-		return ginv1.Protocol_PROTOCOL_LL128, nil
-	case "simple":
-		return ginv1.Protocol_PROTOCOL_SIMPLE, nil
+	p, err := calib.ParseProtocol(s)
+	if err != nil {
+		return 0, fmt.Errorf("protocol %q: want one of ll, ll128, simple", s)
 	}
-	return 0, fmt.Errorf("protocol %q: want one of ll, ll128, simple", s)
+	return p, nil
 }
