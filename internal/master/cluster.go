@@ -199,8 +199,10 @@ func (s *Server) registerSelf(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	if s.node.IsLeader() {
+		// The leader is a member: its own registration uses up no admission.
 		_, err := s.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
 			ServerId: s.cfg.ID, ClientAddress: s.cfg.Advertise, RaftAddress: s.node.Addr(), HttpAddress: s.httpAdvertise(),
+			KeepAdmission: true,
 		}}})
 		return err == nil, err
 	}
@@ -245,9 +247,17 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 	if err := a.leading(); err != nil {
 		return nil, toStatus(err)
 	}
-	// The checks below read the leader's state, the one that decides.
-	for _, check := range []func(*ginv1.JoinRequest) error{a.checkJoinClusterID, a.checkJoinAddresses, a.checkJoinAdmitted /* joinadmission.go */} {
-		if err := check(req); err != nil {
+	// The checks below read the leader's state, the one that decides, and
+	// one configuration: the voter is added to that configuration only
+	// (AddVoter's prevIndex), so a removal committed meanwhile makes this
+	// Join fail and the next one decide again.
+	members, confIndex, err := a.node.Membership()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	j := joinCheck{req: req, members: members}
+	for _, check := range []func(joinCheck) error{a.checkJoinClusterID, a.checkJoinAddresses, a.checkJoinAdmitted /* joinadmission.go */} {
+		if err := check(j); err != nil {
 			a.log.Warn("join refused", "member", req.GetServerId(), "err", err)
 			return nil, toStatus(err)
 		}
@@ -256,11 +266,15 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 		a.log.Warn("join refused: raft address unreachable", "member", req.GetServerId(), "raft", req.GetRaftAddress(), "err", err)
 		return nil, toStatus(&precondition{msg: fmt.Sprintf("server %s: its raft address %s cannot be dialled (%v): a server that cannot be reached is not added", req.GetServerId(), req.GetRaftAddress(), err)})
 	}
-	if err := a.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress()); err != nil {
-		return nil, toStatus(err)
+	if err := a.node.AddVoter(ctx, req.GetServerId(), req.GetRaftAddress(), confIndex); err != nil {
+		return nil, toStatus(fmt.Errorf("join of server %s: %w", req.GetServerId(), err))
 	}
+	// A member's registration uses up no admission: one written after the
+	// check above (dead-server cleanup removing and readmitting it while
+	// this Join ran) is for the Join that brings it back.
 	res, err := a.apply(ctx, &statev1.Command{Command: &statev1.Command_RegisterServer{RegisterServer: &statev1.RegisterServer{
 		ServerId: req.GetServerId(), ClientAddress: req.GetClientAddress(), RaftAddress: req.GetRaftAddress(), HttpAddress: req.GetHttpAddress(),
+		KeepAdmission: j.member(),
 	}}})
 	if err != nil {
 		return nil, toStatus(err)
@@ -273,7 +287,8 @@ func (a *adminService) Join(ctx context.Context, req *ginv1.JoinRequest) (*ginv1
 // once this cluster has an id. A fresh cluster has no id until its first
 // leader sets one (onLeadership): then only a joiner naming no id is
 // accepted, since one naming an id comes from another cluster.
-func (a *adminService) checkJoinClusterID(req *ginv1.JoinRequest) error {
+func (a *adminService) checkJoinClusterID(j joinCheck) error {
+	req := j.req
 	cid, its := a.store.ClusterID(), req.GetClusterId()
 	switch {
 	case cid == "" && its == "":
@@ -293,20 +308,15 @@ func (a *adminService) checkJoinClusterID(req *ginv1.JoinRequest) error {
 // redirect the cluster's Raft traffic or the leader hints clients follow.
 // A master that really moved (new IP) is removed first, then joins again:
 // ginctl members remove ID.
-func (a *adminService) checkJoinAddresses(req *ginv1.JoinRequest) error {
+func (a *adminService) checkJoinAddresses(j joinCheck) error {
+	req := j.req
 	id := req.GetServerId()
 	moved := func(what, have, want string) error {
 		return &precondition{msg: fmt.Sprintf("server %s is a member with %s %s, this join names %s: a Join never changes an existing server's address; if the master really moved, remove it first (ginctl members remove %s) and start it again", id, what, have, want, id)}
 	}
-	member := false
-	for _, m := range a.node.Stats().Members {
-		if m.ID != id {
-			continue
-		}
-		member = true
-		if m.Address != req.GetRaftAddress() {
-			return moved("raft address", m.Address, req.GetRaftAddress())
-		}
+	m, member := j.find(id)
+	if member && m.Address != req.GetRaftAddress() {
+		return moved("raft address", m.Address, req.GetRaftAddress())
 	}
 	// A server no longer in the configuration (removed by an operator or by
 	// dead-server cleanup) may come back with new addresses: its record is

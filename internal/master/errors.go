@@ -134,7 +134,7 @@ var statusTable = []statusRow{
 	{is(errFailedPrecondition), codes.FailedPrecondition, nil},
 	// Not UNAVAILABLE or DEADLINE_EXCEEDED: clients move on to another
 	// master on those and would repeat a write that committed.
-	{isA[*notAppliedError], codes.Aborted, nil},
+	{anyOf(isA[*notAppliedError], is(ginraft.ErrMembershipChanged)), codes.Aborted, nil},
 	{is(state.ErrWatchTooOld), codes.OutOfRange, nil},
 	{isA[*errHandshakeBusy], codes.ResourceExhausted, func(err error) []protoadapt.MessageV1 {
 		return []protoadapt.MessageV1{apierr.Info(apierr.ReasonHandshakesBusy, nil),

@@ -61,11 +61,34 @@ func (a *adminService) AdmitServer(ctx context.Context, req *ginv1.AdmitServerRe
 	return &ginv1.AdmitServerResponse{Index: res.Index}, nil
 }
 
+// joinCheck is what Join's checks decide on: the request and the one Raft
+// configuration they all read.
+type joinCheck struct {
+	req     *ginv1.JoinRequest
+	members []ginraft.Member
+}
+
+func (j joinCheck) find(id string) (ginraft.Member, bool) {
+	for _, m := range j.members {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return ginraft.Member{}, false
+}
+
+// member: the joining server is in the configuration already.
+func (j joinCheck) member() bool {
+	_, ok := j.find(j.req.GetServerId())
+	return ok
+}
+
 // checkJoinAdmitted refuses a Join from a server that is neither a member
 // nor admitted, or admitted at another Raft address.
-func (a *adminService) checkJoinAdmitted(req *ginv1.JoinRequest) error {
+func (a *adminService) checkJoinAdmitted(j joinCheck) error {
+	req := j.req
 	id := req.GetServerId()
-	if a.node.IsMember(id) {
+	if j.member() {
 		return nil
 	}
 	adm, ok := a.store.Admission(id)

@@ -36,6 +36,8 @@ type FSM struct {
 	// corrupt is the first entry whose inventory failed its content hash
 	// (integrity.go).
 	corrupt corruption
+	// conf is the latest committed Raft configuration (membership.go).
+	conf configRecord
 }
 
 // Skipped is how many committed entries this FSM could not apply.

@@ -290,6 +290,7 @@ func Open(cfg Config, store *state.Store) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	fsm.seedConfiguration(snaps)
 	guard := &diskGuard{dir: cfg.DataDir, minFree: cfg.MinFreeBytes, statfs: cfg.statfs, log: log}
 	failed := newFailure()
 	counted, running := newCountedLogStore(cfg, logs, guard, failed, log)
@@ -863,10 +864,18 @@ func (n *Node) BootstrapCluster(members []Member) error {
 }
 
 // AddVoter adds (or keeps) a voter; a no-op when it is already one at addr.
-func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
-	if err := waitFuture(ctx, n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, 10*time.Second)); err != nil {
+// With prevIndex > 0 it is applied only to the configuration of that
+// index (Membership), else it fails with ErrMembershipChanged: a check
+// made on one configuration never adds a server to another.
+func (n *Node) AddVoter(ctx context.Context, id, addr string, prevIndex uint64) error {
+	if err := waitFuture(ctx, n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), prevIndex, 10*time.Second)); err != nil {
 		if errors.Is(err, hraft.ErrNotLeader) {
 			return n.notLeader()
+		}
+		if prevIndex > 0 && strings.Contains(err.Error(), "configuration changed since") {
+			// hashicorp/raft has no sentinel for this refusal
+			// (appendConfigurationEntry formats it).
+			return fmt.Errorf("raft: add voter %s at %s: %w (%v)", id, addr, ErrMembershipChanged, err)
 		}
 		return fmt.Errorf("raft: add voter %s at %s: %w", id, addr, err)
 	}

@@ -63,7 +63,7 @@ func newTLSClusterWith(t *testing.T, mod func(id string, cfg *Config)) *tlsClust
 		// A fresh server takes its first configuration only from the
 		// leader it expects (the master's join loop names it).
 		c.nodes[id].ExpectPeers([]Member{{ID: "m1", Address: m1.Addr(), Voter: true}})
-		if err := m1.AddVoter(ctx, id, c.nodes[id].Addr()); err != nil {
+		if err := m1.AddVoter(ctx, id, c.nodes[id].Addr(), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // TestAdmissionsRules: an admission is kept until the server registers
-// (used once), revoke takes it back, replays change nothing, the count is
+// (used once) unless the registration is a member's, revoke takes it back, replays change nothing, the count is
 // bounded, and snapshots carry them.
 func TestAdmissionsRules(t *testing.T) {
 	s := New(nil)
@@ -31,6 +31,11 @@ func TestAdmissionsRules(t *testing.T) {
 			return s.RegisterServer(i, &statev1.RegisterServer{ServerId: "m4", RaftAddress: "10.0.0.4:5001"})
 		}, false, false},
 		{"admitted again", func(i uint64) (Result, error) { return s.AdmitServer(i, admit) }, true, true},
+		// A member's registration (its Join was checked while it was one)
+		// leaves an admission written after that check for its next join.
+		{"a member's registration keeps it", func(i uint64) (Result, error) {
+			return s.RegisterServer(i, &statev1.RegisterServer{ServerId: "m4", RaftAddress: "10.0.0.4:5001", KeepAdmission: true})
+		}, false, true},
 		{"revoked", func(i uint64) (Result, error) {
 			return s.AdmitServer(i, &statev1.AdmitServer{ServerId: "m4", Revoke: true})
 		}, true, false},
@@ -49,6 +54,9 @@ func TestAdmissionsRules(t *testing.T) {
 		if _, ok := s.Admission("m4"); ok != st.has {
 			t.Fatalf("%s: admitted %v, want %v", st.name, ok, st.has)
 		}
+	}
+	if r, _ := s.Server("m4"); r.GetKeepAdmission() {
+		t.Fatal("the stored registration carries keep_admission: it belongs to the command, not the record")
 	}
 	for i := range MaxAdmissions {
 		if _, err := s.AdmitServer(uint64(100+i), &statev1.AdmitServer{ServerId: fmt.Sprintf("n%02d", i)}); err != nil {

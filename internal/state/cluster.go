@@ -10,20 +10,29 @@ import (
 
 // RegisterServer records a master's addresses; the latest registration of
 // a server id wins. It uses up the server's admission (admission.go): a
-// master registers once it is a member.
+// master registers once it is a member. A registration with
+// keep_admission (the server was a member when its Join was checked) uses
+// up none: an admission written after that check, by dead-server cleanup
+// that removed the server meanwhile, is the one its next Join needs.
 func (s *Store) RegisterServer(index uint64, cmd *statev1.RegisterServer) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bump(index)
-	_, admitted := s.admissions[cmd.GetServerId()]
-	delete(s.admissions, cmd.GetServerId())
-	if prev, ok := s.servers[cmd.GetServerId()]; ok && proto.Equal(prev, cmd) && !admitted {
+	rec := proto.CloneOf(cmd)
+	rec.KeepAdmission = false
+	_, admitted := s.admissions[rec.GetServerId()]
+	if cmd.GetKeepAdmission() {
+		admitted = false
+	} else {
+		delete(s.admissions, rec.GetServerId())
+	}
+	if prev, ok := s.servers[rec.GetServerId()]; ok && proto.Equal(prev, rec) && !admitted {
 		return Result{Index: index}, nil
 	}
 	if s.servers == nil {
 		s.servers = map[string]*statev1.RegisterServer{}
 	}
-	s.servers[cmd.GetServerId()] = proto.CloneOf(cmd)
+	s.servers[rec.GetServerId()] = rec
 	return Result{Index: index, Changed: true}, nil
 }
 

@@ -619,7 +619,13 @@ type RegisterServer struct {
 	RaftAddress   string                 `protobuf:"bytes,3,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	// host:port of its HTTP listener (/metrics, /healthz, the web view);
 	// "" when it serves none (or registered before masters said).
-	HttpAddress   string `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	HttpAddress string `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	// keep_admission: the server was already a member when the leader
+	// checked its Join (a restart or an address registration, not a join),
+	// so this registration uses up no admission. An admission written
+	// meanwhile (dead-server cleanup that removed the server between the
+	// check and this entry readmits it) is for the join that follows.
+	KeepAdmission bool `protobuf:"varint,5,opt,name=keep_admission,json=keepAdmission,proto3" json:"keep_admission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,6 +686,13 @@ func (x *RegisterServer) GetHttpAddress() string {
 		return x.HttpAddress
 	}
 	return ""
+}
+
+func (x *RegisterServer) GetKeepAdmission() bool {
+	if x != nil {
+		return x.KeepAdmission
+	}
+	return false
 }
 
 // AdmitServer records an admin's word that a master may join (or, with
@@ -1395,12 +1408,13 @@ const file_gin_state_v1_state_proto_rawDesc = "" +
 	"\vNodeBinding\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\"\n" +
 	"\rca_key_sha256\x18\x02 \x01(\tR\vcaKeySha256\x12\x16\n" +
-	"\x06serial\x18\x03 \x01(\tR\x06serial\"\x9a\x01\n" +
+	"\x06serial\x18\x03 \x01(\tR\x06serial\"\xc1\x01\n" +
 	"\x0eRegisterServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12%\n" +
 	"\x0eclient_address\x18\x02 \x01(\tR\rclientAddress\x12!\n" +
 	"\fraft_address\x18\x03 \x01(\tR\vraftAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\x86\x01\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\x12%\n" +
+	"\x0ekeep_admission\x18\x05 \x01(\bR\rkeepAdmission\"\x86\x01\n" +
 	"\vAdmitServer\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
